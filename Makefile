@@ -1,0 +1,12 @@
+# Ferry's build. Every tool is fetched by the go command from the module proxy.
+CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+# The embedded kube-apiserver reports this version (kubectl refuses to parse the default).
+K8S_VERSION := v1.37.2
+LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 \
+	-X github.com/ferry-serving/ferry/internal/version.Version=$(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: generate build up test vet verify-generated
+generate:
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true,maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
