@@ -1,0 +1,112 @@
+package resources
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+// IngressClass is the KIngress class Ferry's gateway serves.
+const IngressClass = "ferry.ingress.networking.knative.dev"
+
+// Headers Knative appends to each split so the backend knows what it serves.
+const (
+	RevisionHeader  = "Knative-Serving-Revision"
+	NamespaceHeader = "Knative-Serving-Namespace"
+)
+
+// RevisionServicePort is the port of each Revision's Kubernetes Service.
+const RevisionServicePort = 80
+
+// MakeIngress builds the KIngress named after the Route that serves the resolved
+// targets: one rule for the Route's own hosts splitting traffic by percent, and one
+// per tag sending everything to the tag's Revision. Each set of hosts gets an
+// ExternalIP rule (unless the Route is cluster-local) and a ClusterLocal rule.
+func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, domain string) *netv1alpha1.Ingress {
+	var rules []netv1alpha1.IngressRule
+	if splits := mergeSplits(r.Namespace, targets); len(splits) > 0 {
+		rules = append(rules, makeRules(r, "", domain, splits)...)
+	}
+	for _, t := range targets {
+		if t.Tag == "" {
+			continue
+		}
+		one := []netv1alpha1.IngressBackendSplit{makeSplit(r.Namespace, t.RevisionName, 100)}
+		rules = append(rules, makeRules(r, t.Tag, domain, one)...)
+	}
+	return &netv1alpha1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            r.Name,
+			Namespace:       r.Namespace,
+			Labels:          routeLabels(r),
+			Annotations:     map[string]string{netv1alpha1.IngressClassAnnotationKey: IngressClass},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(r)},
+		},
+		Spec: netv1alpha1.IngressSpec{Rules: rules, HTTPOption: netv1alpha1.HTTPOptionEnabled},
+	}
+}
+
+func makeRules(r *v1.Route, tag, domain string, splits []netv1alpha1.IngressBackendSplit) []netv1alpha1.IngressRule {
+	http := &netv1alpha1.HTTPIngressRuleValue{Paths: []netv1alpha1.HTTPIngressPath{{Splits: splits}}}
+	local := netv1alpha1.IngressRule{
+		Hosts:      clusterLocalHosts(r, tag),
+		Visibility: netv1alpha1.IngressVisibilityClusterLocal,
+		HTTP:       http,
+	}
+	if IsClusterLocal(r) {
+		return []netv1alpha1.IngressRule{local}
+	}
+	external := netv1alpha1.IngressRule{
+		Hosts:      []string{Host(r, tag, domain)},
+		Visibility: netv1alpha1.IngressVisibilityExternalIP,
+		HTTP:       http.DeepCopy(),
+	}
+	return []netv1alpha1.IngressRule{external, local}
+}
+
+// mergeSplits sums the percents of targets that name the same Revision (several tags
+// may point at one) and drops zero shares, keeping first-seen order.
+func mergeSplits(ns string, targets []v1.TrafficTarget) []netv1alpha1.IngressBackendSplit {
+	var splits []netv1alpha1.IngressBackendSplit
+	index := make(map[string]int, len(targets))
+	for _, t := range targets {
+		if t.Percent == nil || *t.Percent == 0 {
+			continue
+		}
+		if i, ok := index[t.RevisionName]; ok {
+			splits[i].Percent += int(*t.Percent)
+			continue
+		}
+		index[t.RevisionName] = len(splits)
+		splits = append(splits, makeSplit(ns, t.RevisionName, int(*t.Percent)))
+	}
+	return splits
+}
+
+func makeSplit(ns, rev string, percent int) netv1alpha1.IngressBackendSplit {
+	return netv1alpha1.IngressBackendSplit{
+		IngressBackend: netv1alpha1.IngressBackend{
+			ServiceNamespace: ns,
+			ServiceName:      rev,
+			ServicePort:      intstr.FromInt32(RevisionServicePort),
+		},
+		Percent:       percent,
+		AppendHeaders: map[string]string{RevisionHeader: rev, NamespaceHeader: ns},
+	}
+}
+
+// routeLabels marks an object as the Route's, and carries the Service label so that
+// `kubectl get -l serving.knative.dev/service=x` finds everything of a Service.
+func routeLabels(r *v1.Route) map[string]string {
+	l := map[string]string{v1.RouteLabelKey: r.Name}
+	if s, ok := r.Labels[v1.ServiceLabelKey]; ok {
+		l[v1.ServiceLabelKey] = s
+	}
+	return l
+}
+
+func ownerRef(r *v1.Route) metav1.OwnerReference {
+	return *metav1.NewControllerRef(r, v1.SchemeGroupVersion.WithKind("Route"))
+}
