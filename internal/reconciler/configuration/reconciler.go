@@ -1,0 +1,178 @@
+// Package configuration reconciles Knative Configurations: one Revision per generation
+// of the template, and which of them is the latest created and the latest ready.
+package configuration
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
+)
+
+// Ready reasons.
+const (
+	ReasonRevisionFailed    = "RevisionFailed"
+	ReasonRevisionNameTaken = "RevisionNameTaken"
+	// ReasonInvalidRevisionName has no Knative counterpart (its webhook rejects such
+	// a template); see the Route's InvalidTraffic.
+	ReasonInvalidRevisionName = "InvalidRevisionName"
+)
+
+// Reconciler reconciles one Configuration per call.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server itself, to settle an AlreadyExists that the
+	// cache cannot explain yet.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	AfterRead func()
+}
+
+// SetupWithManager registers the controller: Configurations and the Revisions they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("configuration").
+		For(&v1.Configuration{}).
+		Owns(&v1.Revision{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// problem is a permanent reason the Configuration cannot get its Revision.
+type problem struct{ reason, message string }
+
+// Reconcile makes sure the current generation has its Revision and reports the latest
+// created and latest ready ones.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cfg := &v1.Configuration{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if cfg.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if r.AfterRead != nil {
+		r.AfterRead()
+	}
+
+	status := cfg.Status.DeepCopy()
+	status.ObservedGeneration = cfg.Generation
+	m := v1.ConfigurationConditions.Manage(&status.Status)
+	m.InitializeConditions()
+
+	latest, p, err := r.latestCreated(ctx, cfg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if p != nil {
+		m.MarkFalse(v1.ConfigurationConditionReady, p.reason, "%s", p.message)
+		return ctrl.Result{}, r.updateStatus(ctx, cfg, status)
+	}
+	status.LatestCreatedRevisionName = latest.Name
+
+	ready, err := r.latestReady(ctx, cfg, status.LatestReadyRevisionName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status.LatestReadyRevisionName = ready
+	markReady(m, latest, ready)
+	return ctrl.Result{}, r.updateStatus(ctx, cfg, status)
+}
+
+// markReady is Knative's rule: Ready once the latest created Revision is the latest
+// ready one, False when it failed (an older ready Revision keeps serving meanwhile),
+// Unknown while it is on its way.
+func markReady(m duck.ConditionManager, latest *v1.Revision, ready string) {
+	switch {
+	case latest.IsReady() && ready == latest.Name:
+		m.MarkTrue(v1.ConfigurationConditionReady)
+	case latest.IsFailed():
+		c := latest.Status.GetCondition(v1.RevisionConditionReady)
+		m.MarkFalse(v1.ConfigurationConditionReady, ReasonRevisionFailed, "Revision %q failed with message: %s.", latest.Name, c.Message)
+	default:
+		m.MarkUnknown(v1.ConfigurationConditionReady, "", "")
+	}
+}
+
+// latestCreated returns the Revision of the current generation, creating it if need
+// be. The name is deterministic, so a stale cache or a restarted controller can only
+// get AlreadyExists, which the API server itself then explains.
+func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (*v1.Revision, *problem, error) {
+	if err := resources.CheckRevisionName(cfg); err != nil {
+		return nil, &problem{ReasonInvalidRevisionName, err.Error()}, nil
+	}
+	key := client.ObjectKey{Namespace: cfg.Namespace, Name: resources.RevisionName(cfg)}
+	rev := &v1.Revision{}
+	err := r.Client.Get(ctx, key, rev)
+	if apierrors.IsNotFound(err) {
+		desired := resources.MakeRevision(cfg)
+		if err = r.Client.Create(ctx, desired); err == nil {
+			return desired, nil, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, nil, err
+		}
+		err = r.APIReader.Get(ctx, key, rev)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if !metav1.IsControlledBy(rev, cfg) || resources.Generation(rev) != cfg.Generation {
+		return nil, &problem{ReasonRevisionNameTaken, fmt.Sprintf(
+			"The revision name %q is taken by a Revision that is not generation %d of this Configuration.", key.Name, cfg.Generation)}, nil
+	}
+	return rev, nil, nil
+}
+
+// latestReady is the newest Ready Revision of the Configuration. It never moves back
+// to an older Revision while the current one exists: a Revision that was ready and
+// stops being so keeps its traffic, as in Knative.
+func (r *Reconciler) latestReady(ctx context.Context, cfg *v1.Configuration, current string) (string, error) {
+	revs := &v1.RevisionList{}
+	if err := r.Client.List(ctx, revs, client.InNamespace(cfg.Namespace),
+		client.MatchingLabels{v1.ConfigurationLabelKey: cfg.Name}); err != nil {
+		return "", err
+	}
+	return pickLatestReady(cfg, revs.Items, current), nil
+}
+
+func pickLatestReady(cfg *v1.Configuration, revs []v1.Revision, current string) string {
+	best, bestGen := "", int64(-1)
+	for i := range revs {
+		rev := &revs[i]
+		if !metav1.IsControlledBy(rev, cfg) {
+			continue
+		}
+		if g := resources.Generation(rev); (rev.Name == current || rev.IsReady()) && g > bestGen {
+			best, bestGen = rev.Name, g
+		}
+	}
+	return best
+}
+
+// updateStatus writes status once, with observedGeneration, only when it changed.
+func (r *Reconciler) updateStatus(ctx context.Context, cfg *v1.Configuration, status *v1.ConfigurationStatus) error {
+	if equality.Semantic.DeepEqual(&cfg.Status, status) {
+		return nil
+	}
+	if c := status.GetCondition(duck.ConditionReady); c.IsFalse() && r.Recorder != nil {
+		if o := cfg.Status.GetCondition(duck.ConditionReady); !o.IsFalse() || o.Reason != c.Reason || o.Message != c.Message {
+			r.Recorder.Eventf(cfg, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+		}
+	}
+	upd := cfg.DeepCopy()
+	upd.Status = *status
+	return r.Client.Status().Update(ctx, upd)
+}

@@ -1,0 +1,86 @@
+// Package resources builds the Revisions a Configuration stamps out.
+package resources
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+// RevisionName is the name of the Revision for the Configuration's current generation:
+// the template's own name when the user chose one, else <config>-<generation, five
+// digits>. Deterministic names are what make a second create of the same generation
+// fail with AlreadyExists instead of making a twin.
+func RevisionName(cfg *v1.Configuration) string {
+	if n := cfg.Spec.Template.ObjectMeta.Name; n != "" {
+		return n
+	}
+	return fmt.Sprintf("%s-%05d", cfg.Name, cfg.Generation)
+}
+
+// CheckRevisionName reports a user-chosen name Knative's webhook would reject.
+func CheckRevisionName(cfg *v1.Configuration) error {
+	n := cfg.Spec.Template.ObjectMeta.Name
+	if n != "" && !strings.HasPrefix(n, cfg.Name+"-") {
+		return fmt.Errorf("revision name %q must have the prefix %q", n, cfg.Name+"-")
+	}
+	return nil
+}
+
+// Generation reads the configurationGeneration label of a Revision (0 when absent).
+func Generation(rev *v1.Revision) int64 {
+	g, _ := strconv.ParseInt(rev.Labels[v1.ConfigurationGenerationLabelKey], 10, 64)
+	return g
+}
+
+// MakeRevision builds the Revision of the Configuration's current generation from its
+// defaulted template. The Revision carries the defaults itself, as Knative's webhook
+// would have written them, so that it says exactly what runs.
+func MakeRevision(cfg *v1.Configuration) *v1.Revision {
+	tmpl := cfg.Spec.Template.DeepCopy()
+	tmpl.Spec.SetDefaults()
+
+	labels := make(map[string]string, len(tmpl.ObjectMeta.Labels)+5)
+	for k, v := range tmpl.ObjectMeta.Labels {
+		labels[k] = v
+	}
+	labels[v1.ConfigurationLabelKey] = cfg.Name
+	labels[v1.ConfigurationGenerationLabelKey] = strconv.FormatInt(cfg.Generation, 10)
+	labels[v1.ConfigurationUIDLabelKey] = string(cfg.UID)
+	for _, k := range []string{v1.ServiceLabelKey, v1.ServiceUIDLabelKey} {
+		if v, ok := cfg.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+
+	return &v1.Revision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            RevisionName(cfg),
+			Namespace:       cfg.Namespace,
+			Labels:          labels,
+			Annotations:     filterAnnotations(tmpl.ObjectMeta.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cfg, v1.SchemeGroupVersion.WithKind("Configuration"))},
+		},
+		Spec: tmpl.Spec,
+	}
+}
+
+// filterAnnotations drops kubectl's copy of the last applied object, which describes
+// the parent, not the Revision.
+func filterAnnotations(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != corev1.LastAppliedConfigAnnotation {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,202 @@
+// Package resources builds the Deployment and Kubernetes Service that run and expose
+// a Revision.
+package resources
+
+import (
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+// DefaultUserPort is the port a container serves on when it names none (Knative's).
+const DefaultUserPort int32 = 8080
+
+// DefaultProgressDeadline is how long a Deployment may take to make progress before
+// the Revision is marked ProgressDeadlineExceeded.
+const DefaultProgressDeadline int32 = 600
+
+// userPortName is the name Knative gives the serving container's port.
+const userPortName = "user-port"
+
+// DeploymentName is the name of the Revision's Deployment.
+func DeploymentName(rev *v1.Revision) string { return rev.Name + "-deployment" }
+
+// Selector is the label that ties a Revision to its pods; the Revision's Service and
+// the Revision reconciler's pod lookup use it too.
+func Selector(rev *v1.Revision) map[string]string {
+	return map[string]string{v1.RevisionLabelKey: rev.Name}
+}
+
+// Replicas is the Revision's scale without an autoscaler: min-scale, else
+// initial-scale, else 1, capped by max-scale. Unparsable values are ignored, as
+// admission should have rejected them.
+func Replicas(rev *v1.Revision) int32 {
+	n := int32(1)
+	if v, ok := scaleAnnotation(rev, v1.MinScaleAnnotationKey); ok && v > 0 {
+		n = v
+	} else if v, ok := scaleAnnotation(rev, v1.InitialScaleAnnotationKey); ok {
+		n = v
+	}
+	if v, ok := scaleAnnotation(rev, v1.MaxScaleAnnotationKey); ok && v > 0 && n > v {
+		n = v
+	}
+	return n
+}
+
+func scaleAnnotation(rev *v1.Revision, key string) (int32, bool) {
+	s, ok := rev.Annotations[key]
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// servingContainer is the index of the container that receives requests: the first
+// that declares a port, else the first.
+func servingContainer(spec *v1.RevisionSpec) int {
+	for i := range spec.Containers {
+		if len(spec.Containers[i].Ports) > 0 {
+			return i
+		}
+	}
+	return 0
+}
+
+// UserPort is the port requests are sent to in the Revision's pods.
+func UserPort(rev *v1.Revision) int32 {
+	if len(rev.Spec.Containers) == 0 {
+		return DefaultUserPort
+	}
+	c := rev.Spec.Containers[servingContainer(&rev.Spec)]
+	if len(c.Ports) > 0 && c.Ports[0].ContainerPort != 0 {
+		return c.Ports[0].ContainerPort
+	}
+	return DefaultUserPort
+}
+
+// Labels are the labels of everything a Revision owns: the Revision's own plus the
+// revision name and UID.
+func Labels(rev *v1.Revision) map[string]string {
+	l := make(map[string]string, len(rev.Labels)+2)
+	for k, v := range rev.Labels {
+		l[k] = v
+	}
+	l[v1.RevisionLabelKey] = rev.Name
+	l[v1.RevisionUIDLabelKey] = string(rev.UID)
+	return l
+}
+
+// MakeDeployment builds the Deployment of a defaulted Revision.
+func MakeDeployment(rev *v1.Revision, progressDeadline int32) *appsv1.Deployment {
+	labels := Labels(rev)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            DeploymentName(rev),
+			Namespace:       rev.Namespace,
+			Labels:          labels,
+			Annotations:     filterAnnotations(rev.Annotations),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(rev)},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas:                ptr(Replicas(rev)),
+			Selector:                &metav1.LabelSelector{MatchLabels: Selector(rev)},
+			ProgressDeadlineSeconds: ptr(progressDeadline),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: filterAnnotations(rev.Annotations)},
+				Spec:       makePodSpec(rev),
+			},
+		},
+	}
+}
+
+// makePodSpec is the Revision's PodSpec with what Knative adds around the serving
+// container: its port (8080 unless named), PORT in its environment, a TCP readiness
+// probe on it unless the user gave one, and logs as the termination message fallback
+// so that a crash explains itself in the Revision's status.
+func makePodSpec(rev *v1.Revision) corev1.PodSpec {
+	spec := *rev.Spec.PodSpec.DeepCopy()
+	if len(spec.Containers) == 0 {
+		return spec
+	}
+	port := UserPort(rev)
+	c := &spec.Containers[servingContainer(&rev.Spec)]
+	if len(c.Ports) == 0 {
+		c.Ports = []corev1.ContainerPort{{Name: userPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}}
+	}
+	if !hasEnv(c.Env, "PORT") {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "PORT", Value: strconv.Itoa(int(port))})
+	}
+	if c.ReadinessProbe == nil {
+		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)},
+		}}
+	}
+	for i := range spec.Containers {
+		if spec.Containers[i].TerminationMessagePolicy == "" {
+			spec.Containers[i].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		}
+	}
+	return spec
+}
+
+func hasEnv(env []corev1.EnvVar, name string) bool {
+	for _, e := range env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// MakeService builds the ClusterIP Service through which the gateway reaches the
+// Revision's pods: port 80 to the user port.
+func MakeService(rev *v1.Revision) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            rev.Name,
+			Namespace:       rev.Namespace,
+			Labels:          Labels(rev),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(rev)},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: Selector(rev),
+			Ports: []corev1.ServicePort{{
+				Name:       "http",
+				Protocol:   corev1.ProtocolTCP,
+				Port:       80,
+				TargetPort: intstr.FromInt32(UserPort(rev)),
+			}},
+		},
+	}
+}
+
+func ownerRef(rev *v1.Revision) metav1.OwnerReference {
+	return *metav1.NewControllerRef(rev, v1.SchemeGroupVersion.WithKind("Revision"))
+}
+
+// filterAnnotations drops kubectl's copy of the last applied object, which describes
+// the Revision, not its children.
+func filterAnnotations(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != corev1.LastAppliedConfigAnnotation {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
