@@ -1,0 +1,105 @@
+package gc
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+// maxRecheck bounds how long a Configuration goes without a collection: Routes that
+// stop sending traffic to a Revision do not wake the collector.
+const maxRecheck = time.Hour
+
+// Reconciler collects one Configuration's Revisions per call.
+type Reconciler struct {
+	// Client reads from the manager's cache and deletes through the API server.
+	Client  client.Client
+	Options Options
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the collector. It runs on Configuration events: a new
+// Revision always comes with one (latestCreatedRevisionName changes).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("revision-gc").
+		For(&v1.Configuration{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// Reconcile deletes the Revisions Collect picks.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.Options.disabled() {
+		return ctrl.Result{}, nil
+	}
+	cfg := &v1.Configuration{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	// Until the Configuration has reported on its current generation, its latest
+	// Revisions are not known, and so not protected.
+	if cfg.DeletionTimestamp != nil || cfg.Status.ObservedGeneration != cfg.Generation {
+		return ctrl.Result{}, nil
+	}
+	list := &v1.RevisionList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(cfg.Namespace),
+		client.MatchingLabels{v1.ConfigurationLabelKey: cfg.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	revs := make([]*v1.Revision, 0, len(list.Items))
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], cfg) && list.Items[i].DeletionTimestamp == nil {
+			revs = append(revs, &list.Items[i])
+		}
+	}
+	// Listing Routes costs more than the rest; most Configurations never have more
+	// Revisions than the minimum kept, and need not.
+	if len(revs) <= r.Options.MinNonActive {
+		return ctrl.Result{}, nil
+	}
+	routed, err := r.routed(ctx, cfg.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	plan := Collect(now(), r.Options, cfg, revs, routed)
+	for _, rev := range plan.Delete {
+		uid := rev.UID
+		err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	recheck := maxRecheck
+	if plan.Recheck > 0 && plan.Recheck < recheck {
+		recheck = plan.Recheck
+	}
+	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// routed returns the Revisions that the namespace's Routes send traffic to.
+func (r *Reconciler) routed(ctx context.Context, ns string) (map[string]bool, error) {
+	routes := &v1.RouteList{}
+	if err := r.Client.List(ctx, routes, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	routed := make(map[string]bool)
+	for _, rt := range routes.Items {
+		for _, t := range rt.Status.Traffic {
+			routed[t.RevisionName] = true
+		}
+	}
+	return routed, nil
+}

@@ -1,0 +1,156 @@
+// Package service reconciles Knative Services: each owns a Configuration and a Route
+// of its own name, kept equal to its spec, and reports their status as its own.
+package service
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
+)
+
+// Reconciler reconciles one Service per call.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client    client.Client
+	Recorder  events.EventRecorder
+	AfterRead func()
+}
+
+// SetupWithManager registers the controller: Services and the children they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("service").
+		For(&v1.Service{}).
+		Owns(&v1.Configuration{}).
+		Owns(&v1.Route{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// errNotOwned says a child's name is taken by an object the Service does not control.
+var errNotOwned = errors.New("not owned")
+
+// Reconcile keeps the Service's Configuration and Route equal to its spec and copies
+// their status up.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	svc := &v1.Service{}
+	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if svc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if r.AfterRead != nil {
+		r.AfterRead()
+	}
+	want := svc.DeepCopy()
+	want.SetDefaults()
+
+	status := svc.Status.DeepCopy()
+	status.ObservedGeneration = svc.Generation
+	m := v1.ServiceConditions.Manage(&status.Status)
+	m.InitializeConditions()
+
+	cfg, err := r.reconcileChild(ctx, svc, resources.MakeConfiguration(want), &v1.Configuration{}, configurationDiffers)
+	switch {
+	case errors.Is(err, errNotOwned):
+		m.MarkFalse(v1.ServiceConditionConfigurationsReady, ReasonNotOwned, "There is an existing Configuration %q that we do not own.", svc.Name)
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		propagateConfiguration(status, m, cfg.(*v1.Configuration))
+	}
+
+	rt, err := r.reconcileChild(ctx, svc, resources.MakeRoute(want), &v1.Route{}, routeDiffers)
+	switch {
+	case errors.Is(err, errNotOwned):
+		m.MarkFalse(v1.ServiceConditionRoutesReady, ReasonNotOwned, "There is an existing Route %q that we do not own.", svc.Name)
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		propagateRoute(status, m, rt.(*v1.Route), want.Spec.Traffic, status.LatestReadyRevisionName)
+	}
+
+	return ctrl.Result{}, r.updateStatus(ctx, svc, status)
+}
+
+// reconcileChild returns the child as the API server last acknowledged it: created
+// from desired if missing, or with desired's spec, labels and annotations put back if
+// they drifted (differs copies them into have and reports whether it did).
+func (r *Reconciler) reconcileChild(ctx context.Context, owner *v1.Service, desired, have client.Object, differs func(desired, have client.Object) bool) (client.Object, error) {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		// On AlreadyExists the cache is behind; the error requeues us until it catches up.
+		return desired, r.Client.Create(ctx, desired)
+	case err != nil:
+		return nil, err
+	case !metav1.IsControlledBy(have, owner):
+		return nil, errNotOwned
+	case !differs(desired, have):
+		return have, nil
+	}
+	return have, r.Client.Update(ctx, have)
+}
+
+// configurationDiffers overwrites have's spec and metadata with desired's if they
+// differ, reporting whether it did.
+func configurationDiffers(desired, have client.Object) bool {
+	d, h := desired.(*v1.Configuration), have.(*v1.Configuration)
+	if equality.Semantic.DeepEqual(d.Spec, h.Spec) && sameMeta(d, h) {
+		return false
+	}
+	h.Spec = d.Spec
+	copyMeta(d, h)
+	return true
+}
+
+func routeDiffers(desired, have client.Object) bool {
+	d, h := desired.(*v1.Route), have.(*v1.Route)
+	if equality.Semantic.DeepEqual(d.Spec, h.Spec) && sameMeta(d, h) {
+		return false
+	}
+	h.Spec = d.Spec
+	copyMeta(d, h)
+	return true
+}
+
+// Labels and annotations are the Service's: a label removed from the Service goes
+// from its children too.
+func sameMeta(d, h client.Object) bool {
+	return equality.Semantic.DeepEqual(d.GetLabels(), h.GetLabels()) &&
+		equality.Semantic.DeepEqual(d.GetAnnotations(), h.GetAnnotations())
+}
+
+func copyMeta(d, h client.Object) {
+	h.SetLabels(d.GetLabels())
+	h.SetAnnotations(d.GetAnnotations())
+}
+
+// updateStatus writes status once, with observedGeneration, only when it changed, and
+// records an Event when the Service newly fails.
+func (r *Reconciler) updateStatus(ctx context.Context, svc *v1.Service, status *v1.ServiceStatus) error {
+	if equality.Semantic.DeepEqual(&svc.Status, status) {
+		return nil
+	}
+	if c := status.GetCondition(duck.ConditionReady); c.IsFalse() && r.Recorder != nil {
+		if o := svc.Status.GetCondition(duck.ConditionReady); !o.IsFalse() || o.Reason != c.Reason || o.Message != c.Message {
+			r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+		}
+	}
+	upd := svc.DeepCopy()
+	upd.Status = *status
+	return r.Client.Status().Update(ctx, upd)
+}

@@ -1,0 +1,109 @@
+// Package reconciler wires Ferry's Knative Serving reconcilers into a
+// controller-runtime manager. Each kind has its own package beneath this one.
+package reconciler
+
+import (
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
+	"github.com/ferry-serving/ferry/internal/reconciler/gc"
+	"github.com/ferry-serving/ferry/internal/reconciler/revision"
+	revresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/route"
+	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/service"
+	"github.com/ferry-serving/ferry/internal/tracker"
+)
+
+// DefaultGatewayHost is where Routes' placeholder Services point unless told otherwise:
+// the in-cluster name of Ferry's gateway.
+const DefaultGatewayHost = "ferry-gateway.ferry-system.svc.cluster.local"
+
+// DefaultWorkers is each controller's number of concurrent reconciles. Reconciles
+// mostly wait on the API server, so a few per controller keep it busy without
+// piling up conflicts on a small machine.
+const DefaultWorkers = 4
+
+// Options configure the reconcilers. The zero value means Knative's defaults.
+type Options struct {
+	// Domain is the external domain of Route hosts (default example.com).
+	Domain string
+	// GatewayHost is the ExternalName of Routes' placeholder Services.
+	GatewayHost string
+	// ProgressDeadline is how long a Revision's Deployment may go without progress
+	// before the Revision fails (default 600s).
+	ProgressDeadline time.Duration
+	// GC is the Revision garbage collection policy (nil: Knative's defaults).
+	GC *gc.Options
+	// TrackerLease bounds how long a Route's reference lives if nothing renews or
+	// drops it (0: the tracker's default).
+	TrackerLease time.Duration
+	// Workers is each controller's MaxConcurrentReconciles (default DefaultWorkers).
+	Workers int
+	// AfterRead, if set, runs in every reconcile between reading the object and
+	// acting on it; tests use it to widen races.
+	AfterRead func()
+}
+
+// Controllers is what SetupWithManager started.
+type Controllers struct {
+	// Tracker holds which Routes read which Configurations and Revisions.
+	Tracker *tracker.Tracker
+}
+
+// SetupWithManager registers the Service, Configuration, Revision, Route and
+// Revision GC controllers with mgr.
+func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
+	opts = withDefaults(opts)
+	c := mgr.GetClient()
+
+	requeue := tracker.NewQueueSource()
+	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())
+
+	svc := &service.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("service-controller"), AfterRead: opts.AfterRead}
+	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
+		return nil, err
+	}
+	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("configuration-controller"), AfterRead: opts.AfterRead}
+	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
+		return nil, err
+	}
+	rev := &revision.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("revision-controller"),
+		ProgressDeadline: int32(opts.ProgressDeadline / time.Second), AfterRead: opts.AfterRead}
+	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
+		return nil, err
+	}
+	rt := &route.Reconciler{Client: c, Tracker: t, Recorder: mgr.GetEventRecorder("route-controller"),
+		Domain: opts.Domain, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
+	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers); err != nil {
+		return nil, err
+	}
+	collector := &gc.Reconciler{Client: c, Options: *opts.GC}
+	if err := collector.SetupWithManager(mgr, 1); err != nil {
+		return nil, err
+	}
+	return &Controllers{Tracker: t}, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Domain == "" {
+		o.Domain = routeresources.DefaultDomain
+	}
+	if o.GatewayHost == "" {
+		o.GatewayHost = DefaultGatewayHost
+	}
+	if o.ProgressDeadline <= 0 {
+		o.ProgressDeadline = time.Duration(revresources.DefaultProgressDeadline) * time.Second
+	}
+	if o.GC == nil {
+		d := gc.DefaultOptions()
+		o.GC = &d
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	return o
+}
