@@ -1,0 +1,81 @@
+package resources
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+func revision(annotations map[string]string, ports ...corev1.ContainerPort) *v1.Revision {
+	rev := &v1.Revision{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-00001", Namespace: "ns", UID: "uid-1",
+			Labels: map[string]string{v1.ConfigurationLabelKey: "hello"}, Annotations: annotations},
+		Spec: v1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img", Ports: ports}}}},
+	}
+	rev.SetDefaults()
+	return rev
+}
+
+func TestReplicas(t *testing.T) {
+	tests := []struct {
+		annotations map[string]string
+		want        int32
+	}{
+		{nil, 1},
+		{map[string]string{v1.MinScaleAnnotationKey: "3"}, 3},
+		{map[string]string{v1.MinScaleAnnotationKey: "0", v1.InitialScaleAnnotationKey: "2"}, 2},
+		{map[string]string{v1.InitialScaleAnnotationKey: "0"}, 0},
+		{map[string]string{v1.MinScaleAnnotationKey: "5", v1.MaxScaleAnnotationKey: "2"}, 2},
+		{map[string]string{v1.MinScaleAnnotationKey: "lots"}, 1},
+	}
+	for _, tc := range tests {
+		if got := Replicas(revision(tc.annotations)); got != tc.want {
+			t.Errorf("Replicas(%v) = %d, want %d", tc.annotations, got, tc.want)
+		}
+	}
+}
+
+func TestMakeDeployment(t *testing.T) {
+	tests := []struct {
+		name  string
+		ports []corev1.ContainerPort
+		port  int32
+	}{
+		{"default port", nil, 8080},
+		{"user port", []corev1.ContainerPort{{ContainerPort: 9000}}, 9000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rev := revision(nil, tc.ports...)
+			d := MakeDeployment(rev, 120)
+			if d.Name != "hello-00001-deployment" || !metav1.IsControlledBy(d, rev) {
+				t.Errorf("metadata = %+v", d.ObjectMeta)
+			}
+			if *d.Spec.ProgressDeadlineSeconds != 120 || *d.Spec.Replicas != 1 {
+				t.Errorf("spec = %+v", d.Spec)
+			}
+			if d.Spec.Selector.MatchLabels[v1.RevisionLabelKey] != "hello-00001" || d.Spec.Template.Labels[v1.RevisionLabelKey] != "hello-00001" ||
+				d.Spec.Template.Labels[v1.ConfigurationLabelKey] != "hello" || d.Spec.Template.Labels[v1.RevisionUIDLabelKey] != "uid-1" {
+				t.Errorf("labels = %v / %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			if c.Name != v1.DefaultUserContainerName || c.Ports[0].ContainerPort != tc.port {
+				t.Errorf("container = %+v", c)
+			}
+			if !hasEnv(c.Env, "PORT") || c.ReadinessProbe.TCPSocket.Port.IntValue() != int(tc.port) {
+				t.Errorf("env/probe = %+v %+v", c.Env, c.ReadinessProbe)
+			}
+			if rev.Spec.Containers[0].Env != nil {
+				t.Error("MakeDeployment changed the Revision")
+			}
+			s := MakeService(rev)
+			if s.Name != "hello-00001" || s.Spec.Ports[0].Port != 80 || s.Spec.Ports[0].TargetPort.IntValue() != int(tc.port) ||
+				s.Spec.Selector[v1.RevisionLabelKey] != "hello-00001" || !metav1.IsControlledBy(s, rev) {
+				t.Errorf("service = %+v", s)
+			}
+		})
+	}
+}

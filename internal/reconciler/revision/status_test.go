@@ -1,0 +1,135 @@
+package revision
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+func deployment(replicas, ready int32, conds ...appsv1.DeploymentCondition) *appsv1.Deployment {
+	d := &appsv1.Deployment{}
+	d.Generation, d.Status.ObservedGeneration = 1, 1
+	d.Spec.Replicas = &replicas
+	d.Spec.ProgressDeadlineSeconds = ptr(int32(600))
+	d.Status.ReadyReplicas = ready
+	d.Status.Conditions = conds
+	return d
+}
+
+var (
+	available    = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}
+	unavailable  = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
+	deadlineGone = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
+)
+
+func pod(cs corev1.ContainerStatus, conds ...corev1.PodCondition) corev1.Pod {
+	cs.Name = "user-container"
+	return corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}, Conditions: conds}}
+}
+
+func TestPropagateDeployment(t *testing.T) {
+	type cond struct {
+		status corev1.ConditionStatus
+		reason string
+	}
+	tests := []struct {
+		name      string
+		d         *appsv1.Deployment
+		pods      []corev1.Pod
+		ready     cond
+		resources cond
+		container cond
+		message   string
+	}{{
+		name:      "available",
+		d:         deployment(1, 1, available),
+		ready:     cond{corev1.ConditionTrue, ""},
+		resources: cond{corev1.ConditionTrue, ""},
+		container: cond{corev1.ConditionTrue, ""},
+	}, {
+		name:      "deploying, pod starting",
+		d:         deployment(1, 0, unavailable),
+		pods:      []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}})},
+		ready:     cond{corev1.ConditionUnknown, ReasonDeploying},
+		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
+		container: cond{corev1.ConditionUnknown, ""},
+	}, {
+		name: "deployment not observed yet",
+		d: func() *appsv1.Deployment {
+			d := deployment(1, 1, available)
+			d.Generation = 2
+			return d
+		}(),
+		ready:     cond{corev1.ConditionUnknown, ReasonDeploying},
+		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
+		container: cond{corev1.ConditionUnknown, ""},
+	}, {
+		name: "image cannot be pulled",
+		d:    deployment(1, 0, unavailable),
+		pods: []corev1.Pod{pod(corev1.ContainerStatus{Image: "ferry.test/image-pull-error",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}})},
+		ready:     cond{corev1.ConditionFalse, ReasonContainerMissing},
+		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
+		container: cond{corev1.ConditionFalse, ReasonContainerMissing},
+		message:   `Unable to fetch image "ferry.test/image-pull-error": Back-off pulling image`,
+	}, {
+		name: "container crash-loops",
+		d:    deployment(1, 0, unavailable),
+		pods: []corev1.Pod{pod(corev1.ContainerStatus{
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
+		})},
+		ready:     cond{corev1.ConditionFalse, "ExitCode1"},
+		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
+		container: cond{corev1.ConditionFalse, "ExitCode1"},
+		message:   "Container failed with: Error",
+	}, {
+		name: "pod cannot be scheduled",
+		d:    deployment(1, 0, unavailable),
+		pods: []corev1.Pod{pod(corev1.ContainerStatus{},
+			corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available"})},
+		ready:     cond{corev1.ConditionFalse, "Unschedulable"},
+		resources: cond{corev1.ConditionFalse, "Unschedulable"},
+		container: cond{corev1.ConditionUnknown, ""},
+		message:   "0/1 nodes are available",
+	}, {
+		name:      "progress deadline exceeded",
+		d:         deployment(1, 0, unavailable, deadlineGone),
+		ready:     cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
+		resources: cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
+		container: cond{corev1.ConditionUnknown, ""},
+		message:   "Unable to create pods for more than 600 seconds.",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status := &v1.RevisionStatus{}
+			m := v1.RevisionConditions.Manage(&status.Status)
+			m.InitializeConditions()
+			propagateDeployment(status, m, tc.d, tc.pods)
+			for _, c := range []struct {
+				typ  string
+				want cond
+			}{{"Ready", tc.ready}, {"ResourcesAvailable", tc.resources}, {"ContainerHealthy", tc.container}} {
+				got := status.GetCondition(v1.RevisionConditionReady)
+				switch c.typ {
+				case "ResourcesAvailable":
+					got = status.GetCondition(v1.RevisionConditionResourcesAvailable)
+				case "ContainerHealthy":
+					got = status.GetCondition(v1.RevisionConditionContainerHealthy)
+				}
+				if got.Status != c.want.status || got.Reason != c.want.reason {
+					t.Errorf("%s = %s/%s, want %s/%s", c.typ, got.Status, got.Reason, c.want.status, c.want.reason)
+				}
+			}
+			if tc.message != "" && status.GetCondition(v1.RevisionConditionReady).Message != tc.message {
+				t.Errorf("message = %q, want %q", status.GetCondition(v1.RevisionConditionReady).Message, tc.message)
+			}
+			if *status.DesiredReplicas != *tc.d.Spec.Replicas || *status.ActualReplicas != tc.d.Status.ReadyReplicas {
+				t.Errorf("replicas = %d/%d", *status.ActualReplicas, *status.DesiredReplicas)
+			}
+		})
+	}
+}

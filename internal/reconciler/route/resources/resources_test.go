@@ -1,0 +1,126 @@
+package resources
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+func route(labels map[string]string) *v1.Route {
+	return &v1.Route{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "uid-1", Labels: labels}}
+}
+
+func p(i int64) *int64 { return &i }
+
+func TestURLs(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		tag    string
+		want   string
+	}{
+		{"route", nil, "", "http://hello.ns.example.com"},
+		{"tag", nil, "canary", "http://canary-hello.ns.example.com"},
+		{"cluster-local", map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal}, "", "http://hello.ns.svc.cluster.local"},
+		{"cluster-local tag", map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal}, "canary", "http://canary-hello.ns.svc.cluster.local"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := URL(route(tc.labels), tc.tag, DefaultDomain); got != tc.want {
+				t.Errorf("URL = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := AddressURL(route(nil)); got != "http://hello.ns.svc.cluster.local" {
+		t.Errorf("AddressURL = %q", got)
+	}
+}
+
+type rule struct {
+	hosts      []string
+	visibility netv1alpha1.IngressVisibility
+	splits     map[string]int
+}
+
+func rulesOf(ing *netv1alpha1.Ingress) []rule {
+	var out []rule
+	for _, r := range ing.Spec.Rules {
+		splits := map[string]int{}
+		for _, s := range r.HTTP.Paths[0].Splits {
+			splits[s.ServiceName] = s.Percent
+		}
+		out = append(out, rule{r.Hosts, r.Visibility, splits})
+	}
+	return out
+}
+
+func TestMakeIngress(t *testing.T) {
+	local := []string{"hello.ns", "hello.ns.svc", "hello.ns.svc.cluster.local"}
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		targets []v1.TrafficTarget
+		want    []rule
+	}{{
+		name:    "all to one revision",
+		targets: []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: p(100)}},
+		want: []rule{
+			{[]string{"hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00001": 100}},
+			{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00001": 100}},
+		},
+	}, {
+		name: "split, tags, a zero share and a revision named twice",
+		targets: []v1.TrafficTarget{
+			{RevisionName: "hello-00002", Percent: p(70), Tag: "current"},
+			{RevisionName: "hello-00001", Percent: p(20)},
+			{RevisionName: "hello-00002", Percent: p(10)},
+			{RevisionName: "hello-00003", Percent: p(0), Tag: "next"},
+		},
+		want: []rule{
+			{[]string{"hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00002": 80, "hello-00001": 20}},
+			{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00002": 80, "hello-00001": 20}},
+			{[]string{"current-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00002": 100}},
+			{[]string{"current-hello.ns", "current-hello.ns.svc", "current-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00002": 100}},
+			{[]string{"next-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00003": 100}},
+			{[]string{"next-hello.ns", "next-hello.ns.svc", "next-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00003": 100}},
+		},
+	}, {
+		name:    "cluster-local route has no external rule",
+		labels:  map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal},
+		targets: []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: p(100)}},
+		want:    []rule{{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00001": 100}}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ing := MakeIngress(route(tc.labels), tc.targets, DefaultDomain)
+			if got := rulesOf(ing); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("rules:\n got %+v\nwant %+v", got, tc.want)
+			}
+			if ing.Annotations[netv1alpha1.IngressClassAnnotationKey] != IngressClass {
+				t.Errorf("class annotation = %v", ing.Annotations)
+			}
+			if ing.Name != "hello" || ing.Labels[v1.RouteLabelKey] != "hello" || !metav1.IsControlledBy(ing, route(nil)) {
+				t.Errorf("metadata = %+v", ing.ObjectMeta)
+			}
+			s := ing.Spec.Rules[0].HTTP.Paths[0].Splits[0]
+			if s.AppendHeaders[RevisionHeader] != s.ServiceName || s.AppendHeaders[NamespaceHeader] != "ns" || s.ServicePort.IntValue() != 80 || s.ServiceNamespace != "ns" {
+				t.Errorf("split = %+v", s)
+			}
+		})
+	}
+}
+
+func TestMakePlaceholderService(t *testing.T) {
+	s := MakePlaceholderService(route(map[string]string{v1.ServiceLabelKey: "hello"}), "gw.example.svc.cluster.local")
+	if s.Spec.Type != corev1.ServiceTypeExternalName || s.Spec.ExternalName != "gw.example.svc.cluster.local" {
+		t.Errorf("spec = %+v", s.Spec)
+	}
+	if s.Labels[v1.RouteLabelKey] != "hello" || s.Labels[v1.ServiceLabelKey] != "hello" || !metav1.IsControlledBy(s, route(nil)) {
+		t.Errorf("metadata = %+v", s.ObjectMeta)
+	}
+}
