@@ -10,3 +10,18 @@ LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
 generate:
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true,maxDescLen=0 paths=./api/... output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdfixup config/crd/bases/*.yaml
+
+build:
+	go build -ldflags "$(LDFLAGS)" -o bin/ferry ./cmd/ferry
+
+up: build
+	./bin/ferry up
+
+vet:
+	go vet ./...
+
+# The integration tests link the embedded control plane into one test binary
+# (test/integration); the other packages test pure logic, some under -race.
+test:
+	./hack/test.sh

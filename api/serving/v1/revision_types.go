@@ -47,12 +47,14 @@ type RevisionSpec struct {
 	// ContainerConcurrency specifies the maximum allowed in-flight (concurrent) requests
 	// per container of the Revision. 0 means no limit.
 	// +optional
+	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	ContainerConcurrency *int64 `json:"containerConcurrency,omitempty"`
 	// TimeoutSeconds is the maximum duration in seconds that the request routing layer
 	// will wait for a request delivered to a container to begin replying.
 	// +optional
+	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=600
 	TimeoutSeconds *int64 `json:"timeoutSeconds,omitempty"`

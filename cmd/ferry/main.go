@@ -1,0 +1,32 @@
+// Command ferry runs Ferry: a Knative Serving v1 control plane.
+//
+//	ferry up          a local cluster with Ferry inside, for trying it out
+//	ferry controller  Ferry's controllers against a cluster
+//	ferry version
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := &cobra.Command{
+		Use:           "ferry",
+		Short:         "Ferry serves Knative Services: a Knative Serving v1 control plane",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newUpCommand(), newVersionCommand())
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "ferry:", err)
+		os.Exit(1)
+	}
+}

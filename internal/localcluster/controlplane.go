@@ -1,0 +1,87 @@
+package localcluster
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+)
+
+// runControllerManager runs kube-controller-manager (Deployments, ReplicaSets,
+// EndpointSlices, garbage collection, namespaces, ...) until ctx is cancelled.
+func runControllerManager(ctx context.Context, kubeconfig string, creds *credentials) error {
+	s, err := kcmoptions.NewKubeControllerManagerOptions()
+	if err != nil {
+		return err
+	}
+	known, disabled, aliases := kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases()
+	fs := pflag.NewFlagSet("kube-controller-manager", pflag.ContinueOnError)
+	nfs := s.Flags(known, disabled, aliases)
+	for _, f := range nfs.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	s.ParsedFlags = &nfs
+	if err := fs.Parse([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--controllers=*",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--root-ca-file=" + creds.caFile,
+		"--service-account-private-key-file=" + creds.saKeyFile,
+		"--use-service-account-credentials=false",
+		// The local cluster's own clients are the only load; the defaults (20 QPS)
+		// would make Deployments of a scale test queue behind the controller manager.
+		"--kube-api-qps=1000",
+		"--kube-api-burst=2000",
+		"--concurrent-deployment-syncs=20",
+		"--concurrent-replicaset-syncs=20",
+		"--concurrent-service-endpoint-syncs=20",
+		"--concurrent-gc-syncs=40",
+	}); err != nil {
+		return err
+	}
+	cfg, err := s.Config(ctx, known, disabled, aliases)
+	if err != nil {
+		return err
+	}
+	return kcmapp.Run(ctx, cfg.Complete())
+}
+
+// runScheduler runs kube-scheduler until ctx is cancelled.
+func runScheduler(ctx context.Context, kubeconfig string) error {
+	opts := scheduleroptions.NewOptions()
+	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
+	for _, f := range opts.Flags.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--kube-api-qps=1000",
+		"--kube-api-burst=2000",
+	}); err != nil {
+		return err
+	}
+	cc, sched, err := schedulerapp.Setup(ctx, opts)
+	if err != nil {
+		return err
+	}
+	return schedulerapp.Run(ctx, cc, sched)
+}
+
+// silenceKlog sends the Kubernetes components' klog output to w instead of stderr.
+func silenceKlog(w io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "v": "0"} {
+		_ = fs.Set(k, v)
+	}
+	klog.SetOutput(w)
+}

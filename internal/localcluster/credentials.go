@@ -1,0 +1,115 @@
+package localcluster
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// credentials are the files the control plane authenticates with. They are created
+// once per data directory and reused, so a kubeconfig stays valid across restarts.
+type credentials struct {
+	token           string // the admin's bearer token (system:masters)
+	tokenFile       string
+	saKeyFile       string // signs and verifies service account tokens
+	servingCertFile string // the API server's certificate, followed by its CA
+	servingKeyFile  string
+	caFile          string // the CA alone, for clients
+}
+
+func loadOrCreateCredentials(dir string) (*credentials, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	c := &credentials{
+		tokenFile:       filepath.Join(dir, "tokens.csv"),
+		saKeyFile:       filepath.Join(dir, "service-account.key"),
+		servingCertFile: filepath.Join(dir, "apiserver.crt"),
+		servingKeyFile:  filepath.Join(dir, "apiserver.key"),
+		caFile:          filepath.Join(dir, "ca.crt"),
+	}
+	tokenRaw := filepath.Join(dir, "admin.token")
+	if b, err := os.ReadFile(tokenRaw); err == nil {
+		c.token = string(b)
+	} else if errors.Is(err, os.ErrNotExist) {
+		buf := make([]byte, 24)
+		if _, err := rand.Read(buf); err != nil {
+			return nil, err
+		}
+		c.token = hex.EncodeToString(buf)
+		if err := os.WriteFile(tokenRaw, []byte(c.token), 0o600); err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, err
+	}
+	if err := os.WriteFile(c.tokenFile, []byte(c.token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(c.saKeyFile); errors.Is(err, os.ErrNotExist) {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return nil, err
+		}
+		block := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+		if err := os.WriteFile(c.saKeyFile, block, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(c.servingCertFile); errors.Is(err, os.ErrNotExist) {
+		cert, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost", "kubernetes.default.svc"})
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(c.servingKeyFile, key, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(c.servingCertFile, cert, 0o600); err != nil {
+			return nil, err
+		}
+		// The bundle is the serving certificate then its CA; clients and the
+		// controller manager's root CA publisher want the CA alone.
+		var ca *pem.Block
+		for rest := cert; ; {
+			block, r := pem.Decode(rest)
+			if block == nil {
+				break
+			}
+			ca, rest = block, r
+		}
+		if ca == nil {
+			return nil, fmt.Errorf("no CA in the generated serving certificate")
+		}
+		if err := os.WriteFile(c.caFile, pem.EncodeToMemory(ca), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// writeKubeconfig writes an admin kubeconfig for cfg with the CA and token inline, so
+// that it keeps working when copied elsewhere.
+func writeKubeconfig(path string, cfg *rest.Config) error {
+	ca, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["ferry"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
+	kc.AuthInfos["ferry-admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["ferry"] = &clientcmdapi.Context{Cluster: "ferry", AuthInfo: "ferry-admin", Namespace: "default"}
+	kc.CurrentContext = "ferry"
+	return clientcmd.WriteToFile(*kc, path)
+}

@@ -1,0 +1,197 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Options configure a local cluster. The zero value is a cluster in a temporary
+// directory on free ports.
+type Options struct {
+	// DataDir keeps etcd's data, the keys and the kubeconfig, so that a restart on the
+	// same directory keeps every object. Empty means a temporary directory removed by
+	// Stop.
+	DataDir string
+	// APIServerPort is the kube-apiserver's secure port on 127.0.0.1; 0 picks a free one.
+	APIServerPort int
+	// Log receives the control plane's logs; nil discards them. The logs also go to
+	// DataDir/control-plane.log when DataDir is set.
+	Log io.Writer
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	dir        string
+	removeDir  bool
+	restConfig *rest.Config
+	kubeconfig string
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errMu   sync.Mutex
+	errs    []error
+	closers []func()
+}
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok, installs Ferry's CRDs and waits until they are served. It returns once the
+// cluster is usable. Cancel ctx or call Stop to shut it down.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	c := &Cluster{dir: opts.DataDir, cancel: func() {}}
+	var err error
+	if c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "ferry-localcluster-"); err != nil {
+			return nil, fmt.Errorf("creating a temporary data directory: %w", err)
+		}
+		c.removeDir = true
+	} else if err := prepareDataDir(c.dir); err != nil {
+		return nil, err
+	}
+	ctx, c.cancel = context.WithCancel(ctx)
+	if err := c.start(ctx, opts); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context, opts Options) error {
+
+	logs, closeLogs, err := c.logWriter(opts.Log)
+	if err != nil {
+		return err
+	}
+	c.closers = append(c.closers, closeLogs)
+	silenceKlog(logs)
+
+	creds, err := loadOrCreateCredentials(filepath.Join(c.dir, "pki"))
+	if err != nil {
+		return err
+	}
+
+	etcdURL, closeEtcd, err := startEtcd(filepath.Join(c.dir, "etcd"), logs)
+	if err != nil {
+		return err
+	}
+	c.closers = append(c.closers, closeEtcd)
+
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", opts.APIServerPort))
+	if err != nil {
+		return fmt.Errorf("kube-apiserver cannot listen on 127.0.0.1:%d: %w", opts.APIServerPort, err)
+	}
+	c.run(ctx, "kube-apiserver", func() error { return runAPIServer(ctx, ln, etcdURL, creds) })
+
+	c.restConfig = &rest.Config{
+		Host:            "https://" + ln.Addr().String(),
+		BearerToken:     creds.token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: creds.caFile},
+		QPS:             -1, // the local API server is ours alone; client-side throttling only hides its real speed
+	}
+	if err := c.waitReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	if err := writeKubeconfig(c.kubeconfig, c.restConfig); err != nil {
+		return err
+	}
+
+	c.run(ctx, "kube-controller-manager", func() error { return runControllerManager(ctx, c.kubeconfig, creds) })
+	c.run(ctx, "kube-scheduler", func() error { return runScheduler(ctx, c.kubeconfig) })
+	if err := startKwok(ctx, c.restConfig, c.kubeconfig, logs); err != nil {
+		return err
+	}
+	if err := installCRDs(ctx, c.restConfig); err != nil {
+		return err
+	}
+	return nil
+}
+
+// RESTConfig returns a config for an admin client. The caller may modify its copy.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// KubeconfigPath is the kubeconfig of an admin user, for kubectl.
+func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
+
+// DataDir is where the cluster keeps its state.
+func (c *Cluster) DataDir() string { return c.dir }
+
+// Stop shuts every component down, waiting at most a few seconds, and removes a
+// temporary data directory. It returns the errors the components stopped with.
+func (c *Cluster) Stop() error {
+	c.cancel()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(4 * time.Second):
+		// A component that ignores its context must not keep the process alive.
+	}
+	for i := len(c.closers) - 1; i >= 0; i-- {
+		c.closers[i]()
+	}
+	c.closers = nil
+	if c.removeDir {
+		os.RemoveAll(c.dir)
+	}
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return errors.Join(c.errs...)
+}
+
+// run starts a component that runs until ctx is cancelled; an early exit is an error.
+// What components say as they stop after ctx is cancelled is not (the scheduler, for
+// one, reports "finished without leader elect").
+func (c *Cluster) run(ctx context.Context, name string, f func() error) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := f(); err != nil && ctx.Err() == nil {
+			c.errMu.Lock()
+			c.errs = append(c.errs, fmt.Errorf("%s: %w", name, err))
+			c.errMu.Unlock()
+		}
+	}()
+}
+
+func (c *Cluster) firstError() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return errors.Join(c.errs...)
+}
+
+func (c *Cluster) logWriter(extra io.Writer) (io.Writer, func(), error) {
+	if c.removeDir {
+		if extra == nil {
+			return io.Discard, func() {}, nil
+		}
+		return extra, func() {}, nil
+	}
+	f, err := os.OpenFile(filepath.Join(c.dir, "control-plane.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data directory %s is not usable: %w", c.dir, err)
+	}
+	if extra == nil {
+		return f, func() { f.Close() }, nil
+	}
+	return io.MultiWriter(f, extra), func() { f.Close() }, nil
+}
+
+func prepareDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s is not usable: %w", dir, err)
+	}
+	probe := filepath.Join(dir, ".write-test")
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w", dir, err)
+	}
+	return os.Remove(probe)
+}
