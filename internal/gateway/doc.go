@@ -1,0 +1,39 @@
+// Package gateway is Ferry's data plane: it serves KIngresses, so that an Ingress that
+// says Ready routes traffic.
+//
+// Two reconcilers program it. The KIngress reconciler compiles each ingress of Ferry's
+// class (IngressClass, or no class annotation) once per generation, decides which
+// ingress serves each host (the oldest claimant wins), publishes an immutable routing
+// table through an atomic pointer, and only then writes NetworkConfigured,
+// LoadBalancerReady and observedGeneration. The endpoints reconciler follows Services
+// and their EndpointSlices and swaps each Service's ready endpoints in place, without
+// touching the table.
+//
+// Two listeners serve the table: the external one serves ExternalIP rules, the local
+// one serves every rule. A request is routed by Host and longest path prefix (and
+// header matches), split by percent, and proxied round-robin to a ready endpoint.
+// Endpoints of kwok-simulated pods are answered with a 503 that names the revision.
+//
+// # Wiring
+//
+// The manager's scheme needs client-go's kinds (Services, EndpointSlices, Nodes) and
+// networking/v1alpha1; its cache must be able to list and watch KIngresses,
+// Services, EndpointSlices and Node metadata cluster-wide (no namespace or label
+// restriction), and the client must update KIngress status.
+//
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme})
+//	...
+//	gw := gateway.New(gateway.Options{
+//		ExternalAddr:  "127.0.0.1:8080",
+//		LocalAddr:     "127.0.0.1:8081",
+//		SimulatedPods: true, // ferry up: kwok runs every pod
+//	})
+//	if err := gw.SetupWithManager(mgr); err != nil { // binds the listeners
+//		return err
+//	}
+//	log.Printf("gateway on %s (external), %s (cluster-local)", gw.ExternalAddr(), gw.LocalAddr())
+//	return mgr.Start(ctx) // serves until ctx ends, then drains in-flight requests
+//
+// Metrics go to Options.Registry, by default controller-runtime's registry that the
+// manager's metrics endpoint serves. docs/gateway.md has the design.
+package gateway

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func addrs(ts *targetSet) (out []string) {
+	if ts == nil {
+		return nil
+	}
+	for _, t := range ts.targets {
+		out = append(out, t.addr)
+	}
+	return out
+}
+
+func TestBuildEndpointsPortResolution(t *testing.T) {
+	svc := serviceWithPort("rev-1")
+	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090})
+	s := sliceFor("rev-1", 8012, "10.0.0.2", "10.0.0.1")
+	s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptr.To("metrics"), Port: ptr.To[int32](9091)})
+	// A second slice repeats an endpoint, as slices do while endpoints move.
+	s2 := sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.3")
+	s2.Endpoints[1].Conditions.Ready = ptr.To(false)
+	s2.Endpoints = append(s2.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.4"}}) // Ready unknown counts as ready
+	se := buildEndpoints(svc, []discoveryv1.EndpointSlice{s, s2}, notSimulated)
+
+	for _, tc := range []struct {
+		port intstr.IntOrString
+		want []string
+	}{
+		// The Service's port 80 is named http, which the slices map to 8012.
+		{port: intstr.FromInt32(80), want: []string{"10.0.0.1:8012", "10.0.0.2:8012", "10.0.0.4:8012"}},
+		{port: intstr.FromString("http"), want: []string{"10.0.0.1:8012", "10.0.0.2:8012", "10.0.0.4:8012"}},
+		{port: intstr.FromInt32(9090), want: []string{"10.0.0.1:9091", "10.0.0.2:9091"}},
+		// Ports the Service does not list match the slices directly.
+		{port: intstr.FromInt32(8012), want: []string{"10.0.0.1:8012", "10.0.0.2:8012", "10.0.0.4:8012"}},
+		{port: intstr.FromInt32(81), want: nil},
+		{port: intstr.FromString("grpc"), want: nil},
+	} {
+		if got := addrs(se.targets(tc.port)); !slices.Equal(got, tc.want) {
+			t.Errorf("targets(%v) = %v, want %v", tc.port.String(), got, tc.want)
+		}
+	}
+	if got := (&service{key: key("rev-1")}).revisionName(se); got != "rev-1" {
+		t.Errorf("revision %q", got)
+	}
+}
+
+func TestTargetSetRoundRobin(t *testing.T) {
+	ts := buildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated).
+		targets(intstr.FromInt32(80))
+	var got []string
+	for range 6 {
+		got = append(got, ts.pick().ip)
+	}
+	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.3"}; !slices.Equal(got, want) {
+		t.Errorf("picks %v, want %v", got, want)
+	}
+}
+
+func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	real, simulated := sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2"), sliceFor("rev-1", 8012, "10.0.0.3")
+	simulated.Name = "rev-1-kwok"
+	real.Endpoints[0].NodeName = ptr.To("real-node")
+	simulated.Endpoints[0].NodeName = ptr.To("kwok-node")
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&discoveryv1.EndpointSlice{}, endpointSliceServiceIndex, endpointSliceService).
+		WithObjects(
+			serviceWithPort("rev-1"), &real, &simulated,
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-node"}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node", Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake}}},
+		).Build()
+
+	for _, tc := range []struct {
+		simulatedPods bool
+		want          map[string]bool
+	}{
+		{simulatedPods: false, want: map[string]bool{"10.0.0.1": false, "10.0.0.2": false, "10.0.0.3": true}},
+		{simulatedPods: true, want: map[string]bool{"10.0.0.1": true, "10.0.0.2": true, "10.0.0.3": true}},
+	} {
+		services := newServiceRegistry()
+		r := &endpointsReconciler{client: c, services: services, simulatedPods: tc.simulatedPods}
+		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, tg := range services.acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80)).targets {
+			got[tg.ip] = tg.simulated
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("SimulatedPods=%v: simulated %v, want %v", tc.simulatedPods, got, tc.want)
+		}
+	}
+}
+
+func TestServiceRegistryKeepsReferencedEntries(t *testing.T) {
+	services := newServiceRegistry()
+	// An ingress references a Service before it exists...
+	s := services.acquire(key("rev-1"))
+	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1")}, notSimulated)
+	// ...which then appears: the entry the route holds gets its endpoints.
+	services.update(key("rev-1"), se)
+	if s.endpoints.Load() != se {
+		t.Fatal("the referenced entry did not get the endpoints")
+	}
+	// Gone while referenced: emptied but kept, so a re-creation fills the same entry.
+	services.update(key("rev-1"), nil)
+	if s.endpoints.Load() != nil || services.services[key("rev-1")] != s {
+		t.Fatal("a referenced entry was dropped")
+	}
+	services.release(s)
+	if _, ok := services.services[key("rev-1")]; ok {
+		t.Error("an unreferenced empty entry was kept")
+	}
+	// An unreferenced Service with endpoints stays, for the ingress that comes later.
+	services.update(key("rev-2"), se)
+	if services.acquire(key("rev-2")).endpoints.Load() != se {
+		t.Error("a known Service lost its endpoints before being referenced")
+	}
+}

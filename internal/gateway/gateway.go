@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Gateway is Ferry's data plane: the KIngress and endpoint reconcilers that program a
+// routing table, and the two HTTP listeners that serve it.
+type Gateway struct {
+	opts       Options
+	services   *serviceRegistry
+	programmer *programmer
+	metrics    *metrics
+	forwarder  *forwarder
+	external   *listener
+	local      *listener
+}
+
+// New returns a Gateway; SetupWithManager wires it into a manager.
+func New(opts Options) *Gateway {
+	opts = opts.withDefaults()
+	services := newServiceRegistry()
+	m := newMetrics()
+	return &Gateway{
+		opts:       opts,
+		services:   services,
+		programmer: newProgrammer(services),
+		metrics:    m,
+		forwarder:  newForwarder(opts, m),
+	}
+}
+
+// readHeaderTimeout bounds the time a client may take to send its request headers, so
+// slow clients cannot hold connections open for free.
+const readHeaderTimeout = 10 * time.Second
+
+// SetupWithManager registers the metrics, the KIngress and endpoint reconcilers, and
+// the listeners as a manager Runnable. The listeners bind here, so a port in use fails
+// setup and the chosen addresses are known before the manager starts.
+//
+// Every replica programs its own table and serves, so neither the reconcilers nor the
+// listeners wait for leader election.
+func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
+	if err := g.metrics.register(g.opts.Registry); err != nil {
+		return fmt.Errorf("registering gateway metrics: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{},
+		endpointSliceServiceIndex, endpointSliceService); err != nil {
+		return fmt.Errorf("indexing EndpointSlices by Service: %w", err)
+	}
+
+	ingresses := &ingressReconciler{
+		client:        mgr.GetClient(),
+		apiReader:     mgr.GetAPIReader(),
+		services:      g.services,
+		programmer:    g.programmer,
+		requeue:       make(chan event.GenericEvent, 1024),
+		publicDomain:  g.opts.PublicDomain,
+		privateDomain: g.opts.PrivateDomain,
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("gateway-ingress").
+		For(&v1alpha1.Ingress{}).
+		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
+		Complete(ingresses); err != nil {
+		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
+	}
+
+	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: g.services, simulatedPods: g.opts.SimulatedPods}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("gateway-endpoints").
+		For(&corev1.Service{}).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceOwner)).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 2}).
+		Complete(endpoints); err != nil {
+		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
+	}
+
+	if err := g.bind(); err != nil {
+		return err
+	}
+	return mgr.Add(g.servers())
+}
+
+// bind opens both listeners.
+func (g *Gateway) bind() error {
+	var err error
+	if g.external, err = g.listen(g.opts.ExternalAddr, true); err != nil {
+		return err
+	}
+	if g.local, err = g.listen(g.opts.LocalAddr, false); err != nil {
+		g.external.ln.Close()
+		return err
+	}
+	return nil
+}
+
+// servers is the Runnable that serves the bound listeners.
+func (g *Gateway) servers() *listeners {
+	return &listeners{all: []*listener{g.external, g.local}, drainTimeout: g.opts.DrainTimeout}
+}
+
+// sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
+// known object, tombstones unwrapped by controller-runtime, so the label is there.
+func sliceOwner(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// ExternalAddr is the address the external listener is bound to, or "" before
+// SetupWithManager.
+func (g *Gateway) ExternalAddr() string { return g.external.addr() }
+
+// LocalAddr is the address the cluster-local listener is bound to, or "" before
+// SetupWithManager.
+func (g *Gateway) LocalAddr() string { return g.local.addr() }
+
+func (g *Gateway) listen(addr string, external bool) (*listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway listener: %w", err)
+	}
+	return &listener{ln: ln, server: g.newServer(g.handler(external))}, nil
+}
+
+func (g *Gateway) handler(external bool) *proxy {
+	return &proxy{
+		external:       external,
+		table:          g.programmer.table,
+		roll:           rand.IntN,
+		requestTimeout: g.opts.RequestTimeout,
+		forwarder:      g.forwarder,
+		metrics:        g.metrics,
+	}
+}
+
+func (g *Gateway) newServer(h http.Handler) *http.Server {
+	// Plain HTTP/1.1 and HTTP/2 with prior knowledge (h2c), which gRPC clients speak.
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler:           h,
+		Protocols:         protocols,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       g.opts.IdleTimeout,
+		MaxHeaderBytes:    g.opts.MaxHeaderBytes,
+	}
+}
+
+type listener struct {
+	ln     net.Listener
+	server *http.Server
+}
+
+func (l *listener) addr() string {
+	if l == nil {
+		return ""
+	}
+	return l.ln.Addr().String()
+}
+
+// listeners serves the bound listeners until the manager stops, then drains them.
+type listeners struct {
+	all          []*listener
+	drainTimeout time.Duration
+}
+
+func (ls *listeners) Start(ctx context.Context) error {
+	served := make(chan error, len(ls.all))
+	for _, l := range ls.all {
+		go func() { served <- l.server.Serve(l.ln) }()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		err = fmt.Errorf("gateway listener stopped: %w", err)
+	}
+	drainCtx, cancel := context.WithTimeout(context.Background(), ls.drainTimeout)
+	defer cancel()
+	for _, l := range ls.all {
+		// Shutdown stops accepting and waits for in-flight requests to finish.
+		if shutdownErr := l.server.Shutdown(drainCtx); shutdownErr != nil {
+			err = errors.Join(err, fmt.Errorf("draining gateway listener %s: %w", l.addr(), shutdownErr))
+		}
+	}
+	return err
+}
+
+// NeedLeaderElection is false: every replica serves traffic.
+func (ls *listeners) NeedLeaderElection() bool { return false }

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// IngressClass is the value of networking.knative.dev/ingress.class that selects
+// Ferry's gateway. A KIngress without the annotation is served too.
+const IngressClass = "ferry.ingress.networking.knative.dev"
+
+// servedHere reports whether the gateway implements ing's ingress class.
+func servedHere(ing *v1alpha1.Ingress) bool {
+	class := ing.Annotations[v1alpha1.IngressClassAnnotationKey]
+	return class == "" || class == IngressClass
+}
+
+// ingressReconciler programs one KIngress into the routing table, then reports the
+// outcome in its status.
+type ingressReconciler struct {
+	client client.Client
+	// apiReader reads past the cache after a write conflict.
+	apiReader  client.Reader
+	services   *serviceRegistry
+	programmer *programmer
+	// requeue feeds back ingresses whose hosts changed hands while programming
+	// another one.
+	requeue chan event.GenericEvent
+	// publicDomain and privateDomain are reported as the load balancers.
+	publicDomain, privateDomain string
+}
+
+func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ing := &v1alpha1.Ingress{}
+	if err := r.client.Get(ctx, req.NamespacedName, ing); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
+		// Deleted, including deletions the informer only saw as a tombstone: the
+		// request carries the key, and the key is all forgetting needs.
+		return reconcile.Result{}, r.requeueAll(ctx, r.programmer.forget(req.NamespacedName))
+	}
+	if !servedHere(ing) {
+		// The class may have moved to another implementation: stop serving it.
+		return reconcile.Result{}, r.requeueAll(ctx, r.programmer.forget(req.NamespacedName))
+	}
+
+	ci := r.programmer.compiled(req.NamespacedName)
+	if ci == nil || ci.uid != ing.UID || ci.generation != ing.Generation {
+		ci = compileIngress(ing, r.services)
+	}
+	conflicts, affected := r.programmer.program(ci)
+	if err := r.requeueAll(ctx, affected); err != nil {
+		return reconcile.Result{}, err
+	}
+	// program has published the table holding ci: from here on, a Ready status for
+	// this generation is true of the data plane.
+	return reconcile.Result{}, r.updateStatus(ctx, ing, ci, conflicts)
+}
+
+// updateStatus writes the status for ci in one update, if it changed. On a conflict it
+// rereads the ingress from the API server, and gives up when that holds another
+// generation: its own reconcile will report on it.
+func (r *ingressReconciler) updateStatus(ctx context.Context, ing *v1alpha1.Ingress, ci *compiledIngress, conflicts []hostConflict) error {
+	current := ing
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if current == nil {
+			fresh := &v1alpha1.Ingress{}
+			if err := r.apiReader.Get(ctx, ci.key, fresh); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			if fresh.UID != ci.uid || fresh.Generation != ci.generation {
+				return nil
+			}
+			current = fresh
+		}
+		want := current.DeepCopy()
+		markStatus(&want.Status, ci, conflicts, r.publicDomain, r.privateDomain)
+		if equality.Semantic.DeepEqual(want.Status, current.Status) {
+			return nil
+		}
+		current = nil
+		return r.client.Status().Update(ctx, want)
+	})
+}
+
+func (r *ingressReconciler) requeueAll(ctx context.Context, keys []types.NamespacedName) error {
+	for _, key := range keys {
+		ev := event.GenericEvent{Object: &v1alpha1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		select {
+		case r.requeue <- ev:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// servedBy returns the name of the first split's service for host on the external
+// listener, or "" when the host is not served.
+func servedBy(p *programmer, host string) string {
+	routes := p.table().lookup(host).routes(true)
+	if len(routes) == 0 {
+		return ""
+	}
+	return routes[0].splits[0].service.key.Name
+}
+
+func simpleIngress(name string, age int, service string, hosts ...string) *v1alpha1.Ingress {
+	return newIngress(name, age, externalRule(hosts, path("", splitTo(service, 100))))
+}
+
+func TestProgramHostConflict(t *testing.T) {
+	services := newServiceRegistry()
+	p := newProgrammer(services)
+	program := func(ing *v1alpha1.Ingress) ([]hostConflict, []types.NamespacedName) {
+		return p.program(compileIngress(ing, services))
+	}
+
+	// The younger ingress is programmed first and takes the host...
+	conflicts, affected := program(simpleIngress("young", 10, "young-svc", "shared.example.com", "young.example.com"))
+	if len(conflicts) != 0 || len(affected) != 0 || servedBy(p, "shared.example.com") != "young-svc" {
+		t.Fatalf("young: conflicts %v, affected %v", conflicts, affected)
+	}
+	// ...until the older one arrives: it wins, and the young one must report.
+	conflicts, affected = program(simpleIngress("old", 20, "old-svc", "shared.example.com"))
+	if len(conflicts) != 0 || !slices.Equal(affected, []types.NamespacedName{key("young")}) {
+		t.Fatalf("old: conflicts %v, affected %v", conflicts, affected)
+	}
+	if got := servedBy(p, "shared.example.com"); got != "old-svc" {
+		t.Errorf("shared host served by %q", got)
+	}
+	if got := servedBy(p, "young.example.com"); got != "young-svc" {
+		t.Errorf("the young ingress's own host is served by %q", got)
+	}
+	// Reprogramming the young one (its requeue) reports the lost host.
+	conflicts, affected = p.program(p.compiled(key("young")))
+	if want := []hostConflict{{host: "shared.example.com", owner: key("old")}}; !slices.Equal(conflicts, want) || len(affected) != 0 {
+		t.Errorf("young again: conflicts %v, affected %v", conflicts, affected)
+	}
+
+	// Deleting the old one hands the host back.
+	affected = p.forget(key("old"))
+	if !slices.Equal(affected, []types.NamespacedName{key("young")}) || servedBy(p, "shared.example.com") != "young-svc" {
+		t.Errorf("after forget: affected %v, served by %q", affected, servedBy(p, "shared.example.com"))
+	}
+	if _, ok := services.services[key("old-svc")]; ok {
+		t.Error("the forgotten ingress's service is still registered")
+	}
+}
+
+func TestProgramEqualAgesOrderByName(t *testing.T) {
+	services := newServiceRegistry()
+	p := newProgrammer(services)
+	p.program(compileIngress(simpleIngress("b", 0, "b-svc", "x.example.com"), services))
+	p.program(compileIngress(simpleIngress("a", 0, "a-svc", "x.example.com"), services))
+	if got := servedBy(p, "x.example.com"); got != "a-svc" {
+		t.Errorf("served by %q, want a-svc", got)
+	}
+}
+
+func TestProgramInvalidIngressReleasesItsHosts(t *testing.T) {
+	services := newServiceRegistry()
+	p := newProgrammer(services)
+	p.program(compileIngress(simpleIngress("old", 20, "old-svc", "x.example.com"), services))
+	p.program(compileIngress(simpleIngress("young", 10, "young-svc", "x.example.com"), services))
+
+	broken := newIngress("old", 20, externalRule([]string{"x.example.com"}, path("", splitTo("old-svc", 50), splitTo("other", 20))))
+	broken.Generation = 2
+	ci := compileIngress(broken, services)
+	_, affected := p.program(ci)
+	if ci.invalid == nil {
+		t.Fatal("the broken spec compiled")
+	}
+	if !slices.Equal(affected, []types.NamespacedName{key("young")}) || servedBy(p, "x.example.com") != "young-svc" {
+		t.Errorf("affected %v; host served by %q", affected, servedBy(p, "x.example.com"))
+	}
+}
+
+func TestProgramPublishesOnlyChanges(t *testing.T) {
+	services := newServiceRegistry()
+	p := newProgrammer(services)
+	ci := compileIngress(simpleIngress("a", 0, "a-svc", "a.example.com"), services)
+	p.program(ci)
+	before := p.table()
+	p.program(ci)
+	if p.table() != before {
+		t.Error("reprogramming the same entry published a new table")
+	}
+	// A loser's change does not touch the table either.
+	p.program(compileIngress(simpleIngress("b", -5, "b-svc", "a.example.com"), services))
+	if p.table() != before {
+		t.Error("a losing claim published a new table")
+	}
+	// Programming another host shares every untouched shard, the one of a included.
+	other := "c.example.com"
+	for i := 0; shardOf(other) == shardOf("a.example.com"); i++ {
+		other = fmt.Sprintf("c%d.example.com", i)
+	}
+	p.program(compileIngress(simpleIngress("c", 0, "c-svc", other), services))
+	shardA := shardOf("a.example.com")
+	if reflect.ValueOf(p.table().shards[shardA]).Pointer() != reflect.ValueOf(before.shards[shardA]).Pointer() {
+		t.Error("programming c copied the shard of a")
+	}
+}

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"time"
+)
+
+// proxy is the handler of one listener: it routes a request through the current table
+// and hands it to the shared forwarder.
+type proxy struct {
+	// external selects the ExternalIP routes only.
+	external bool
+	table    func() *table
+	// roll returns a uniform int in [0,n) for split selection; tests fix it.
+	roll           func(n int) int
+	requestTimeout time.Duration
+	forwarder      *forwarder
+	metrics        *metrics
+}
+
+// routedRequest is the routing decision for one request, carried in its context to
+// the forwarder's hooks.
+type routedRequest struct {
+	route    *route
+	split    *split
+	target   *target
+	revision string
+	sent     time.Time
+	// code is the status returned to the client, for metrics.
+	code int
+}
+
+type routedRequestKey struct{}
+
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host, ok := canonicalHost(r.Host)
+	if !ok {
+		p.reject(w, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
+		return
+	}
+	routes := p.table().lookup(host).routes(p.external)
+	if len(routes) == 0 {
+		p.reject(w, "", "", http.StatusNotFound, "ferry: no route for host %q\n", host)
+		return
+	}
+	rt := matchRoute(routes, r)
+	if rt == nil {
+		p.reject(w, host, "", http.StatusNotFound, "ferry: no route for %s%s\n", host, r.URL.Path)
+		return
+	}
+	sp := rt.pick(p.roll)
+	endpoints := sp.service.endpoints.Load()
+	revision := sp.service.revisionName(endpoints)
+	targets := endpoints.targets(sp.port)
+	if targets.empty() {
+		p.reject(w, host, revision, http.StatusServiceUnavailable,
+			"ferry: routed to revision %s, which has no ready endpoints\n", revision)
+		return
+	}
+	t := targets.pick()
+	if t.simulated {
+		p.reject(w, host, revision, http.StatusServiceUnavailable,
+			"ferry: routed to revision %s (pod %s is simulated by kwok; no process serves it)\n", revision, t.ip)
+		return
+	}
+
+	rr := &routedRequest{route: rt, split: sp, target: t, revision: revision}
+	ctx := context.WithValue(r.Context(), routedRequestKey{}, rr)
+	// An upgraded connection (WebSocket) lives as long as its peers want.
+	if r.Header.Get("Upgrade") == "" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.requestTimeout)
+		defer cancel()
+	}
+	// Deferred: the forwarder aborts the handler with a panic when the upstream body
+	// breaks off after the headers went out.
+	defer func() { p.metrics.countRequest(host, rr.code, revision) }()
+	p.forwarder.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// reject answers a request the gateway cannot forward with a short plain-text body.
+func (p *proxy) reject(w http.ResponseWriter, host, revision string, code int, format string, args ...any) {
+	p.metrics.countRequest(host, code, revision)
+	writeError(w, code, format, args...)
+}
+
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, format, args...)
+}
+
+// forwarder is the reverse proxy both listeners share, and with it the pool of
+// upstream connections.
+type forwarder struct {
+	httputil.ReverseProxy
+	metrics *metrics
+}
+
+func newForwarder(opts Options, m *metrics) *forwarder {
+	f := &forwarder{metrics: m}
+	f.ReverseProxy = httputil.ReverseProxy{
+		Rewrite:        f.rewrite,
+		ModifyResponse: f.received,
+		ErrorHandler:   f.failed,
+		BufferPool:     newBufferPool(),
+		Transport: &http.Transport{
+			// Never an environment proxy: endpoints are pod addresses.
+			Proxy:       nil,
+			DialContext: (&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			// The default of 2 idle connections per endpoint makes every burst beyond
+			// that pay a TCP handshake.
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     opts.IdleTimeout,
+			// Pass the client's Accept-Encoding through instead of negotiating gzip
+			// and decompressing on the client's behalf.
+			DisableCompression:    true,
+			ExpectContinueTimeout: time.Second,
+		},
+	}
+	return f
+}
+
+func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
+	rr := pr.In.Context().Value(routedRequestKey{}).(*routedRequest)
+	pr.Out.URL.Scheme = "http"
+	pr.Out.URL.Host = rr.target.addr
+	if rr.route.rewriteHost != "" {
+		pr.Out.Host = rr.route.rewriteHost
+	}
+	// The gateway is the edge: Rewrite has dropped any X-Forwarded-* the client sent,
+	// and these are set from what the gateway itself saw.
+	pr.SetXForwarded()
+	for _, h := range rr.route.appendHeaders {
+		pr.Out.Header.Set(h.name, h.value)
+	}
+	for _, h := range rr.split.appendHeaders {
+		pr.Out.Header.Set(h.name, h.value)
+	}
+	rr.sent = time.Now()
+}
+
+func (f *forwarder) received(res *http.Response) error {
+	rr := res.Request.Context().Value(routedRequestKey{}).(*routedRequest)
+	rr.code = res.StatusCode
+	f.metrics.upstream.WithLabelValues(rr.revision).Observe(time.Since(rr.sent).Seconds())
+	return nil
+}
+
+func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
+	rr := r.Context().Value(routedRequestKey{}).(*routedRequest)
+	switch {
+	case errors.Is(r.Context().Err(), context.Canceled):
+		// The client went away; nobody reads an answer. 499 is nginx's code for it.
+		rr.code = 499
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		rr.code = http.StatusGatewayTimeout
+		writeError(w, rr.code, "ferry: revision %s did not answer in time (pod %s)\n", rr.revision, rr.target.ip)
+	default:
+		rr.code = http.StatusBadGateway
+		writeError(w, rr.code, "ferry: revision %s: upstream %s failed: %v\n", rr.revision, rr.target.addr, err)
+	}
+}
+
+// bufferPool recycles the ReverseProxy's copy buffers, which would otherwise be
+// allocated per request.
+type bufferPool struct{ pool sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{pool: sync.Pool{New: func() any { return new([32 << 10]byte) }}}
+}
+
+func (b *bufferPool) Get() []byte { return b.pool.Get().(*[32 << 10]byte)[:] }
+
+func (b *bufferPool) Put(buf []byte) {
+	if len(buf) == 32<<10 {
+		b.pool.Put((*[32 << 10]byte)(buf))
+	}
+}

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// testGateway runs the listeners of a Gateway without a manager; tests program the
+// table and the endpoints directly.
+type testGateway struct {
+	*Gateway
+	t *testing.T
+}
+
+func startGateway(t *testing.T, opts Options) *testGateway {
+	t.Helper()
+	opts.ExternalAddr, opts.LocalAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.Registry = prometheus.NewRegistry()
+	g := New(opts)
+	if err := g.metrics.register(opts.Registry); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.bind(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.servers().Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("listeners: %v", err)
+		}
+	})
+	return &testGateway{Gateway: g, t: t}
+}
+
+func (tg *testGateway) program(ing *v1alpha1.Ingress) {
+	tg.t.Helper()
+	ci := compileIngress(ing, tg.services)
+	if ci.invalid != nil {
+		tg.t.Fatal(ci.invalid)
+	}
+	tg.programmer.program(ci)
+}
+
+// serve points the Service name at the given backends.
+func (tg *testGateway) serve(name string, backends ...*httptest.Server) {
+	var slices []discoveryv1.EndpointSlice
+	for _, b := range backends {
+		host, port := splitHostPort(tg.t, b.Listener.Addr().String())
+		s := sliceFor(name, int32(port), host)
+		s.Name = name + "-" + strconv.Itoa(port)
+		slices = append(slices, s)
+	}
+	tg.services.update(key(name), buildEndpoints(serviceWithPort(name), slices, notSimulated))
+}
+
+func (tg *testGateway) externalURL(path string) string { return "http://" + tg.ExternalAddr() + path }
+func (tg *testGateway) localURL(path string) string    { return "http://" + tg.LocalAddr() + path }
+
+func splitHostPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host, port
+}
+
+// echo is what an echo backend saw.
+type echo struct {
+	Backend string      `json:"backend"`
+	Host    string      `json:"host"`
+	Path    string      `json:"path"`
+	Header  http.Header `json:"header"`
+}
+
+// newEchoBackend answers every request with what it saw, as JSON.
+func newEchoBackend(t *testing.T, name string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(echo{Backend: name, Host: r.Host, Path: r.URL.Path, Header: r.Header})
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// get sends a request with the given Host and decodes an echo, returning the status
+// and body for non-200 answers.
+func get(t *testing.T, url, host string, header http.Header) (int, string, *echo) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = host
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, string(b), nil
+	}
+	var e echo
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, "", &e
+}

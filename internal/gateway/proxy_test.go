@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+func TestProxyRoutesByHostAndPath(t *testing.T) {
+	g := startGateway(t, Options{})
+	g.serve("web-1", newEchoBackend(t, "web-1"))
+	g.serve("api-1", newEchoBackend(t, "api-1"))
+	apiPath := path("/api", splitTo("api-1", 100))
+	apiPath.AppendHeaders = map[string]string{"knative-serving-namespace": "ns", "x-level": "path"}
+	apiPath.Splits[0].AppendHeaders = map[string]string{"knative-serving-revision": "api-1", "x-level": "split"}
+	rewritten := path("/rewrite", splitTo("web-1", 100))
+	rewritten.RewriteHost = "web.internal"
+	g.program(newIngress("web", 0, externalRule([]string{"web.example.com"}, path("", splitTo("web-1", 100)), apiPath, rewritten)))
+
+	for _, tc := range []struct {
+		host, path, wantBackend string
+	}{
+		{host: "web.example.com", path: "/", wantBackend: "web-1"},
+		{host: "WEB.Example.com:8080", path: "/x", wantBackend: "web-1"},
+		{host: "web.example.com.", path: "/api/v1", wantBackend: "api-1"},
+		{host: "web.example.com", path: "/apiary", wantBackend: "api-1"}, // prefixes are not segment-aware
+	} {
+		code, body, e := get(t, g.externalURL(tc.path), tc.host, nil)
+		if code != http.StatusOK || e.Backend != tc.wantBackend || e.Path != tc.path {
+			t.Errorf("%s%s: %d %q %+v; want backend %s", tc.host, tc.path, code, body, e, tc.wantBackend)
+		}
+	}
+
+	// Path and split headers are set, the split's last; X-Forwarded-* come from what
+	// the gateway saw, not from the client.
+	_, _, e := get(t, g.externalURL("/api"), "web.example.com", http.Header{"X-Forwarded-For": {"6.6.6.6"}, "X-Level": {"client"}})
+	for name, want := range map[string]string{
+		"Knative-Serving-Namespace": "ns",
+		"Knative-Serving-Revision":  "api-1",
+		"X-Level":                   "split",
+		"X-Forwarded-For":           "127.0.0.1",
+		"X-Forwarded-Host":          "web.example.com",
+		"X-Forwarded-Proto":         "http",
+	} {
+		if got := strings.Join(e.Header[name], ","); got != want {
+			t.Errorf("upstream %s = %q, want %q", name, got, want)
+		}
+	}
+	if e.Host != "web.example.com" {
+		t.Errorf("upstream Host %q, want the client's", e.Host)
+	}
+	if _, _, e := get(t, g.externalURL("/rewrite"), "web.example.com", nil); e.Host != "web.internal" {
+		t.Errorf("rewriteHost: upstream Host %q", e.Host)
+	}
+}
+
+func TestProxyVisibility(t *testing.T) {
+	g := startGateway(t, Options{})
+	g.serve("hello-1", newEchoBackend(t, "hello-1"))
+	g.program(newIngress("hello", 0,
+		externalRule([]string{"hello.ns.example.com"}, path("", splitTo("hello-1", 100))),
+		localRule([]string{"hello.ns.svc.cluster.local"}, path("", splitTo("hello-1", 100))),
+	))
+	for _, tc := range []struct {
+		url, host string
+		want      int
+	}{
+		{url: g.externalURL("/"), host: "hello.ns.example.com", want: http.StatusOK},
+		{url: g.externalURL("/"), host: "hello.ns.svc.cluster.local", want: http.StatusNotFound},
+		{url: g.localURL("/"), host: "hello.ns.svc.cluster.local", want: http.StatusOK},
+		{url: g.localURL("/"), host: "hello.ns.example.com", want: http.StatusOK},
+	} {
+		if code, body, _ := get(t, tc.url, tc.host, nil); code != tc.want {
+			t.Errorf("%s with Host %s: %d %q, want %d", tc.url, tc.host, code, body, tc.want)
+		}
+	}
+}
+
+func TestProxyErrorAnswers(t *testing.T) {
+	g := startGateway(t, Options{})
+	closed := newEchoBackend(t, "gone")
+	closed.Close()
+	g.serve("gone-1", closed)
+	g.services.update(key("kwok-1"), buildEndpoints(serviceWithPort("kwok-1"),
+		[]discoveryv1.EndpointSlice{sliceFor("kwok-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
+	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
+		path("/empty", splitTo("empty-1", 100)),
+		path("/gone", splitTo("gone-1", 100)),
+		path("/kwok", splitTo("kwok-1", 100)),
+	)))
+
+	for _, tc := range []struct {
+		host, path string
+		code       int
+		body       string
+	}{
+		{host: "nope.example.com", path: "/", code: 404, body: "ferry: no route for host \"nope.example.com\"\n"},
+		{host: "app.example.com", path: "/", code: 404, body: "ferry: no route for app.example.com/\n"},
+		{host: "app.example.com", path: "/empty", code: 503, body: "ferry: routed to revision empty-1, which has no ready endpoints\n"},
+		{host: "app.example.com", path: "/kwok", code: 503, body: "ferry: routed to revision kwok-1 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n"},
+		{host: "app.example.com", path: "/gone", code: 502, body: "ferry: revision gone-1: upstream " + closed.Listener.Addr().String() + " failed: "},
+	} {
+		code, body, _ := get(t, g.externalURL(tc.path), tc.host, nil)
+		if code != tc.code || !strings.HasPrefix(body, tc.body) {
+			t.Errorf("%s%s: %d %q; want %d %q", tc.host, tc.path, code, body, tc.code, tc.body)
+		}
+	}
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("", "404", "")); got != 1 {
+		t.Errorf("unknown-host requests counted %v times under host=\"\"", got)
+	}
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "503", "kwok-1")); got != 1 {
+		t.Errorf("simulated-pod requests counted %v times", got)
+	}
+}
+
+func TestProxyStripsHopByHopHeaders(t *testing.T) {
+	g := startGateway(t, Options{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, h := range []string{"X-Hop", "Keep-Alive", "Proxy-Authorization", "Te"} {
+			if v := r.Header.Get(h); v != "" {
+				t.Errorf("upstream got hop-by-hop %s: %s", h, v)
+			}
+		}
+		if r.Header.Get("X-End") != "kept" {
+			t.Error("upstream lost an end-to-end header")
+		}
+		w.Header().Set("Connection", "X-Backend-Hop")
+		w.Header().Set("X-Backend-Hop", "secret")
+		w.Header().Set("Keep-Alive", "timeout=5")
+	}))
+	t.Cleanup(backend.Close)
+	g.serve("hop-1", backend)
+	g.program(newIngress("hop", 0, externalRule([]string{"hop.example.com"}, path("", splitTo("hop-1", 100)))))
+
+	req, _ := http.NewRequest("GET", g.externalURL("/"), nil)
+	req.Host = "hop.example.com"
+	req.Header.Set("Connection", "X-Hop")
+	req.Header.Set("X-Hop", "secret")
+	req.Header.Set("Keep-Alive", "timeout=5")
+	req.Header.Set("Proxy-Authorization", "Basic Zm9vOmJhcg==")
+	req.Header.Set("X-End", "kept")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("X-Backend-Hop") != "" || res.Header.Get("Keep-Alive") != "" {
+		t.Errorf("response %d with headers %v", res.StatusCode, res.Header)
+	}
+}
+
+func TestProxyWebSocketUpgrade(t *testing.T) {
+	g := startGateway(t, Options{RequestTimeout: 50 * time.Millisecond})
+	// The backend switches protocols and echoes lines, outliving RequestTimeout.
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "upgrade expected", 400)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		rw.Flush()
+		for {
+			line, err := rw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			rw.WriteString("echo " + line)
+			rw.Flush()
+		}
+	}))
+	t.Cleanup(backend.Close)
+	g.serve("ws-1", backend)
+	g.program(newIngress("ws", 0, externalRule([]string{"ws.example.com"}, path("", splitTo("ws-1", 100)))))
+
+	conn, err := net.Dial("tcp", g.ExternalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /chat HTTP/1.1\r\nHost: ws.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	for _, msg := range []string{"hello", "after the request timeout"} {
+		time.Sleep(60 * time.Millisecond)
+		fmt.Fprintln(conn, msg)
+		if got, err := br.ReadString('\n'); err != nil || got != "echo "+msg+"\n" {
+			t.Fatalf("read %q, %v", got, err)
+		}
+	}
+}
+
+func TestProxyH2C(t *testing.T) {
+	g := startGateway(t, Options{})
+	g.serve("h2-1", newEchoBackend(t, "h2-1"))
+	g.program(newIngress("h2", 0, externalRule([]string{"h2.example.com"}, path("", splitTo("h2-1", 100)))))
+
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: protocols, TLSClientConfig: &tls.Config{}}}
+	req, _ := http.NewRequest("GET", g.externalURL("/"), nil)
+	req.Host = "h2.example.com"
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.ProtoMajor != 2 {
+		t.Errorf("status %d over %s", res.StatusCode, res.Proto)
+	}
+}
+
+func TestProxyMalformedRequests(t *testing.T) {
+	g := startGateway(t, Options{MaxHeaderBytes: 8 << 10})
+	g.serve("ok-1", newEchoBackend(t, "ok-1"))
+	g.program(newIngress("ok", 0, externalRule([]string{"ok.example.com"}, path("", splitTo("ok-1", 100)))))
+
+	for _, tc := range []struct {
+		name, request string
+		want          int
+	}{
+		{name: "space in Host", request: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", want: 400},
+		{name: "path in Host", request: "GET / HTTP/1.1\r\nHost: ok.example.com/x\r\n\r\n", want: 400},
+		{name: "no Host on HTTP/1.1", request: "GET / HTTP/1.1\r\n\r\n", want: 400},
+		{name: "no Host on HTTP/1.0", request: "GET / HTTP/1.0\r\n\r\n", want: 400},
+		{name: "port that is not a number", request: "GET / HTTP/1.0\r\nHost: ok.example.com:http\r\n\r\n", want: 400},
+		// At least 14 bytes: net/http waits for that many to rule out an h2c preface.
+		{name: "garbage request line", request: "HELLO THERE GATEWAY\r\n\r\n", want: 400},
+		{name: "huge header", request: "GET / HTTP/1.1\r\nHost: ok.example.com\r\nX-Big: " + strings.Repeat("a", 64<<10) + "\r\n\r\n", want: 431},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", g.ExternalAddr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(5 * time.Second))
+			// The gateway may answer and close before reading the whole request.
+			go io.WriteString(conn, tc.request)
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", res.StatusCode, tc.want)
+			}
+		})
+	}
+	if code, body, _ := get(t, g.externalURL("/"), "ok.example.com", nil); code != 200 {
+		t.Errorf("after malformed requests: %d %q", code, body)
+	}
+}
+
+func TestProxyRequestTimeout(t *testing.T) {
+	g := startGateway(t, Options{RequestTimeout: 100 * time.Millisecond})
+	release := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); backend.Close() })
+	g.serve("slow-1", backend)
+	g.program(newIngress("slow", 0, externalRule([]string{"slow.example.com"}, path("", splitTo("slow-1", 100)))))
+
+	code, body, _ := get(t, g.externalURL("/"), "slow.example.com", nil)
+	if code != http.StatusGatewayTimeout || !strings.HasPrefix(body, "ferry: revision slow-1 did not answer in time") {
+		t.Errorf("%d %q", code, body)
+	}
+}
+
+func TestListenersDrainInFlightRequests(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "finished")
+	}))
+	t.Cleanup(backend.Close)
+
+	drained := New(Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0"})
+	if err := drained.bind(); err != nil {
+		t.Fatal(err)
+	}
+	tg := &testGateway{Gateway: drained, t: t}
+	tg.serve("slow-1", backend)
+	tg.program(newIngress("slow", 0, externalRule([]string{"slow.example.com"}, path("", splitTo("slow-1", 100)))))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- drained.servers().Start(ctx) }()
+
+	answer := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", tg.externalURL("/"), nil)
+		req.Host = "slow.example.com"
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		answer <- string(b)
+	}()
+	<-started
+	cancel() // the manager stops while the request is in flight
+	time.Sleep(50 * time.Millisecond)
+	if _, err := net.DialTimeout("tcp", drained.ExternalAddr(), time.Second); err == nil {
+		t.Error("the draining gateway still accepts connections")
+	}
+	close(release)
+	if got := <-answer; got != "finished" {
+		t.Errorf("in-flight request got %q", got)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Start: %v", err)
+	}
+}

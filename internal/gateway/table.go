@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"hash/maphash"
+	"maps"
+)
+
+// tableShards splits the host index so that programming one ingress copies one small
+// shard instead of a map of every host (see docs/gateway.md for the numbers).
+const tableShards = 256
+
+// table is an immutable routing snapshot. Listeners load the current one with an
+// atomic read per request and never lock; the programmer publishes a new one per
+// change, sharing every untouched shard with its predecessor.
+type table struct {
+	shards [tableShards]map[string]*virtualHost
+}
+
+var shardSeed = maphash.MakeSeed()
+
+func shardOf(host string) int {
+	return int(maphash.String(shardSeed, host) % tableShards)
+}
+
+// lookup returns what a canonical host serves, or nil.
+func (t *table) lookup(host string) *virtualHost {
+	return t.shards[shardOf(host)][host]
+}
+
+// with returns a copy of t with changes applied; a nil value removes the host.
+func (t *table) with(changes map[string]*virtualHost) *table {
+	next := *t
+	copied := map[int]bool{}
+	for host, vh := range changes {
+		i := shardOf(host)
+		if !copied[i] {
+			shard := maps.Clone(next.shards[i])
+			if shard == nil {
+				shard = map[string]*virtualHost{}
+			}
+			next.shards[i] = shard
+			copied[i] = true
+		}
+		if vh == nil {
+			delete(next.shards[i], host)
+		} else {
+			next.shards[i][host] = vh
+		}
+	}
+	return &next
+}
