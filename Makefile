@@ -25,3 +25,6 @@ vet:
 # (test/integration); the other packages test pure logic, some under -race.
 test:
 	./hack/test.sh
+
+print-ldflags:
+	@echo '$(LDFLAGS)'

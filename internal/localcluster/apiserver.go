@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 )
+
+var apiServerInstances atomic.Int64
 
 // runAPIServer runs kube-apiserver on ln until ctx is cancelled. It is built from the
 // command's options rather than its cobra command, which would re-apply process-wide
@@ -55,6 +59,11 @@ func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *c
 	}
 	if errs := completed.Validate(); len(errs) != 0 {
 		return utilerrors.NewAggregate(errs)
+	}
+	// Informer names are registered process-wide; a second API server in the same
+	// process (a restart, or a test's second cluster) needs a name of its own.
+	if completed.InformerName, err = cache.NewInformerName(fmt.Sprintf("kube-apiserver-%d", apiServerInstances.Add(1))); err != nil {
+		return err
 	}
 	return apiserverapp.Run(ctx, completed)
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
 
@@ -39,14 +40,24 @@ func installCRDs(ctx context.Context, cfg *rest.Config) error {
 			return fmt.Errorf("installing CRD %s: %w", want.Name, err)
 		}
 	}
+	// Established is not enough: clients (kubectl, controller-runtime's REST mapper)
+	// find kinds through discovery, which is updated a moment later.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	for _, want := range crds {
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			got, err := api.Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil || !established(got) {
+				return false, nil
+			}
+			list, err := dc.ServerResourcesForGroupVersion(want.Spec.Group + "/" + want.Spec.Versions[0].Name)
 			if err != nil {
 				return false, nil
 			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			for _, r := range list.APIResources {
+				if r.Name == want.Spec.Names.Plural {
 					return true, nil
 				}
 			}
@@ -57,4 +68,13 @@ func installCRDs(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

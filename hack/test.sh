@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Ferry's whole test suite: generated files current, vet, gofmt, unit tests (under the
+# race detector) and the integration tests against the embedded control plane.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "generated files are current (make generate)"
+snapshot=$(mktemp -d)
+trap 'rm -rf "$snapshot"' EXIT
+generated=$(git ls-files 'api/**/zz_generated.deepcopy.go' 'config/crd/bases/*.yaml')
+tar -cf "$snapshot/before.tar" $generated
+make --no-print-directory generate >/dev/null
+mkdir "$snapshot/before" && tar -xf "$snapshot/before.tar" -C "$snapshot/before"
+stale=0
+for f in $generated; do
+  if ! cmp -s "$f" "$snapshot/before/$f"; then echo "stale: $f"; stale=1; fi
+done
+if [ "$stale" = 1 ]; then echo "generated files were stale: commit the result of 'make generate'"; exit 1; fi
+
+step "go vet"
+go vet ./...
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "not gofmt'ed:"; echo "$unformatted"; exit 1; fi
+
+step "unit tests (-race)"
+# Every package with tests but the integration tests, which link the control plane.
+units=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/test/integration$' || true)
+if [ -n "$units" ]; then go test -race -count=1 $units; fi
+
+step "integration tests (embedded kube-apiserver, etcd, controller-manager, scheduler, kwok)"
+# -ldflags gives the embedded API server its real version, as `make build` does.
+go test -count=1 -timeout 40m -ldflags "$(make --no-print-directory -s print-ldflags)" ./test/integration/

@@ -1,0 +1,110 @@
+// Package integration holds the tests that need a real API server: one test binary
+// that starts Ferry's local cluster (etcd, kube-apiserver, controller-manager,
+// scheduler, kwok) once in TestMain and shares it, because building and starting the
+// control plane is what costs. Each test works in a namespace of its own.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/localcluster"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var (
+	// testCluster is the local cluster every test in this package shares.
+	testCluster *localcluster.Cluster
+	// testConfig is an admin config for testCluster; copy it before changing it.
+	testConfig *rest.Config
+	// testScheme knows Kubernetes' and Ferry's kinds.
+	testScheme = runtime.NewScheme()
+	// testClient reads and writes straight through the API server (no cache).
+	testClient client.Client
+
+	namespaceCount atomic.Int64
+)
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme} {
+		if err := add(testScheme); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	if phase := os.Getenv(restartPhaseEnv); phase != "" {
+		if err := restartPhase(phase, os.Getenv(restartDirEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var err error
+	testCluster, err = localcluster.Start(ctx, localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
+		return 1
+	}
+	defer func() {
+		if err := testCluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the local cluster:", err)
+		}
+	}()
+	testConfig = testCluster.RESTConfig()
+	if testClient, err = client.New(testConfig, client.Options{Scheme: testScheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// testNamespace creates a namespace for one test, named after it, and deletes it when
+// the test ends.
+func testNamespace(t testing.TB) string {
+	t.Helper()
+	name := strings.ToLower(t.Name())
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), namespaceCount.Add(1))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := testClient.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = testClient.Delete(context.Background(), ns) })
+	return name
+}
+
+func clientFromKubeconfig(path string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: testScheme})
+}
