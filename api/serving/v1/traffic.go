@@ -4,9 +4,8 @@ package v1
 // Configuration) and the share of traffic it gets.
 //
 // Rules that hold wherever a target appears are on this type; rules that depend on
-// where it appears (Route or Service, spec or status) are on the fields that hold it.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.latestRevision) || self.latestRevision == (!has(self.revisionName) || self.revisionName == '')",message="latestRevision must be true exactly when revisionName is not set"
+// where it appears (Route or Service, spec or status) are on the fields that hold it:
+// status.traffic names a revision and says latestRevision: true for the same target.
 type TrafficTarget struct {
 	// Tag is optionally used to expose a dedicated url for referencing this target exclusively.
 	// +optional
@@ -44,6 +43,7 @@ type RouteSpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.latestRevision) || t.latestRevision == (!has(t.revisionName) || t.revisionName == ''))",message="latestRevision must be true exactly when revisionName is not set"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.url))",message="url is not allowed in spec; it is set in status"
 	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.map(t, has(t.percent) ? t.percent : 0).sum() == 100",message="traffic percents must sum to 100"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.tag) || self.exists_one(u, has(u.tag) && u.tag == t.tag))",message="traffic tags must be unique"
