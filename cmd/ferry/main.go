@@ -1,7 +1,8 @@
 // Command ferry runs Ferry: a Knative Serving v1 control plane.
 //
 //	ferry up          a local cluster with Ferry inside, for trying it out
-//	ferry controller  Ferry's controllers against a cluster
+//	ferry controller  Ferry's reconcilers against a cluster
+//	ferry gateway     Ferry's gateway against a cluster
 //	ferry version
 package main
 
@@ -24,7 +25,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCommand(), newVersionCommand())
+	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newVersionCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
 		os.Exit(1)

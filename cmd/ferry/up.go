@@ -1,24 +1,30 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localcluster"
+	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func newUpCommand() *cobra.Command {
-	var dataDir string
+	var dataDir, externalAddr, localAddr string
 	var port int
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run a local Kubernetes control plane with Ferry inside, until Ctrl-C",
 		Long: `Run etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated
-pods on one fake node) in this process, with Ferry's CRDs installed, and write a
-kubeconfig so that kubectl and kn work against it. Objects persist in the data
+pods on one fake node) in this process, with Ferry's CRDs, controllers and gateway, and
+write a kubeconfig so that kubectl and kn work against it. Objects persist in the data
 directory across restarts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -37,14 +43,52 @@ directory across restarts.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "Ready in %.1fs. Logs: %s\n\n  export KUBECONFIG=%s\n  kubectl get ksvc\n\nCtrl-C stops it.\n",
-				time.Since(start).Seconds(), filepath.Join(dataDir, "control-plane.log"), cluster.KubeconfigPath())
+			defer cluster.Stop()
+
+			logFile, err := os.OpenFile(filepath.Join(dataDir, "ferry.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				return err
+			}
+			defer logFile.Close()
+			ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+
+			ferry, err := manager.New(cluster.RESTConfig(), manager.Options{
+				Reconcilers: true,
+				// kwok simulates every pod: the gateway answers for them instead of dialing.
+				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
+			})
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			g, ctx := errgroup.WithContext(ctx)
+			g.Go(func() error { return ferry.Start(ctx) })
+
+			gw := ferry.Gateway.ExternalAddr()
+			fmt.Fprintf(out, `Ferry is up (%.1fs). Logs: %s, %s
+
+  export KUBECONFIG=%s
+  kubectl apply -f config/samples/hello-world.yaml
+  kubectl get ksvc
+  curl -H 'Host: hello.default.example.com' http://%s
+
+Gateway: %s (external), %s (cluster-local). Pods are simulated by kwok.
+Ctrl-C stops it.
+`, time.Since(start).Seconds(), filepath.Join(dataDir, "control-plane.log"), logFile.Name(),
+				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr())
 			<-ctx.Done()
 			fmt.Fprintln(out, "Stopping ...")
+			cancel()
+			if err := g.Wait(); err != nil {
+				return err
+			}
 			return cluster.Stop()
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where the cluster keeps its state and kubeconfig (default ~/.ferry)")
 	cmd.Flags().IntVar(&port, "port", 0, "kube-apiserver port on 127.0.0.1 (default: a free one)")
+	cmd.Flags().StringVar(&externalAddr, "gateway-addr", "127.0.0.1:8080", "the gateway's external listener")
+	cmd.Flags().StringVar(&localAddr, "gateway-local-addr", "127.0.0.1:8081", "the gateway's cluster-local listener")
 	return cmd
 }

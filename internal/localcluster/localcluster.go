@@ -36,6 +36,7 @@ type Cluster struct {
 	kubeconfig string
 
 	cancel  context.CancelFunc
+	stop    sync.Once
 	wg      sync.WaitGroup
 	errMu   sync.Mutex
 	errs    []error
@@ -125,8 +126,16 @@ func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
 func (c *Cluster) DataDir() string { return c.dir }
 
 // Stop shuts every component down, waiting at most a few seconds, and removes a
-// temporary data directory. It returns the errors the components stopped with.
+// temporary data directory. It returns the errors the components stopped with. Calling
+// it again does nothing more.
 func (c *Cluster) Stop() error {
+	c.stop.Do(c.shutdown)
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return errors.Join(c.errs...)
+}
+
+func (c *Cluster) shutdown() {
 	c.cancel()
 	done := make(chan struct{})
 	go func() { c.wg.Wait(); close(done) }()
@@ -142,9 +151,6 @@ func (c *Cluster) Stop() error {
 	if c.removeDir {
 		os.RemoveAll(c.dir)
 	}
-	c.errMu.Lock()
-	defer c.errMu.Unlock()
-	return errors.Join(c.errs...)
 }
 
 // run starts a component that runs until ctx is cancelled; an early exit is an error.

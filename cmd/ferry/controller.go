@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/ferry-serving/ferry/internal/gateway"
+	"github.com/ferry-serving/ferry/internal/manager"
+	"github.com/ferry-serving/ferry/internal/reconciler"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// clusterFlags are the flags of the commands that run against an existing cluster.
+type clusterFlags struct {
+	kubeconfig  string
+	metricsAddr string
+	leaderElect bool
+	namespace   string
+}
+
+func (f *clusterFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to use (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", ":9090", "where Prometheus metrics are served; 0 turns them off")
+	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect one active replica (for more than one replica)")
+	cmd.Flags().StringVar(&f.namespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+}
+
+func (f *clusterFlags) restConfig() (*rest.Config, error) {
+	if f.kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("reading --kubeconfig %s: %w", f.kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	return ctrl.GetConfig()
+}
+
+func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
+	ctrl.SetLogger(zap.New())
+	cfg, err := f.restConfig()
+	if err != nil {
+		return err
+	}
+	opts.MetricsAddr, opts.LeaderElection, opts.LeaderElectionNamespace = f.metricsAddr, f.leaderElect, f.namespace
+	ferry, err := manager.New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	return ferry.Start(cmd.Context())
+}
+
+func newControllerCommand() *cobra.Command {
+	var flags clusterFlags
+	var opts reconciler.Options
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run Ferry's Knative Serving reconcilers against a cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return flags.run(cmd, manager.Options{Reconcilers: true, ReconcilerOptions: opts})
+		},
+	}
+	flags.add(cmd)
+	cmd.Flags().StringVar(&opts.Domain, "domain", "example.com", "the domain of Route URLs")
+	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")
+	return cmd
+}
+
+func newGatewayCommand() *cobra.Command {
+	var flags clusterFlags
+	var opts gateway.Options
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run Ferry's gateway: serve KIngresses over HTTP",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return flags.run(cmd, manager.Options{Gateway: &opts})
+		},
+	}
+	flags.add(cmd)
+	cmd.Flags().StringVar(&opts.ExternalAddr, "addr", ":8080", "the external listener")
+	cmd.Flags().StringVar(&opts.LocalAddr, "local-addr", ":8081", "the cluster-local listener")
+	cmd.Flags().BoolVar(&opts.SimulatedPods, "simulated-pods", false, "answer for every endpoint instead of dialing it (clusters of kwok pods)")
+	return cmd
+}

@@ -1,0 +1,86 @@
+// Package manager assembles Ferry in one controller-runtime manager: the Knative
+// reconcilers and, optionally, the gateway. `ferry up`, `ferry controller` and
+// `ferry gateway` differ only in what they ask of it.
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway"
+	"github.com/ferry-serving/ferry/internal/reconciler"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Options say what runs in the manager.
+type Options struct {
+	// Reconcilers runs the Service, Configuration, Revision, Route and GC controllers.
+	Reconcilers bool
+	// ReconcilerOptions configure them.
+	ReconcilerOptions reconciler.Options
+	// Gateway, if set, runs the data plane with these options.
+	Gateway *gateway.Options
+	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	MetricsAddr string
+	// LeaderElection makes only one replica reconcile (the gateway serves on every one).
+	LeaderElection          bool
+	LeaderElectionNamespace string
+}
+
+// Ferry is a configured manager, ready to Start.
+type Ferry struct {
+	mgr         ctrl.Manager
+	Gateway     *gateway.Gateway
+	Controllers *reconciler.Controllers
+}
+
+// Scheme returns a scheme with Kubernetes' kinds and Ferry's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // only a programming error: the kinds are fixed at build time
+		}
+	}
+	return s
+}
+
+// New builds the manager; the gateway's listeners are bound when New returns.
+func New(cfg *rest.Config, opts Options) (*Ferry, error) {
+	if opts.MetricsAddr == "" {
+		opts.MetricsAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  "0",
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "ferry-controller",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	f := &Ferry{mgr: mgr}
+	if opts.Reconcilers {
+		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
+			return nil, fmt.Errorf("setting up the reconcilers: %w", err)
+		}
+	}
+	if opts.Gateway != nil {
+		f.Gateway = gateway.New(*opts.Gateway)
+		if err := f.Gateway.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the gateway: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// Start runs everything until ctx is cancelled.
+func (f *Ferry) Start(ctx context.Context) error { return f.mgr.Start(ctx) }
