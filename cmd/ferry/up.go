@@ -58,7 +58,7 @@ directory across restarts.`,
 				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
 			})
 			if err != nil {
-				return err
+				return fmt.Errorf("%w (is another ferry up running? --gateway-addr and --gateway-local-addr pick other ports)", err)
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
