@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +41,11 @@ type Options struct {
 	// DialTimeout bounds connecting to an endpoint, so an address with nothing
 	// behind it fails fast with 502. Default 2s.
 	DialTimeout time.Duration
+	// DialContext connects to an endpoint's host:port. Default: a plain TCP dial. It
+	// lets a caller reach pod addresses some other way, e.g. tests that serve a pod
+	// address from a loopback server (EndpointSlices may not hold loopback addresses).
+	// DialTimeout applies either way.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// DrainTimeout bounds the wait for in-flight requests on shutdown. Default 25s,
 	// within the manager's default graceful shutdown timeout of 30s.
 	DrainTimeout time.Duration
@@ -60,6 +67,9 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.DialTimeout, 2*time.Second)
 	setDefault(&o.DrainTimeout, 25*time.Second)
 	setDefault(&o.MaxHeaderBytes, 64<<10)
+	if o.DialContext == nil {
+		o.DialContext = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
 	if o.Registry == nil {
 		o.Registry = ctrlmetrics.Registry
 	}

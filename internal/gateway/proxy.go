@@ -114,8 +114,13 @@ func newForwarder(opts Options, m *metrics) *forwarder {
 		BufferPool:     newBufferPool(),
 		Transport: &http.Transport{
 			// Never an environment proxy: endpoints are pod addresses.
-			Proxy:       nil,
-			DialContext: (&net.Dialer{Timeout: opts.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			Proxy: nil,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				// The deadline ends the dial only; an established connection outlives it.
+				ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
+				defer cancel()
+				return opts.DialContext(ctx, network, addr)
+			},
 			// The default of 2 idle connections per endpoint makes every burst beyond
 			// that pay a TCP handshake.
 			MaxIdleConnsPerHost: 256,
