@@ -1,0 +1,12 @@
+// Package scale is the engine of `ferry scale`: it creates N Knative Services in one
+// namespace at a bounded concurrency, follows them with a watch until each is Ready
+// (and, when a gateway is given, until the gateway first routes a request to it),
+// and measures what that cost the API server: writes by resource and verb, and, with
+// a floor run, how long the API server itself needs for the same number of plain
+// writes.
+//
+// The package does not start Ferry: the caller runs the control plane (in-process or
+// not) and hands Run a rest.Config and a namespace. The pure parts — names,
+// percentiles, the metrics parser, the stuck-Service explanation and the reports —
+// are separate functions with table tests.
+package scale

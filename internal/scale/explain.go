@@ -1,0 +1,432 @@
+package scale
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Chain is what is known of one Service and the objects its readiness depends on: its
+// Configuration and that one's Revisions with their Deployments and pods, its Route
+// and that one's KIngress. Missing objects are nil (or absent from the maps).
+type Chain struct {
+	Name string
+
+	Service       *v1.Service
+	Configuration *v1.Configuration
+	Revisions     []v1.Revision
+	Deployments   map[string]*appsv1.Deployment // by Revision name
+	Pods          map[string][]corev1.Pod       // by Revision name
+	Route         *v1.Route
+	Ingress       *netv1alpha1.Ingress
+
+	// CreateError is why the Service could not be created.
+	CreateError string
+	// Deadline is the time the Service had; ReadyAfter, when not 0, is when it
+	// became Ready all the same.
+	Deadline   time.Duration
+	ReadyAfter time.Duration
+	// Probed says a gateway was probed; LastAnswer is what it last said.
+	Probed     bool
+	LastAnswer string
+}
+
+// Explanation says why a Service missed its deadline, along its dependency chain.
+type Explanation struct {
+	// Culprit is the deepest object that is not ready, and why, in one line.
+	Culprit string `json:"culprit"`
+	// Kind is the culprit without names and messages, to group Services stuck for
+	// the same reason: "Revision ResourcesAvailable=Unknown Deploying".
+	Kind string `json:"kind"`
+	// Lines walk the chain from the Service down, indented by depth.
+	Lines []string `json:"lines"`
+}
+
+func (e Explanation) String() string { return strings.Join(e.Lines, "\n") }
+
+// explainer accumulates lines and remembers the first branch's deepest culprit.
+type explainer struct {
+	e Explanation
+}
+
+func (x *explainer) add(depth int, line string) {
+	prefix := ""
+	if depth > 0 {
+		prefix = strings.Repeat("  ", depth) + "→ "
+	}
+	x.e.Lines = append(x.e.Lines, prefix+line)
+}
+
+// blame records the culprit unless an earlier branch already named one.
+func (x *explainer) blame(culprit, kind string) {
+	if x.e.Culprit == "" {
+		x.e.Culprit, x.e.Kind = culprit, kind
+	}
+}
+
+// Explain walks the chain from the Service down, listing what is not True on each
+// object, and names the deepest object that holds the rest up. The Configuration
+// branch comes first: a Route that waits for traffic usually waits for a Revision.
+func Explain(c Chain) Explanation {
+	x := &explainer{}
+	switch {
+	case c.CreateError != "":
+		x.add(0, fmt.Sprintf("ksvc %s: not created: %s", c.Name, c.CreateError))
+		x.blame(x.e.Lines[0], "ksvc not created")
+		return x.e
+	case c.Service == nil:
+		x.add(0, fmt.Sprintf("ksvc %s: not found (deleted, or never seen by the watch)", c.Name))
+		x.blame(x.e.Lines[0], "ksvc not found")
+		return x.e
+	}
+	svc := c.Service
+	svcReady := svc.IsReady()
+	if svcReady {
+		line := fmt.Sprintf("ksvc %s: Ready", svc.Name)
+		if c.ReadyAfter > 0 && c.Deadline > 0 && c.ReadyAfter > c.Deadline {
+			line += fmt.Sprintf(", but only after %s (deadline %s)", fmtDur(c.ReadyAfter), fmtDur(c.Deadline))
+		}
+		x.add(0, line)
+	} else {
+		x.add(0, "ksvc "+svc.Name+": "+describeStatus(svc.Generation, &svc.Status.Status, true))
+	}
+
+	cfgOK := x.configurationBranch(c, svcReady)
+	routeOK := x.routeBranch(c, svcReady)
+
+	switch {
+	case svcReady && c.Probed && c.LastAnswer != "":
+		x.add(1, "gateway: never routed a request to it; last answer: "+truncate(c.LastAnswer, 200))
+		x.blame(fmt.Sprintf("gateway: no routed answer for %s: %s", svc.Name, truncate(c.LastAnswer, 120)), "gateway not routing")
+	case svcReady:
+		x.blame(x.e.Lines[0], "ksvc Ready late")
+	case cfgOK && routeOK:
+		why := "Configuration and Route are Ready but the Service's status does not say so yet (Service reconciler behind)"
+		x.add(1, why)
+		x.blame(fmt.Sprintf("ksvc %s: %s", svc.Name, describeStatus(svc.Generation, &svc.Status.Status, false)), "ksvc "+conditionKind(svc.Generation, &svc.Status.Status))
+	}
+	return x.e
+}
+
+// configurationBranch explains the Configuration and its latest Revision if the
+// Service waits on them; it reports whether that branch is fine.
+func (x *explainer) configurationBranch(c Chain, svcReady bool) bool {
+	svc := c.Service
+	cfg := c.Configuration
+	svcCond := svc.Status.GetCondition(v1.ServiceConditionConfigurationsReady)
+	if cfg == nil {
+		if svcReady {
+			return true
+		}
+		line := fmt.Sprintf("Configuration %s: missing (the Service reconciler has not created it)", svc.Name)
+		x.add(1, line)
+		x.blame(line, "Configuration missing")
+		return false
+	}
+	if cfg.IsReady() && (svcCond.IsTrue() || svcReady) {
+		return true
+	}
+	if cfg.IsReady() {
+		x.add(1, fmt.Sprintf("Configuration %s: Ready (latestReady %s)", cfg.Name, cfg.Status.LatestReadyRevisionName))
+		return true
+	}
+	x.add(1, fmt.Sprintf("Configuration %s: %s; latestCreated=%q latestReady=%q", cfg.Name,
+		describeStatus(cfg.Generation, &cfg.Status.Status, true), cfg.Status.LatestCreatedRevisionName, cfg.Status.LatestReadyRevisionName))
+	rev := latestRevision(cfg, c.Revisions)
+	if rev == nil {
+		line := fmt.Sprintf("Revision: none created yet for Configuration %s (generation %d)", cfg.Name, cfg.Generation)
+		x.add(2, line)
+		x.blame(line, "Revision missing")
+		return false
+	}
+	if rev.IsReady() {
+		line := fmt.Sprintf("Revision %s: Ready, but the Configuration has not recorded it", rev.Name)
+		x.add(2, line)
+		x.blame(fmt.Sprintf("Configuration %s: %s", cfg.Name, describeStatus(cfg.Generation, &cfg.Status.Status, false)),
+			"Configuration "+conditionKind(cfg.Generation, &cfg.Status.Status))
+		return false
+	}
+	revLine := fmt.Sprintf("Revision %s: %s", rev.Name, describeStatus(rev.Generation, &rev.Status.Status, false))
+	x.add(2, revLine)
+	revKind := "Revision " + conditionKind(rev.Generation, &rev.Status.Status)
+
+	// Below the Revision: its Deployment (<revision>-deployment) and pods.
+	dep := c.Deployments[rev.Name]
+	if dep == nil {
+		line := fmt.Sprintf("Deployment %s-deployment: missing", rev.Name)
+		x.add(3, line)
+		if rev.Status.ObservedGeneration == rev.Generation {
+			x.blame(revLine, revKind)
+		} else {
+			x.blame(line, "Deployment missing")
+		}
+		return false
+	}
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	depLine := fmt.Sprintf("Deployment %s: %d/%d available", dep.Name, dep.Status.AvailableReplicas, want)
+	var depConds []string
+	for _, dc := range dep.Status.Conditions {
+		if dc.Status != corev1.ConditionTrue {
+			depConds = append(depConds, formatCondition(string(dc.Type), string(dc.Status), dc.Reason, dc.Message))
+		}
+	}
+	if len(depConds) > 0 {
+		depLine += "; " + strings.Join(depConds, "; ")
+	}
+	x.add(3, depLine)
+	if dep.Status.AvailableReplicas >= want {
+		// The pods are there; the Revision has not caught up.
+		x.blame(revLine, revKind)
+		return false
+	}
+	pods := c.Pods[rev.Name]
+	if len(pods) == 0 {
+		line := fmt.Sprintf("Pods of %s: none (ReplicaSet not created or not scaled yet)", rev.Name)
+		x.add(4, line)
+		x.blame(depLine, "Deployment no pods")
+		return false
+	}
+	shown := 0
+	var podCulprit, podKind string
+	for i := range pods {
+		p := &pods[i]
+		line, kind, ready := describePod(p)
+		if ready {
+			continue
+		}
+		if shown < 3 {
+			x.add(4, line)
+		}
+		shown++
+		if podCulprit == "" {
+			podCulprit, podKind = line, kind
+		}
+	}
+	if shown > 3 {
+		x.add(4, fmt.Sprintf("… %d more pods not ready", shown-3))
+	}
+	if podCulprit != "" {
+		x.blame(podCulprit, podKind)
+	} else {
+		x.blame(depLine, "Deployment not available")
+	}
+	return false
+}
+
+// routeBranch explains the Route and its KIngress if the Service (or the gateway
+// probe) waits on them; it reports whether the Route is fine.
+func (x *explainer) routeBranch(c Chain, svcReady bool) bool {
+	svc := c.Service
+	rt := c.Route
+	gatewayStuck := svcReady && c.Probed && c.LastAnswer != ""
+	if rt == nil {
+		if svcReady {
+			return true
+		}
+		line := fmt.Sprintf("Route %s: missing (the Service reconciler has not created it)", svc.Name)
+		x.add(1, line)
+		x.blame(line, "Route missing")
+		return false
+	}
+	rtReady := rt.IsReady()
+	if rtReady && !gatewayStuck {
+		return true
+	}
+	if rtReady {
+		x.add(1, fmt.Sprintf("Route %s: Ready", rt.Name))
+	} else {
+		x.add(1, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+	}
+	rtLine := x.e.Lines[len(x.e.Lines)-1]
+	rtKind := "Route " + conditionKind(rt.Generation, &rt.Status.Status)
+	ing := c.Ingress
+	switch {
+	case ing == nil:
+		line := fmt.Sprintf("KIngress %s: missing", rt.Name)
+		x.add(2, line)
+		x.blame(line, "KIngress missing")
+	case !ing.IsReady():
+		line := fmt.Sprintf("KIngress %s: %s", ing.Name, describeStatus(ing.Generation, &ing.Status.Status, true))
+		x.add(2, line)
+		x.blame(line, "KIngress "+conditionKind(ing.Generation, &ing.Status.Status))
+	case !rtReady:
+		if !rt.Status.GetCondition(v1.RouteConditionIngressReady).IsTrue() {
+			x.add(2, fmt.Sprintf("KIngress %s: Ready (generation %d), the Route has not seen it yet", ing.Name, ing.Generation))
+		}
+		x.blame(rtLine, rtKind)
+	default:
+		x.add(2, fmt.Sprintf("KIngress %s: Ready", ing.Name))
+	}
+	return rtReady
+}
+
+// latestRevision is the Configuration's latest created Revision: the one its status
+// names, else the one with the highest generation label.
+func latestRevision(cfg *v1.Configuration, revs []v1.Revision) *v1.Revision {
+	if name := cfg.Status.LatestCreatedRevisionName; name != "" {
+		for i := range revs {
+			if revs[i].Name == name {
+				return &revs[i]
+			}
+		}
+	}
+	var best *v1.Revision
+	bestGen := int64(-1)
+	for i := range revs {
+		g, _ := strconv.ParseInt(revs[i].Labels[v1.ConfigurationGenerationLabelKey], 10, 64)
+		if g > bestGen || (g == bestGen && best != nil && revs[i].Name > best.Name) {
+			best, bestGen = &revs[i], g
+		}
+	}
+	return best
+}
+
+// describeStatus lists what is wrong with a Knative status: a lagging
+// observedGeneration, then Ready (when withReady) and every other condition that is
+// not True, with reason and message.
+func describeStatus(generation int64, s *duck.Status, withReady bool) string {
+	var parts []string
+	if s.ObservedGeneration != generation {
+		parts = append(parts, fmt.Sprintf("not reconciled (observedGeneration %d, generation %d)", s.ObservedGeneration, generation))
+	}
+	ready := s.GetCondition(duck.ConditionReady)
+	if ready == nil {
+		parts = append(parts, "no Ready condition")
+	} else if withReady || len(s.Conditions) == 1 {
+		parts = append(parts, formatCondition(string(ready.Type), string(ready.Status), ready.Reason, ready.Message))
+	}
+	for _, cond := range sortedConditions(s) {
+		if cond.Type == duck.ConditionReady || cond.Status == corev1.ConditionTrue {
+			continue
+		}
+		parts = append(parts, formatCondition(string(cond.Type), string(cond.Status), cond.Reason, cond.Message))
+	}
+	if len(parts) == 0 {
+		return "Ready"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// conditionKind is the first thing describeStatus would name, without the message.
+func conditionKind(generation int64, s *duck.Status) string {
+	if s.ObservedGeneration != generation {
+		return "not reconciled"
+	}
+	for _, cond := range sortedConditions(s) {
+		if cond.Type != duck.ConditionReady && cond.Status != corev1.ConditionTrue {
+			return formatCondition(string(cond.Type), string(cond.Status), cond.Reason, "")
+		}
+	}
+	if ready := s.GetCondition(duck.ConditionReady); ready != nil {
+		return formatCondition(string(ready.Type), string(ready.Status), ready.Reason, "")
+	}
+	return "no Ready condition"
+}
+
+// sortedConditions puts False before Unknown, then by type, so the worst comes first.
+func sortedConditions(s *duck.Status) []duck.Condition {
+	cs := slices.Clone(s.Conditions)
+	rank := func(st corev1.ConditionStatus) int {
+		switch st {
+		case corev1.ConditionFalse:
+			return 0
+		case corev1.ConditionUnknown:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(cs, func(a, b duck.Condition) int {
+		if r := rank(a.Status) - rank(b.Status); r != 0 {
+			return r
+		}
+		return strings.Compare(string(a.Type), string(b.Type))
+	})
+	return cs
+}
+
+func formatCondition(typ, status, reason, message string) string {
+	s := typ + "=" + status
+	if reason != "" {
+		s += " " + reason
+	}
+	if message != "" {
+		s += fmt.Sprintf(" %q", truncate(message, 160))
+	}
+	return s
+}
+
+// describePod says what keeps a pod from being ready; kind drops its name.
+func describePod(p *corev1.Pod) (line, kind string, ready bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return "", "", true
+		}
+	}
+	var why []string
+	kind = "Pod " + string(p.Status.Phase)
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && (c.Reason != "" || c.Message != "") {
+			if len(why) == 0 {
+				kind += " " + formatCondition(string(c.Type), string(c.Status), c.Reason, "")
+			}
+			why = append(why, formatCondition(string(c.Type), string(c.Status), c.Reason, c.Message))
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Waiting != nil:
+			why = append(why, fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, truncate(cs.State.Waiting.Message, 120)))
+			kind += " " + cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			why = append(why, fmt.Sprintf("container %s terminated: %s exit %d", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode))
+			kind += " " + cs.State.Terminated.Reason
+		}
+	}
+	if p.Spec.NodeName == "" && len(why) == 0 {
+		why = append(why, "not scheduled")
+	}
+	line = fmt.Sprintf("Pod %s: %s", p.Name, p.Status.Phase)
+	if p.Status.Phase == "" {
+		line = fmt.Sprintf("Pod %s: no phase", p.Name)
+	}
+	if len(why) > 0 {
+		line += "; " + strings.Join(why, "; ")
+	}
+	return strings.TrimSpace(line), strings.TrimSpace(kind), false
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// fmtDur prints a duration with a precision that suits it: 850ms, 12.3s, 4m05s.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		m := int(d / time.Minute)
+		return fmt.Sprintf("%dm%04.1fs", m, (d - time.Duration(m)*time.Minute).Seconds())
+	}
+}
