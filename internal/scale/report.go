@@ -1,0 +1,195 @@
+package scale
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// WriteSummary prints the run's numbers as tables: percentiles, writes by resource,
+// the process's usage, the floor and the stuck Services (all of them grouped, the
+// first maxExplained explained).
+func WriteSummary(w io.Writer, r *Result, maxExplained int) {
+	fmt.Fprintf(w, "\nFerry scale run %s: %d Services in namespace %s, %d creates in flight, %s per Service\n",
+		r.RunID, r.N, r.Namespace, r.Concurrency, r.TimeoutPerService)
+	ready := r.ReadyCount()
+	stuck := r.Stuck()
+	if r.AllReady {
+		fmt.Fprintf(w, "Ready: %d/%d, all in %s (%.1f Services/s)", ready, r.N, fmtDur(r.Total), r.Throughput())
+	} else {
+		fmt.Fprintf(w, "Ready: %d/%d; the run ended after %s", ready, r.N, fmtDur(r.Total))
+	}
+	if r.TotalRouted > 0 {
+		fmt.Fprintf(w, "; all routed in %s", fmtDur(r.TotalRouted))
+	}
+	fmt.Fprintf(w, "; stuck: %d\n\n", len(stuck))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	first := leftColumn("time to", "created", "Ready", "routed")
+	fmt.Fprintln(tw, first("time to")+"\tcount\tp50\tp90\tp95\tp99\tmax\t")
+	rows := []struct {
+		name string
+		ds   []time.Duration
+	}{{"created", r.CreatedTimes()}, {"Ready", r.ReadyTimes()}}
+	if r.Gateway != "" {
+		rows = append(rows, struct {
+			name string
+			ds   []time.Duration
+		}{"routed", r.RoutedTimes()})
+	}
+	for _, row := range rows {
+		d := Summarize(row.ds)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", first(row.name), d.Count, fmtDur(d.P50), fmtDur(d.P90), fmtDur(d.P95), fmtDur(d.P99), fmtDur(d.Max))
+	}
+	tw.Flush()
+
+	fmt.Fprintln(w)
+	if r.WritesError != "" {
+		fmt.Fprintf(w, "API writes: unknown (%s)\n", r.WritesError)
+	} else {
+		fmt.Fprintf(w, "API writes during the run (apiserver_request_total, every client): %d, %.1f per Service\n", r.Writes.Total(), r.WritesPerService())
+		if r.FerryWrites != nil {
+			fmt.Fprintf(w, "of which Ferry's own (counted in its client): %d, %.1f per Service\n", r.FerryWrites.Total(), r.FerryWritesPerService())
+		}
+		writeTable(w, r)
+	}
+
+	if p := r.Process; p != nil {
+		fmt.Fprintf(w, "\nProcess (Ferry with etcd, kube-apiserver, controller-manager, scheduler and kwok in it):\n")
+		fmt.Fprintf(w, "  CPU %.1f s over %.1f s (%.2f cores); peak RSS %s, RSS at the end %s\n", p.CPUSeconds, p.WallSeconds,
+			p.CPUSeconds/max(p.WallSeconds, 1e-9), fmtBytes(p.PeakRSSBytes), fmtBytes(p.RSSBytes))
+		fmt.Fprintf(w, "  Go heap in use %s before, %s after (heap reserved %s); %d goroutines\n",
+			fmtBytes(int64(p.HeapInuseBefore)), fmtBytes(int64(p.HeapInuseAfter)), fmtBytes(int64(p.HeapSysAfter)), p.GoroutinesAfter)
+		fmt.Fprintf(w, "  (Ferry's share cannot be told apart by the process's counters; --cpuprofile can, by function.)\n")
+	}
+
+	if f := r.Floor; f != nil {
+		fmt.Fprintf(w, "\nWrite floor: %d plain ConfigMap writes (%s) at concurrency %d took %s; the run took %s: real/floor = %.2f\n",
+			f.Writes, formatVerbs(f.ByVerb), f.Concurrency, fmtDur(f.Duration), fmtDur(f.Real), f.Ratio())
+		if f.Errors > 0 {
+			fmt.Fprintf(w, "  %d floor writes failed, the first: %s\n", f.Errors, f.FirstError)
+		}
+	}
+
+	if len(stuck) > 0 {
+		fmt.Fprintf(w, "\n%d of %d Services missed their deadline:\n", len(stuck), r.N)
+		for _, g := range r.StuckGroups() {
+			fmt.Fprintf(w, "  %5d × %s (e.g. %s)\n", g.Count, g.Kind, strings.Join(g.Examples, ", "))
+		}
+		fmt.Fprintln(w)
+		for i, s := range stuck {
+			if i == maxExplained {
+				fmt.Fprintf(w, "… and %d more; every one is explained in the report.\n", len(stuck)-i)
+				break
+			}
+			if s.Explanation != nil {
+				fmt.Fprintf(w, "%s\n  culprit: %s\n\n", indent(s.Explanation.String(), "  "), s.Explanation.Culprit)
+			} else {
+				fmt.Fprintf(w, "  ksvc %s: no explanation\n", s.Name)
+			}
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+// writeTable prints the writes by resource with a column per verb, per Service and,
+// when known, Ferry's own.
+func writeTable(w io.Writer, r *Result) {
+	rows := r.Writes.Rows()
+	ferry := map[string]int64{}
+	for _, fr := range r.FerryWrites.Rows() {
+		ferry[fr.Resource] = fr.Total
+		if !slices.ContainsFunc(rows, func(x WriteRow) bool { return x.Resource == fr.Resource }) {
+			rows = append(rows, WriteRow{Resource: fr.Resource, ByVerb: map[string]int64{}})
+		}
+	}
+	verbs := r.Writes.Verbs()
+	names := []string{"resource", "all"}
+	for _, row := range rows {
+		names = append(names, row.Resource)
+	}
+	first := leftColumn(names...)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := first("resource") + "\t" + strings.Join(verbs, "\t") + "\ttotal\tper ksvc\t"
+	if r.FerryWrites != nil {
+		header += "Ferry\tFerry per ksvc\t"
+	}
+	fmt.Fprintln(tw, header)
+	line := func(name string, byVerb map[string]int64, total, ferryTotal int64) {
+		cells := []string{first(name)}
+		for _, v := range verbs {
+			cells = append(cells, fmt.Sprint(byVerb[v]))
+		}
+		cells = append(cells, fmt.Sprint(total), fmt.Sprintf("%.2f", float64(total)/float64(max(r.N, 1))))
+		if r.FerryWrites != nil {
+			cells = append(cells, fmt.Sprint(ferryTotal), fmt.Sprintf("%.2f", float64(ferryTotal)/float64(max(r.N, 1))))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	for _, row := range rows {
+		line(row.Resource, row.ByVerb, row.Total, ferry[row.Resource])
+	}
+	line("all", r.Writes.ByVerb(), r.Writes.Total(), r.FerryWrites.Total())
+	tw.Flush()
+}
+
+// leftColumn pads the cells of a first column to the same width, so that they
+// stay left-aligned in a right-aligned tabwriter.
+func leftColumn(cells ...string) func(string) string {
+	width := 0
+	for _, c := range cells {
+		width = max(width, utf8.RuneCountInString(c))
+	}
+	return func(c string) string { return c + strings.Repeat(" ", max(0, width-utf8.RuneCountInString(c))) }
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+func fmtBytes(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// WriteReports writes report.json (every sample) and report.html into dir, creating
+// it, and returns their paths.
+func WriteReports(dir string, r *Result) (jsonPath, htmlPath string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	jsonPath = filepath.Join(dir, "report.json")
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+		return "", "", err
+	}
+	htmlPath = filepath.Join(dir, "report.html")
+	f, err := os.Create(htmlPath)
+	if err != nil {
+		return "", "", err
+	}
+	if err := RenderHTML(f, r); err != nil {
+		f.Close()
+		return "", "", err
+	}
+	return jsonPath, htmlPath, f.Close()
+}
