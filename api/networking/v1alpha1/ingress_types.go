@@ -132,7 +132,7 @@ type IngressBackendSplit struct {
 
 // Ingress condition types.
 const (
-	IngressConditionReady             = duck.ConditionReady
+	IngressConditionReady                                = duck.ConditionReady
 	IngressConditionNetworkConfigured duck.ConditionType = "NetworkConfigured"
 	IngressConditionLoadBalancerReady duck.ConditionType = "LoadBalancerReady"
 )

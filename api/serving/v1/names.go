@@ -30,8 +30,8 @@ const (
 type RoutingState string
 
 const (
-	RoutingStateUnset    RoutingState = ""
-	RoutingStatePending  RoutingState = "pending"
-	RoutingStateActive   RoutingState = "active"
-	RoutingStateReserve  RoutingState = "reserve"
+	RoutingStateUnset   RoutingState = ""
+	RoutingStatePending RoutingState = "pending"
+	RoutingStateActive  RoutingState = "active"
+	RoutingStateReserve RoutingState = "reserve"
 )

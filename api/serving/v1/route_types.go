@@ -28,7 +28,7 @@ type Route struct {
 
 // Route condition types.
 const (
-	RouteConditionReady                  = duck.ConditionReady
+	RouteConditionReady                                     = duck.ConditionReady
 	RouteConditionAllTrafficAssigned     duck.ConditionType = "AllTrafficAssigned"
 	RouteConditionIngressReady           duck.ConditionType = "IngressReady"
 	RouteConditionCertificateProvisioned duck.ConditionType = "CertificateProvisioned"

@@ -36,7 +36,7 @@ type ServiceSpec struct {
 
 // Service condition types.
 const (
-	ServiceConditionReady               = duck.ConditionReady
+	ServiceConditionReady                                  = duck.ConditionReady
 	ServiceConditionConfigurationsReady duck.ConditionType = "ConfigurationsReady"
 	ServiceConditionRoutesReady         duck.ConditionType = "RoutesReady"
 )
