@@ -148,12 +148,11 @@ func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 
 func (g *Gateway) handler(external bool) *proxy {
 	return &proxy{
-		external:       external,
-		table:          g.programmer.table,
-		roll:           rand.IntN,
-		requestTimeout: g.opts.RequestTimeout,
-		forwarder:      g.forwarder,
-		metrics:        g.metrics,
+		external:  external,
+		table:     g.programmer.table,
+		roll:      rand.IntN,
+		forwarder: g.forwarder,
+		metrics:   g.metrics,
 	}
 }
 

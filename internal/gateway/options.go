@@ -32,8 +32,9 @@ type Options struct {
 	// kwok.x-k8s.io/node=fake are treated so.
 	SimulatedPods bool
 
-	// RequestTimeout bounds a proxied request, upgraded connections excepted. Default
-	// 5m, Knative's default revision timeout.
+	// RequestTimeout bounds how long a revision may take to begin replying, as
+	// Knative's revision timeout does (a streamed body or an upgraded connection may
+	// last longer); past it the client gets 504. Default 5m, Knative's default.
 	RequestTimeout time.Duration
 	// IdleTimeout closes idle keep-alive connections, client and upstream side.
 	// Default 90s.

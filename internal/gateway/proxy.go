@@ -18,10 +18,9 @@ type proxy struct {
 	external bool
 	table    func() *table
 	// roll returns a uniform int in [0,n) for split selection; tests fix it.
-	roll           func(n int) int
-	requestTimeout time.Duration
-	forwarder      *forwarder
-	metrics        *metrics
+	roll      func(n int) int
+	forwarder *forwarder
+	metrics   *metrics
 }
 
 // routedRequest is the routing decision for one request, carried in its context to
@@ -71,17 +70,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	rr := &routedRequest{route: rt, split: sp, target: t, revision: revision}
-	ctx := context.WithValue(r.Context(), routedRequestKey{}, rr)
-	// An upgraded connection (WebSocket) lives as long as its peers want.
-	if r.Header.Get("Upgrade") == "" {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.requestTimeout)
-		defer cancel()
-	}
 	// Deferred: the forwarder aborts the handler with a panic when the upstream body
 	// breaks off after the headers went out.
 	defer func() { p.metrics.countRequest(host, rr.code, revision) }()
-	p.forwarder.ServeHTTP(w, r.WithContext(ctx))
+	p.forwarder.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routedRequestKey{}, rr)))
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
@@ -106,32 +98,45 @@ type forwarder struct {
 }
 
 func newForwarder(opts Options, m *metrics) *forwarder {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// The deadline ends the dial only; an established connection outlives it.
+		ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
+		defer cancel()
+		return opts.DialContext(ctx, network, addr)
+	}
 	f := &forwarder{metrics: m}
 	f.ReverseProxy = httputil.ReverseProxy{
 		Rewrite:        f.rewrite,
 		ModifyResponse: f.received,
 		ErrorHandler:   f.failed,
 		BufferPool:     newBufferPool(),
-		Transport: &http.Transport{
-			// Never an environment proxy: endpoints are pod addresses.
-			Proxy: nil,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				// The deadline ends the dial only; an established connection outlives it.
-				ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
-				defer cancel()
-				return opts.DialContext(ctx, network, addr)
-			},
-			// The default of 2 idle connections per endpoint makes every burst beyond
-			// that pay a TCP handshake.
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     opts.IdleTimeout,
-			// Pass the client's Accept-Encoding through instead of negotiating gzip
-			// and decompressing on the client's behalf.
-			DisableCompression:    true,
-			ExpectContinueTimeout: time.Second,
+		Transport: &upstream{
+			fallback:      newFallbackTransport(opts, dial),
+			dial:          dial,
+			headerTimeout: opts.RequestTimeout,
+			idleTimeout:   opts.IdleTimeout,
 		},
 	}
 	return f
+}
+
+func newFallbackTransport(opts Options, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		// Never an environment proxy: endpoints are pod addresses.
+		Proxy:       nil,
+		DialContext: dial,
+		// The default of 2 idle connections per endpoint makes every burst beyond
+		// that pay a TCP handshake.
+		MaxIdleConnsPerHost: maxIdlePerAddr,
+		IdleConnTimeout:     opts.IdleTimeout,
+		// Knative's revision timeout: how long a revision may take to begin its
+		// reply. A streamed body or an upgraded connection may then last longer.
+		ResponseHeaderTimeout: opts.RequestTimeout,
+		// Pass the client's Accept-Encoding through instead of negotiating gzip
+		// and decompressing on the client's behalf.
+		DisableCompression:    true,
+		ExpectContinueTimeout: time.Second,
+	}
 }
 
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
@@ -166,13 +171,21 @@ func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(r.Context().Err(), context.Canceled):
 		// The client went away; nobody reads an answer. 499 is nginx's code for it.
 		rr.code = 499
-	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+	case isTimeout(err):
 		rr.code = http.StatusGatewayTimeout
 		writeError(w, rr.code, "ferry: revision %s did not answer in time (pod %s)\n", rr.revision, rr.target.ip)
 	default:
 		rr.code = http.StatusBadGateway
 		writeError(w, rr.code, "ferry: revision %s: upstream %s failed: %v\n", rr.revision, rr.target.addr, err)
 	}
+}
+
+// isTimeout recognizes the transport's ResponseHeaderTimeout, a net.Error whose
+// Timeout is true. A dial that timed out is not one: nothing answered at all, 502.
+func isTimeout(err error) bool {
+	var ne net.Error
+	var op *net.OpError
+	return errors.As(err, &ne) && ne.Timeout() && !(errors.As(err, &op) && op.Op == "dial")
 }
 
 // bufferPool recycles the ReverseProxy's copy buffers, which would otherwise be

@@ -19,10 +19,10 @@ import (
 // table and the endpoints directly.
 type testGateway struct {
 	*Gateway
-	t *testing.T
+	t testing.TB
 }
 
-func startGateway(t *testing.T, opts Options) *testGateway {
+func startGateway(t testing.TB, opts Options) *testGateway {
 	t.Helper()
 	opts.ExternalAddr, opts.LocalAddr = "127.0.0.1:0", "127.0.0.1:0"
 	opts.Registry = prometheus.NewRegistry()
@@ -56,9 +56,18 @@ func (tg *testGateway) program(ing *v1alpha1.Ingress) {
 
 // serve points the Service name at the given backends.
 func (tg *testGateway) serve(name string, backends ...*httptest.Server) {
-	var slices []discoveryv1.EndpointSlice
+	var addrs []string
 	for _, b := range backends {
-		host, port := splitHostPort(tg.t, b.Listener.Addr().String())
+		addrs = append(addrs, b.Listener.Addr().String())
+	}
+	tg.serveAddrs(name, addrs...)
+}
+
+// serveAddrs points the Service name at the given host:port addresses.
+func (tg *testGateway) serveAddrs(name string, addrs ...string) {
+	var slices []discoveryv1.EndpointSlice
+	for _, addr := range addrs {
+		host, port := splitHostPort(tg.t, addr)
 		s := sliceFor(name, int32(port), host)
 		s.Name = name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
@@ -69,7 +78,7 @@ func (tg *testGateway) serve(name string, backends ...*httptest.Server) {
 func (tg *testGateway) externalURL(path string) string { return "http://" + tg.ExternalAddr() + path }
 func (tg *testGateway) localURL(path string) string    { return "http://" + tg.LocalAddr() + path }
 
-func splitHostPort(t *testing.T, addr string) (string, int) {
+func splitHostPort(t testing.TB, addr string) (string, int) {
 	t.Helper()
 	host, p, err := net.SplitHostPort(addr)
 	if err != nil {

@@ -1,0 +1,192 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+)
+
+// BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
+// others, with three hosts each, are live: the KIngress reconciler pays it per event.
+func BenchmarkProgramAt5000(b *testing.B) {
+	services := newServiceRegistry()
+	p := newProgrammer(services)
+	manyIngress := func(i int, generation int64) *v1alpha1.Ingress {
+		name := "app-" + strconv.Itoa(i)
+		ing := newIngress(name, i, externalRule([]string{name + ".ns.example.com"},
+			path("", splitTo(name+"-00001", 90), splitTo(name+"-00002", 10))),
+			localRule([]string{name + ".ns.svc.cluster.local", name + ".ns.svc"}, path("", splitTo(name+"-00001", 100))))
+		ing.Generation = generation
+		return ing
+	}
+	for i := range 5000 {
+		p.program(compileIngress(manyIngress(i, 1), services))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		p.program(compileIngress(manyIngress(i%5000, int64(i+2)), services))
+	}
+}
+
+// BenchmarkProxy measures requests through the gateway against the same requests
+// sent straight to the backend, with the same client: at concurrency 1 for the added
+// latency, and at 64 for throughput. It reports req/s and p50/p99 in microseconds.
+//
+// FERRY_BENCH_BACKEND fixes the backend's address and FERRY_BENCH_NGINX adds a target:
+// an nginx that proxies Host bench.example.com to that backend. FERRY_BENCH_WRK, the
+// path of wrk, makes wrk the client instead of Go's (for FERRY_BENCH_DURATION, 10s by
+// default, per target); a C client leaves more of a small machine to the servers.
+// docs/gateway.md has the commands.
+func BenchmarkProxy(b *testing.B) {
+	backendAddr := os.Getenv("FERRY_BENCH_BACKEND")
+	if backendAddr == "" {
+		backendAddr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", backendAddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	backend := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from the backend\n")
+	})}}
+	backend.Start()
+	defer backend.Close()
+
+	g := startGateway(b, Options{})
+	g.serve("bench-1", backend)
+	g.program(newIngress("bench", 0, externalRule([]string{"bench.example.com"}, path("", splitTo("bench-1", 100)))))
+
+	targets := []struct{ name, addr string }{{"direct", backend.Listener.Addr().String()}, {"gateway", g.ExternalAddr()}}
+	if nginx := os.Getenv("FERRY_BENCH_NGINX"); nginx != "" {
+		targets = append(targets, struct{ name, addr string }{"nginx", nginx})
+	}
+	for _, concurrency := range []int{1, 64} {
+		for _, target := range targets {
+			b.Run(fmt.Sprintf("%s/c=%d", target.name, concurrency), func(b *testing.B) {
+				load(b, "http://"+target.addr+"/", "bench.example.com", concurrency)
+			})
+		}
+	}
+}
+
+// load sends b.N GET requests from concurrency workers, each on its own keep-alive
+// connection, and reports throughput and latency percentiles.
+func load(b *testing.B, url, host string, concurrency int) {
+	if wrk := os.Getenv("FERRY_BENCH_WRK"); wrk != "" {
+		loadWithWrk(b, wrk, url, host, concurrency)
+		return
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	do := func() error {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Host = host
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", res.StatusCode)
+		}
+		return nil
+	}
+	for range concurrency { // open the connections before the clock starts
+		if err := do(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	latencies := make([][]time.Duration, concurrency)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range concurrency {
+		n := b.N / concurrency
+		if w < b.N%concurrency {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			latencies[w] = make([]time.Duration, 0, n)
+			for range n {
+				t0 := time.Now()
+				if err := do(); err != nil {
+					b.Error(err)
+					return
+				}
+				latencies[w] = append(latencies[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// loadWithWrk runs wrk once against url and reports what it measured; b.N plays no
+// part.
+func loadWithWrk(b *testing.B, wrk, url, host string, concurrency int) {
+	duration := os.Getenv("FERRY_BENCH_DURATION")
+	if duration == "" {
+		duration = "10s"
+	}
+	out, err := exec.Command(wrk, "-t1", "-c"+strconv.Itoa(concurrency), "-d"+duration, "--latency",
+		"-H", "Host: "+host, url).CombinedOutput()
+	if err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	// wrk prints "Requests/sec: 12345.67" and, under "Latency Distribution",
+	// lines such as "50%  123.00us" or "99%    1.20ms".
+	metrics := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			metrics[f[0]] = f[1]
+		}
+	}
+	if strings.Contains(string(out), "Non-2xx") {
+		b.Fatalf("wrk saw errors: %s", out)
+	}
+	reqs, err := strconv.ParseFloat(metrics["Requests/sec:"], 64)
+	if err != nil {
+		b.Fatalf("no Requests/sec in %s", out)
+	}
+	b.ReportMetric(reqs, "req/s")
+	b.ReportMetric(wrkMicros(b, metrics["50%"]), "p50-µs")
+	b.ReportMetric(wrkMicros(b, metrics["99%"]), "p99-µs")
+}
+
+func wrkMicros(b *testing.B, s string) float64 {
+	for _, unit := range []struct {
+		suffix string
+		scale  float64
+	}{{"us", 1}, {"ms", 1e3}, {"s", 1e6}} {
+		if v, ok := strings.CutSuffix(s, unit.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("wrk latency %q", s)
+			}
+			return f * unit.scale
+		}
+	}
+	b.Fatalf("wrk latency %q", s)
+	return 0
+}
