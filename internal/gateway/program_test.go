@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -115,5 +116,19 @@ func TestProgramPublishesOnlyChanges(t *testing.T) {
 	shardA := shardOf("a.example.com")
 	if reflect.ValueOf(p.table().shards[shardA]).Pointer() != reflect.ValueOf(before.shards[shardA]).Pointer() {
 		t.Error("programming c copied the shard of a")
+	}
+}
+
+func TestProgramRequeuesEveryClaimantWhenAHostChangesHands(t *testing.T) {
+	services := newServiceRegistry()
+	p := newProgrammer(services)
+	p.program(compileIngress(simpleIngress("owner", 10, "owner-svc", "x.example.com"), services))
+	p.program(compileIngress(simpleIngress("loser", 5, "loser-svc", "x.example.com"), services))
+	// An older ingress takes the host: the old owner lost it, and the loser's status
+	// must now name a different owner.
+	_, affected := p.program(compileIngress(simpleIngress("oldest", 20, "oldest-svc", "x.example.com"), services))
+	slices.SortFunc(affected, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
+	if want := []types.NamespacedName{key("loser"), key("owner")}; !slices.Equal(affected, want) {
+		t.Errorf("affected %v, want %v", affected, want)
 	}
 }
