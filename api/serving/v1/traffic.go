@@ -43,7 +43,7 @@ type RouteSpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.latestRevision) || t.latestRevision == (!has(t.revisionName) || t.revisionName == ''))",message="latestRevision must be true exactly when revisionName is not set"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.latestRevision) || t.latestRevision == (!has(t.revisionName) || size(t.revisionName) == 0))",message="latestRevision must be true exactly when revisionName is not set"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.url))",message="url is not allowed in spec; it is set in status"
 	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.map(t, has(t.percent) ? t.percent : 0).sum() == 100",message="traffic percents must sum to 100"
 	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.tag) || self.exists_one(u, has(u.tag) && u.tag == t.tag))",message="traffic tags must be unique"
