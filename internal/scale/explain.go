@@ -300,17 +300,28 @@ func describeStatus(generation int64, s *duck.Status, withReady bool) string {
 	if s.ObservedGeneration != generation {
 		parts = append(parts, fmt.Sprintf("not reconciled (observedGeneration %d, generation %d)", s.ObservedGeneration, generation))
 	}
+	// A message the line already holds (Ready usually repeats a dependent's) is
+	// said once.
+	said := map[string]bool{}
+	format := func(c *duck.Condition) string {
+		msg := c.Message
+		if said[msg] {
+			msg = ""
+		}
+		said[msg] = true
+		return formatCondition(string(c.Type), string(c.Status), c.Reason, msg)
+	}
 	ready := s.GetCondition(duck.ConditionReady)
 	if ready == nil {
 		parts = append(parts, "no Ready condition")
 	} else if withReady || len(s.Conditions) == 1 {
-		parts = append(parts, formatCondition(string(ready.Type), string(ready.Status), ready.Reason, ready.Message))
+		parts = append(parts, format(ready))
 	}
 	for _, cond := range sortedConditions(s) {
 		if cond.Type == duck.ConditionReady || cond.Status == corev1.ConditionTrue {
 			continue
 		}
-		parts = append(parts, formatCondition(string(cond.Type), string(cond.Status), cond.Reason, cond.Message))
+		parts = append(parts, format(&cond))
 	}
 	if len(parts) == 0 {
 		return "Ready"

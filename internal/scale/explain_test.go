@@ -104,7 +104,7 @@ func TestExplain(t *testing.T) {
 		wantCulprit: "Pod " + rev + "-deployment-7d9f-x2x: Pending; PodScheduled=False Unschedulable \"0/1 nodes are available: 1 Insufficient cpu.\"",
 		wantKind:    "Pod Pending PodScheduled=False Unschedulable",
 		wantLines: []string{
-			"ksvc " + svcName + `: Ready=Unknown RevisionMissing "Configuration \"` + svcName + `\" is waiting for a Revision to become ready."; ConfigurationsReady=Unknown Deploying; RoutesReady=Unknown RevisionMissing`,
+			"ksvc " + svcName + `: Ready=Unknown RevisionMissing "Configuration \"` + svcName + `\" is waiting for a Revision to become ready."; ConfigurationsReady=Unknown Deploying; RoutesReady=Unknown RevisionMissing` + "\n",
 			"  → Configuration " + svcName + `: Ready=Unknown Deploying; latestCreated="` + rev + `" latestReady=""`,
 			"    → Revision " + rev + ": ContainerHealthy=Unknown Deploying; ResourcesAvailable=Unknown Deploying",
 			"      → Deployment " + rev + `-deployment: 0/1 available; Available=False MinimumReplicasUnavailable "Deployment does not have minimum availability."`,
