@@ -38,6 +38,20 @@ func RenderHTML(w io.Writer, r *Result) error {
 	if n := len(data.Stuck); n > 0 {
 		data.Cards = append(data.Cards, card{"stuck", fmt.Sprint(n), "bad"})
 	}
+	phases := Phases(r.Samples)
+	var maxStep time.Duration
+	for _, p := range phases {
+		maxStep = max(maxStep, p.Step.P95)
+	}
+	for _, p := range phases {
+		pct := func(d time.Duration) float64 {
+			if maxStep <= 0 {
+				return 0
+			}
+			return math.Round(float64(d)/float64(maxStep)*1000) / 10
+		}
+		data.Phases = append(data.Phases, htmlPhase{PhaseRow: p, Name: p.Milestone.String(), P50Pct: pct(p.Step.P50), P95Pct: pct(p.Step.P95 - p.Step.P50)})
+	}
 	data.CDF = template.HTML(CDFChart(r))
 	data.Timeline = template.HTML(TimelineChart(r))
 	ferry := map[string]int64{}
@@ -73,6 +87,13 @@ type htmlData struct {
 	WritesTotal            htmlWriteRow
 	Stuck                  []Sample
 	Groups                 []StuckGroup
+	Phases                 []htmlPhase
+}
+
+type htmlPhase struct {
+	PhaseRow
+	Name           string
+	P50Pct, P95Pct float64 // bar widths: the step's p50, and p95 beyond it
 }
 
 type htmlWriteRow struct {
@@ -137,6 +158,7 @@ tr.total td{border-top:1px solid #dde1e7;font-weight:600}
 pre{background:#fff;border-left:3px solid #b3261e;padding:8px 12px;white-space:pre-wrap;font-size:12.5px;margin:8px 0}
 .culprit{color:#b3261e;font-weight:600}
 .note{color:#5b6475;font-size:12.5px}
+.bar,.bar95{display:inline-block;height:10px;vertical-align:middle}.bar{background:#2f6fde}.bar95{background:#c9d8f5}
 svg text{font:11px system-ui,sans-serif;fill:#5b6475}
 </style></head><body><main>
 <h1>Ferry scale: {{.R.N}} Knative Services</h1>
@@ -151,6 +173,12 @@ svg text{font:11px system-ui,sans-serif;fill:#5b6475}
 {{if .R.Gateway}}<tr><td>first routed response</td><td>{{.Routed.Count}}</td><td>{{dur .Routed.P50}}</td><td>{{dur .Routed.P90}}</td><td>{{dur .Routed.P95}}</td><td>{{dur .Routed.P99}}</td><td>{{dur .Routed.Max}}</td></tr>{{end}}
 </table>
 <p class="note">Each time is measured from the moment the Service's create request was sent. Ready means Ready=True at the current generation, as seen by a watch.{{if .R.Gateway}} Routed means the gateway's first answer that reached the Service's revision (with kwok's simulated pods: the gateway's 503 naming the revision).{{end}}</p></div>
+
+{{if .Phases}}<h2>Where the time goes</h2>
+<div class="panel"><table><tr><th>milestone</th><th>count</th><th>reached p50</th><th>p95</th><th>step p50</th><th>p95</th><th>max</th><th>waits for</th><th style="width:30%">step (p50 ▮, p95 ▯)</th></tr>
+{{range .Phases}}<tr><td>{{.Name}}</td><td>{{.Reached.Count}}</td><td>{{dur .Reached.P50}}</td><td>{{dur .Reached.P95}}</td>{{if .Step.Count}}<td>{{dur .Step.P50}}</td><td>{{dur .Step.P95}}</td><td>{{dur .Step.Max}}</td>{{else}}<td>–</td><td>–</td><td>–</td>{{end}}<td style="text-align:left">{{.After}}</td><td style="text-align:left"><span class="bar" style="width:{{.P50Pct}}%"></span><span class="bar95" style="width:{{.P95Pct}}%"></span></td></tr>
+{{end}}</table>
+<p class="note">Each milestone is when the run's watches first saw it, measured from the Service's create request; a step is the time from the milestone it waits for. A long step points at who is slow: Ferry's reconcilers (Revision created → Deployment created, Deployment available → Revision Ready, …), the controller manager (Deployment → Pod created), the scheduler (Pod scheduled), kwok (Pod Ready), the gateway (KIngress Ready).</p></div>{{end}}
 
 <h2>Progress over time</h2>
 <div class="panel">{{.Timeline}}

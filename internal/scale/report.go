@@ -50,6 +50,26 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 	}
 	tw.Flush()
 
+	if phases := Phases(r.Samples); len(phases) > 0 {
+		fmt.Fprintf(w, "\nWhere the time goes (since each Service's create request; step: since the milestone it waits for):\n")
+		names, afters := []string{"milestone"}, []string{"waits for"}
+		for _, p := range phases {
+			names, afters = append(names, p.Milestone.String()), append(afters, p.After)
+		}
+		first, second := leftColumn(names...), leftColumn(afters...)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, first("milestone")+"\t"+second("waits for")+"\tcount\treached p50\tp95\tstep p50\tp95\tmax\t")
+		for _, p := range phases {
+			step := []string{"–", "–", "–"}
+			if p.Step.Count > 0 {
+				step = []string{fmtDur(p.Step.P50), fmtDur(p.Step.P95), fmtDur(p.Step.Max)}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", first(p.Milestone.String()), second(p.After), p.Reached.Count, fmtDur(p.Reached.P50),
+				fmtDur(p.Reached.P95), strings.Join(step, "\t"))
+		}
+		tw.Flush()
+	}
+
 	fmt.Fprintln(w)
 	if r.WritesError != "" {
 		fmt.Fprintf(w, "API writes: unknown (%s)\n", r.WritesError)

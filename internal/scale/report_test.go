@@ -33,6 +33,9 @@ func sampleResult() *Result {
 		Process:     &ProcessUsage{CPUSeconds: 5.5, WallSeconds: 11, PeakRSSBytes: 512 << 20, RSSBytes: 400 << 20, HeapInuseBefore: 100 << 20, HeapInuseAfter: 150 << 20},
 		Floor:       &FloorResult{Concurrency: 2, Writes: 16, ByVerb: map[string]int64{"POST": 7, "PUT": 9}, Duration: 2 * time.Second, Real: 11 * time.Second},
 	}
+	m := &Milestones{}
+	m[ConfigurationCreated], m[RevisionCreated], m[RevisionReady], m[ServiceReady] = 20*ms, 35*ms, 300*ms, 420*ms
+	r.Samples[0].Milestones = m
 	return r
 }
 
@@ -57,6 +60,8 @@ func TestRenderHTML(t *testing.T) {
 		"culprit: Pod " + svcName + "-00001-deployment-7d9f-x2x",
 		"Insufficient cpu",
 		"512 MiB", // peak RSS
+		"Where the time goes",
+		"Revision created",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the report lacks %q", want)
@@ -83,6 +88,8 @@ func TestWriteSummary(t *testing.T) {
 		"real/floor = 5.50",
 		"1 × Pod Pending PodScheduled=False Unschedulable",
 		"culprit: Pod",
+		"Where the time goes",
+		"Revision Ready         Deployment available       1        300ms  300ms         –     –     –",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out)
@@ -127,7 +134,8 @@ func TestWriteReports(t *testing.T) {
 	}
 	for i, s := range got.Samples {
 		w := want.Samples[i]
-		if s.Name != w.Name || s.Start != w.Start || s.Created != w.Created || s.Ready != w.Ready || s.Routed != w.Routed || s.Stuck != w.Stuck {
+		if s.Name != w.Name || s.Start != w.Start || s.Created != w.Created || s.Ready != w.Ready || s.Routed != w.Routed || s.Stuck != w.Stuck ||
+			(s.Milestones == nil) != (w.Milestones == nil) || (s.Milestones != nil && *s.Milestones != *w.Milestones) {
 			t.Errorf("sample %d: got %+v, want %+v", i, s, w)
 		}
 	}

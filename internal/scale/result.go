@@ -30,6 +30,8 @@ type Sample struct {
 	// Stuck says the Service missed its deadline; Explanation says where it stopped.
 	Stuck       bool
 	Explanation *Explanation
+	// Milestones say when it reached each step of the chain (with Options.Phases).
+	Milestones *Milestones
 }
 
 type sampleJSON struct {
@@ -44,6 +46,8 @@ type sampleJSON struct {
 	Error         string       `json:"error,omitempty"`
 	Stuck         bool         `json:"stuck"`
 	Explanation   *Explanation `json:"explanation,omitempty"`
+	// Milestones are in seconds since the create request, by milestone name.
+	Milestones map[string]float64 `json:"milestonesSeconds,omitempty"`
 }
 
 // seconds is d in seconds to the microsecond, nil for 0 (did not happen).
@@ -68,8 +72,17 @@ func (s Sample) MarshalJSON() ([]byte, error) {
 	if p := seconds(s.Start); p != nil {
 		start = *p
 	}
-	return json.Marshal(sampleJSON{Index: s.Index, Name: s.Name, Start: start, Created: seconds(s.Created), Ready: seconds(s.Ready),
-		Routed: seconds(s.Routed), RouteAttempts: s.RouteAttempts, LastAnswer: s.LastAnswer, Error: s.Error, Stuck: s.Stuck, Explanation: s.Explanation})
+	j := sampleJSON{Index: s.Index, Name: s.Name, Start: start, Created: seconds(s.Created), Ready: seconds(s.Ready),
+		Routed: seconds(s.Routed), RouteAttempts: s.RouteAttempts, LastAnswer: s.LastAnswer, Error: s.Error, Stuck: s.Stuck, Explanation: s.Explanation}
+	if s.Milestones != nil {
+		j.Milestones = map[string]float64{}
+		for m, d := range s.Milestones {
+			if p := seconds(d); p != nil {
+				j.Milestones[Milestone(m).String()] = *p
+			}
+		}
+	}
+	return json.Marshal(j)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
@@ -80,6 +93,14 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 	}
 	*s = Sample{Index: j.Index, Name: j.Name, Start: fromSeconds(&j.Start), Created: fromSeconds(j.Created), Ready: fromSeconds(j.Ready),
 		Routed: fromSeconds(j.Routed), RouteAttempts: j.RouteAttempts, LastAnswer: j.LastAnswer, Error: j.Error, Stuck: j.Stuck, Explanation: j.Explanation}
+	if j.Milestones != nil {
+		s.Milestones = &Milestones{}
+		for m := Milestone(0); m < numMilestones; m++ {
+			if v, ok := j.Milestones[m.String()]; ok {
+				s.Milestones[m] = fromSeconds(&v)
+			}
+		}
+	}
 	return nil
 }
 

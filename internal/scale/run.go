@@ -1,0 +1,794 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options configure a run.
+type Options struct {
+	// Config reaches the API server. The run's clients are not rate limited on the
+	// client side unless Config.QPS is set: the API server's own limits are what is
+	// measured.
+	Config *rest.Config
+	// Namespace holds the run's Services; it is created when missing.
+	Namespace string
+	// N Services are created, at most Concurrency creates in flight.
+	N           int
+	Concurrency int
+	// TimeoutPerService is each Service's deadline from its create request.
+	TimeoutPerService time.Duration
+	Image             string
+	// GatewayURL, when set, is probed for each Ready Service with its URL's host
+	// until a request is routed to its revision.
+	GatewayURL string
+	// RunID labels the run's objects (default: RunID of the start time).
+	RunID string
+	// Warmup first creates one Service and waits until it is Ready (and routed), so
+	// that the run does not time Ferry's start-up. Its writes are not counted.
+	Warmup bool
+	// Progress receives progress; Terminal draws a bar in place.
+	Progress io.Writer
+	Terminal bool
+	// InProcess says the control plane runs in this process: Result.Process reports
+	// its CPU and memory.
+	InProcess bool
+	// FerryWrites, if set, counts Ferry's own writes (its rest.Config wrapped).
+	FerryWrites *WriteCounter
+	// Phases also watches the Services' Configurations, Revisions, Deployments,
+	// pods, Routes and KIngresses, to tell when each reached which milestone: where
+	// the time goes. The watches add some load on the API server.
+	Phases bool
+	// Rand draws the names (default: seeded at random).
+	Rand *rand.Rand
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Config == nil {
+		return o, errors.New("scale: no rest.Config")
+	}
+	if o.N <= 0 {
+		return o, fmt.Errorf("scale: N must be positive, not %d", o.N)
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.TimeoutPerService <= 0 {
+		o.TimeoutPerService = DefaultTimeoutPerService
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if o.RunID == "" {
+		o.RunID = RunID(time.Now(), o.Rand)
+	}
+	if o.Namespace == "" {
+		o.Namespace = "ferry-scale-" + o.RunID
+	}
+	if o.GatewayURL != "" && !strings.Contains(o.GatewayURL, "://") {
+		o.GatewayURL = "http://" + o.GatewayURL
+	}
+	return o, nil
+}
+
+// runner is the state of one run. The per-Service slices are indexed like the names
+// and guarded by mu.
+type runner struct {
+	o    Options
+	cfg  *rest.Config
+	c    client.WithWatch
+	http *http.Client
+
+	mu         sync.Mutex
+	names      []string
+	index      map[string]int
+	start      []time.Time
+	createdAt  []time.Time
+	readyAt    []time.Time
+	routedAt   []time.Time
+	createErr  []string
+	probing    []bool
+	probeDone  []bool
+	attempts   []int
+	lastAnswer []string
+	reached    [][numMilestones]time.Time
+
+	probeSem chan struct{}
+	probes   sync.WaitGroup
+	// closed stops new probes once the run waits for the last ones.
+	closed bool
+}
+
+// Run creates o.N Services, follows them until each is Ready (and routed, with a
+// gateway) or past its deadline, and returns what it measured, with an explanation
+// for each Service that missed its deadline. A cancelled ctx ends the run early; the
+// partial result is returned with the error.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, cfg: unthrottled(o.Config), probeSem: make(chan struct{}, o.Concurrency)}
+	if r.c, err = client.NewWithWatch(r.cfg, client.Options{Scheme: Scheme()}); err != nil {
+		return nil, err
+	}
+	r.http = &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency, IdleConnTimeout: 30 * time.Second},
+	}
+	defer r.http.CloseIdleConnections()
+
+	res := &Result{RunID: o.RunID, Namespace: o.Namespace, N: o.N, Concurrency: o.Concurrency, Image: o.Image,
+		TimeoutPerService: o.TimeoutPerService, Gateway: o.GatewayURL, InProcess: o.InProcess}
+	if res.NamespaceCreated, err = ensureNamespace(ctx, r.c, o.Namespace); err != nil {
+		return nil, err
+	}
+	if o.Warmup {
+		if err := r.warmup(ctx); err != nil {
+			return nil, err
+		}
+	}
+
+	r.names = make([]string, o.N)
+	r.index = make(map[string]int, o.N)
+	for i := range r.names {
+		r.names[i] = ServiceName(o.N, i, RandomSuffix(o.Rand))
+		r.index[r.names[i]] = i
+	}
+	r.start, r.createdAt, r.readyAt, r.routedAt = make([]time.Time, o.N), make([]time.Time, o.N), make([]time.Time, o.N), make([]time.Time, o.N)
+	r.createErr, r.lastAnswer = make([]string, o.N), make([]string, o.N)
+	r.probing, r.probeDone, r.attempts = make([]bool, o.N), make([]bool, o.N), make([]int, o.N)
+	r.reached = make([][numMilestones]time.Time, o.N)
+
+	// Follow the run's Services (and, for the phases, their children) with watches
+	// before the first create.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	informer, err := r.watchServices(watchCtx, labels.Set{RunLabel: o.RunID}, func(svc *v1.Service) { r.observe(ctx, svc) })
+	if err != nil {
+		return nil, err
+	}
+	if o.Phases {
+		if err := r.watchChildren(watchCtx); err != nil {
+			return nil, err
+		}
+	}
+
+	before, beforeErr := ScrapeRequestTotals(ctx, r.cfg)
+	var ferryBefore Counts
+	if o.FerryWrites != nil {
+		ferryBefore = o.FerryWrites.Snapshot()
+	}
+	proc := takeProcessSnapshot()
+
+	t0 := time.Now()
+	res.Started = t0
+	createsDone := make(chan struct{})
+	go func() { defer close(createsDone); r.createAll(ctx) }()
+
+	prog := newProgress(o.Progress, o.Terminal)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var runErr error
+	for {
+		c, settled := r.counters(time.Now(), t0)
+		if settled {
+			<-createsDone
+			prog.show(c, true)
+			break
+		}
+		prog.show(c, false)
+		select {
+		case <-ctx.Done():
+			runErr = ctx.Err()
+		case <-tick.C:
+		}
+		if runErr != nil {
+			c, _ := r.counters(time.Now(), t0)
+			prog.show(c, true)
+			break
+		}
+	}
+	end := time.Now()
+	stopWatch()
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.probes.Wait()
+
+	// What it cost: the API server's writes, Ferry's, the process's.
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	after, afterErr := ScrapeRequestTotals(mctx, r.cfg)
+	switch {
+	case beforeErr != nil:
+		res.WritesError = "scraping the API server's /metrics before the run: " + beforeErr.Error()
+	case afterErr != nil:
+		res.WritesError = "scraping the API server's /metrics after the run: " + afterErr.Error()
+	default:
+		res.Writes = after.Sub(before).Writes()
+	}
+	if o.FerryWrites != nil {
+		res.FerryWrites = o.FerryWrites.Snapshot().Sub(ferryBefore).Writes()
+	}
+	if o.InProcess {
+		res.Process = usageBetween(proc, end.Sub(t0).Seconds())
+	}
+
+	r.fillResult(res, t0, end)
+	if err := r.explainStuck(mctx, res, informer.GetStore()); err != nil {
+		res.Notes = append(res.Notes, "could not read the stuck Services' objects to explain them: "+err.Error())
+	}
+	return res, runErr
+}
+
+// counters are the live counts; settled says every Service is done: Ready (and
+// routed, or given up on), failed to create, or past its deadline.
+func (r *runner) counters(now, t0 time.Time) (Counters, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := Counters{N: r.o.N, Probing: r.o.GatewayURL != "", Elapsed: now.Sub(t0)}
+	settled := true
+	for i := range r.names {
+		switch {
+		case r.createErr[i] != "":
+			c.Failed++
+			continue
+		case r.start[i].IsZero():
+			settled = false
+			continue
+		}
+		if !r.createdAt[i].IsZero() {
+			c.Created++
+		}
+		late := now.After(r.start[i].Add(r.o.TimeoutPerService))
+		if !r.routedAt[i].IsZero() {
+			c.Routed++
+		}
+		if r.readyAt[i].IsZero() {
+			if late {
+				c.Stuck++
+			} else {
+				settled = false
+			}
+			continue
+		}
+		c.Ready++
+		if c.Probing && r.routedAt[i].IsZero() && !r.probeDone[i] {
+			settled = false
+		}
+	}
+	return c, settled
+}
+
+// createAll creates the Services, at most Concurrency at once.
+func (r *runner) createAll(ctx context.Context) {
+	sem := make(chan struct{}, r.o.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range r.names {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			r.mu.Lock()
+			for j := i; j < len(r.names); j++ {
+				r.createErr[j] = "not created: the run was cancelled"
+			}
+			r.mu.Unlock()
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.create(ctx, i)
+		})
+	}
+}
+
+func (r *runner) create(ctx context.Context, i int) {
+	svc := r.service(r.names[i], r.o.RunID)
+	r.mu.Lock()
+	r.start[i] = time.Now()
+	r.mu.Unlock()
+	err := createWithRetry(ctx, r.c, svc)
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.createErr[i] = err.Error()
+		return
+	}
+	r.createdAt[i] = now
+}
+
+// createWithRetry retries what an overloaded API server answers (429, timeouts,
+// 500s) a few times; AlreadyExists on a retry means the earlier attempt went
+// through.
+func createWithRetry(ctx context.Context, c client.Client, obj client.Object) error {
+	delay := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := c.Create(ctx, obj)
+		if err == nil || (attempt > 0 && apierrors.IsAlreadyExists(err)) {
+			return nil
+		}
+		transient := apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+		if !transient || attempt >= 4 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// service is the Service the run creates: the image, and the run label on the
+// Service and its template (so Revisions, Deployments and pods carry it too).
+func (r *runner) service(name, runLabel string) *v1.Service {
+	l := map[string]string{RunLabel: runLabel}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.Namespace, Name: name, Labels: l}}
+	svc.Spec.Template.ObjectMeta.Labels = map[string]string{RunLabel: runLabel}
+	svc.Spec.Template.Spec.Containers = []corev1.Container{{Image: r.o.Image}}
+	return svc
+}
+
+// observe records the first time a Service is seen Ready and starts its probe.
+func (r *runner) observe(ctx context.Context, svc *v1.Service) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := r.index[svc.Name]
+	if !ok || !r.readyAt[i].IsZero() || !svc.IsReady() {
+		return
+	}
+	r.readyAt[i] = now
+	r.reached[i][ServiceReady] = now
+	if r.o.GatewayURL == "" || r.probing[i] || r.closed {
+		return
+	}
+	r.probing[i] = true
+	start := r.start[i]
+	if start.IsZero() { // the watch beat the create's bookkeeping
+		start = now
+	}
+	deadline := start.Add(r.o.TimeoutPerService)
+	host := hostOf(svc.Status.URL)
+	r.probes.Go(func() {
+		routed, attempts, answer := r.probe(ctx, host, deadline)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.attempts[i], r.probeDone[i] = attempts, true
+		if routed.IsZero() {
+			r.lastAnswer[i] = answer
+		} else {
+			r.routedAt[i] = routed
+		}
+	})
+}
+
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Host
+}
+
+// maxProbeAttempts bounds the requests sent to one Service.
+const maxProbeAttempts = 200
+
+// probe sends requests to the gateway with the Service's host until one is routed
+// to a revision, the deadline passes or the attempts run out. It returns when the
+// routed answer came (zero if none), the attempts and the last answer.
+func (r *runner) probe(ctx context.Context, host string, deadline time.Time) (time.Time, int, string) {
+	if host == "" {
+		return time.Time{}, 0, "the Ready Service has no status.url"
+	}
+	select {
+	case r.probeSem <- struct{}{}:
+	case <-ctx.Done():
+		return time.Time{}, 0, ctx.Err().Error()
+	}
+	defer func() { <-r.probeSem }()
+	delay := 10 * time.Millisecond
+	var last string
+	for attempt := 1; ; attempt++ {
+		ok, answer := r.probeOnce(ctx, host)
+		if ok {
+			return time.Now(), attempt, ""
+		}
+		last = answer
+		if attempt >= maxProbeAttempts || time.Now().Add(delay).After(deadline) {
+			return time.Time{}, attempt, last
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, attempt, last
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+func (r *runner) probeOnce(ctx context.Context, host string) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.o.GatewayURL+"/", nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	req.Host = host
+	resp, err := r.http.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	io.Copy(io.Discard, resp.Body)
+	return Routed(resp.StatusCode, string(body)), fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+// Routed says whether a gateway answer means the request reached a revision: a 2xx
+// from a real pod, or, when kwok simulates the pods, the gateway's 503 that names
+// the revision it routed to (but not the one saying the revision has no ready
+// endpoints yet).
+func Routed(status int, body string) bool {
+	if status >= 200 && status < 300 {
+		return true
+	}
+	return status == http.StatusServiceUnavailable && strings.HasPrefix(body, "ferry: routed to revision") &&
+		!strings.Contains(body, "no ready endpoints")
+}
+
+// watchServices runs an informer on the Services in the run's namespace that match
+// sel, calling f on every add and update, and returns once it has synced.
+func (r *runner) watchServices(ctx context.Context, sel labels.Set, f func(*v1.Service)) (cache.SharedIndexInformer, error) {
+	inf, err := r.watch(ctx, func() client.ObjectList { return &v1.ServiceList{} }, &v1.Service{}, sel.AsSelector().String(), func(obj any) {
+		if svc, ok := obj.(*v1.Service); ok {
+			f(svc)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("the watch on Services in %s did not sync: %w", r.o.Namespace, context.Cause(ctx))
+	}
+	return inf, nil
+}
+
+// watchChildren watches the objects the run's Services own, down to the pods, and
+// records the milestones they reach. KIngresses do not carry the run's label; all
+// of the namespace's Knative ones are watched.
+func (r *runner) watchChildren(ctx context.Context) error {
+	run := labels.Set{RunLabel: r.o.RunID}.AsSelector().String()
+	kinds := []struct {
+		newList  func() client.ObjectList
+		example  runtime.Object
+		selector string
+	}{
+		{func() client.ObjectList { return &v1.ConfigurationList{} }, &v1.Configuration{}, run},
+		{func() client.ObjectList { return &v1.RouteList{} }, &v1.Route{}, run},
+		{func() client.ObjectList { return &v1.RevisionList{} }, &v1.Revision{}, run},
+		{func() client.ObjectList { return &appsv1.DeploymentList{} }, &appsv1.Deployment{}, run},
+		{func() client.ObjectList { return &corev1.PodList{} }, &corev1.Pod{}, run},
+		{func() client.ObjectList { return &netv1alpha1.IngressList{} }, &netv1alpha1.Ingress{}, v1.ServiceLabelKey},
+	}
+	var synced []cache.InformerSynced
+	for _, k := range kinds {
+		inf, err := r.watch(ctx, k.newList, k.example, k.selector, r.reach)
+		if err != nil {
+			return err
+		}
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("the watches in %s did not sync: %w", r.o.Namespace, context.Cause(ctx))
+	}
+	return nil
+}
+
+// reach records the milestones obj shows, the first time each is seen.
+func (r *runner) reach(obj any) {
+	now := time.Now()
+	name, reached := milestonesOf(obj)
+	if len(reached) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, ok := r.index[name]
+	if !ok {
+		return
+	}
+	for _, m := range reached {
+		if r.reached[i][m].IsZero() {
+			r.reached[i][m] = now
+		}
+	}
+}
+
+// watch runs an informer on one kind in the run's namespace, calling f on every add
+// and update. Managed fields are dropped from its cache.
+func (r *runner) watch(ctx context.Context, newList func() client.ObjectList, example runtime.Object, selector string, f func(any)) (cache.SharedIndexInformer, error) {
+	ns := r.o.Namespace
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = selector
+			l := newList()
+			return l, r.c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &opts})
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
+			return r.c.Watch(ctx, newList(), &client.ListOptions{Namespace: ns, Raw: &opts})
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		if o, ok := obj.(metav1.Object); ok {
+			o.SetManagedFields(nil)
+		}
+		return obj, nil
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    f,
+		UpdateFunc: func(_, obj any) { f(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	go inf.RunWithContext(ctx)
+	return inf, nil
+}
+
+// warmup creates one Service and waits until it is Ready and, with a gateway,
+// routed: Ferry is up and its caches are synced.
+func (r *runner) warmup(ctx context.Context) error {
+	name := "scale-warmup-" + RandomSuffix(r.o.Rand)
+	runLabel := r.o.RunID + "-warmup"
+	ctx, cancel := context.WithTimeout(ctx, r.o.TimeoutPerService)
+	defer cancel()
+	ready := make(chan *v1.Service, 1)
+	var once sync.Once
+	if _, err := r.watchServices(ctx, labels.Set{RunLabel: runLabel}, func(svc *v1.Service) {
+		if svc.IsReady() {
+			once.Do(func() { ready <- svc })
+		}
+	}); err != nil {
+		return err
+	}
+	svc := r.service(name, runLabel)
+	if err := createWithRetry(ctx, r.c, svc); err != nil {
+		return fmt.Errorf("warm-up: creating Service %s: %w", name, err)
+	}
+	start := time.Now()
+	select {
+	case got := <-ready:
+		if r.o.GatewayURL == "" {
+			return nil
+		}
+		routed, _, answer := r.probe(ctx, hostOf(got.Status.URL), time.Now().Add(r.o.TimeoutPerService))
+		if routed.IsZero() {
+			return fmt.Errorf("warm-up: Service %s is Ready but the gateway at %s never routed to it; last answer: %s", name, r.o.GatewayURL, answer)
+		}
+		return nil
+	case <-ctx.Done():
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			return ctx.Err()
+		}
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer rcancel()
+		objs, _ := r.readObjects(rctx, runLabel)
+		chain := objs.chain(name)
+		return fmt.Errorf("warm-up: Service %s was not Ready after %s; is Ferry running?\n%s", name, fmtDur(time.Since(start)), Explain(chain))
+	}
+}
+
+// fillResult turns the bookkeeping into samples and totals.
+func (r *runner) fillResult(res *Result, t0, end time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	since := func(from, t time.Time) time.Duration {
+		if t.IsZero() || from.IsZero() {
+			return 0
+		}
+		return max(t.Sub(from), time.Nanosecond)
+	}
+	var lastReady, lastRouted time.Time
+	allReady, allRouted := true, r.o.GatewayURL != ""
+	res.Samples = make([]Sample, len(r.names))
+	for i, name := range r.names {
+		s := Sample{Index: i, Name: name, Created: since(r.start[i], r.createdAt[i]), Ready: since(r.start[i], r.readyAt[i]),
+			Routed: since(r.start[i], r.routedAt[i]), RouteAttempts: r.attempts[i], LastAnswer: r.lastAnswer[i], Error: r.createErr[i]}
+		if !r.start[i].IsZero() {
+			s.Start = r.start[i].Sub(t0)
+		}
+		if r.o.Phases {
+			s.Milestones = &Milestones{}
+			for m, at := range r.reached[i] {
+				s.Milestones[m] = since(r.start[i], at)
+			}
+		}
+		deadline := r.o.TimeoutPerService
+		switch {
+		case s.Error != "", s.Ready == 0, s.Ready > deadline:
+			s.Stuck = true
+		case r.o.GatewayURL != "" && (s.Routed == 0 || s.Routed > deadline):
+			s.Stuck = true
+		}
+		if s.Ready == 0 {
+			allReady = false
+		} else if r.readyAt[i].After(lastReady) {
+			lastReady = r.readyAt[i]
+		}
+		if s.Routed == 0 {
+			allRouted = false
+		} else if r.routedAt[i].After(lastRouted) {
+			lastRouted = r.routedAt[i]
+		}
+		res.Samples[i] = s
+	}
+	res.AllReady = allReady
+	if allReady {
+		res.Total = lastReady.Sub(t0)
+	} else {
+		res.Total = end.Sub(t0)
+	}
+	if allRouted {
+		res.TotalRouted = lastRouted.Sub(t0)
+	}
+}
+
+// explainStuck reads the stuck Services' objects and explains each.
+func (r *runner) explainStuck(ctx context.Context, res *Result, store cache.Store) error {
+	var stuck []int
+	for i, s := range res.Samples {
+		if s.Stuck {
+			stuck = append(stuck, i)
+		}
+	}
+	if len(stuck) == 0 {
+		return nil
+	}
+	objs, err := r.readObjects(ctx, r.o.RunID)
+	for _, i := range stuck {
+		s := &res.Samples[i]
+		chain := objs.chain(s.Name)
+		if chain.Service == nil {
+			// A failed list: the watch's copy is the next best thing.
+			if obj, ok, _ := store.GetByKey(r.o.Namespace + "/" + s.Name); ok {
+				chain.Service = obj.(*v1.Service)
+			}
+		}
+		chain.CreateError = s.Error
+		chain.Deadline = r.o.TimeoutPerService
+		chain.ReadyAfter = s.Ready
+		chain.Probed = r.o.GatewayURL != "" && s.Ready > 0
+		chain.LastAnswer = s.LastAnswer
+		if chain.Probed && s.Routed == 0 && chain.LastAnswer == "" {
+			chain.LastAnswer = "(no answer recorded)"
+		}
+		e := Explain(chain)
+		s.Explanation = &e
+	}
+	return err
+}
+
+// objects are a namespace's Knative objects and their children, read once.
+type objects struct {
+	services    map[string]*v1.Service
+	configs     map[string]*v1.Configuration
+	revisions   map[string][]v1.Revision // by Configuration
+	routes      map[string]*v1.Route
+	ingresses   map[string]*netv1alpha1.Ingress
+	deployments map[string]*appsv1.Deployment
+	pods        map[string][]corev1.Pod // by Revision
+}
+
+// readObjects lists the run's objects: everything that carries its label, and the
+// namespace's KIngresses (which do not).
+func (r *runner) readObjects(ctx context.Context, runLabel string) (*objects, error) {
+	ns := r.o.Namespace
+	sel := client.MatchingLabels{RunLabel: runLabel}
+	var (
+		svcs  v1.ServiceList
+		cfgs  v1.ConfigurationList
+		revs  v1.RevisionList
+		rts   v1.RouteList
+		ings  netv1alpha1.IngressList
+		deps  appsv1.DeploymentList
+		pods  corev1.PodList
+		errs  []error
+		lists = []struct {
+			l   client.ObjectList
+			all bool
+		}{{&svcs, false}, {&cfgs, false}, {&revs, false}, {&rts, false}, {&ings, true}, {&deps, false}, {&pods, false}}
+	)
+	for _, l := range lists {
+		opts := []client.ListOption{client.InNamespace(ns)}
+		if !l.all {
+			opts = append(opts, sel)
+		}
+		if err := r.c.List(ctx, l.l, opts...); err != nil {
+			errs = append(errs, fmt.Errorf("listing %T: %w", l.l, err))
+		}
+	}
+	o := &objects{services: map[string]*v1.Service{}, configs: map[string]*v1.Configuration{}, revisions: map[string][]v1.Revision{},
+		routes: map[string]*v1.Route{}, ingresses: map[string]*netv1alpha1.Ingress{}, deployments: map[string]*appsv1.Deployment{},
+		pods: map[string][]corev1.Pod{}}
+	for i := range svcs.Items {
+		o.services[svcs.Items[i].Name] = &svcs.Items[i]
+	}
+	for i := range cfgs.Items {
+		o.configs[cfgs.Items[i].Name] = &cfgs.Items[i]
+	}
+	for _, rev := range revs.Items {
+		cfg := rev.Labels[v1.ConfigurationLabelKey]
+		o.revisions[cfg] = append(o.revisions[cfg], rev)
+	}
+	for i := range rts.Items {
+		o.routes[rts.Items[i].Name] = &rts.Items[i]
+	}
+	for i := range ings.Items {
+		o.ingresses[ings.Items[i].Name] = &ings.Items[i]
+	}
+	for i := range deps.Items {
+		o.deployments[deps.Items[i].Name] = &deps.Items[i]
+	}
+	for _, p := range pods.Items {
+		rev := p.Labels[v1.RevisionLabelKey]
+		o.pods[rev] = append(o.pods[rev], p)
+	}
+	return o, errors.Join(errs...)
+}
+
+// chain is what objects know of the Service name. A Revision's Deployment is
+// <revision>-deployment; a Route's KIngress has the Route's name.
+func (o *objects) chain(name string) Chain {
+	c := Chain{Name: name, Service: o.services[name], Configuration: o.configs[name], Revisions: o.revisions[name],
+		Route: o.routes[name], Ingress: o.ingresses[name], Deployments: map[string]*appsv1.Deployment{}, Pods: map[string][]corev1.Pod{}}
+	for _, rev := range c.Revisions {
+		if d := o.deployments[rev.Name+"-deployment"]; d != nil {
+			c.Deployments[rev.Name] = d
+		}
+		c.Pods[rev.Name] = o.pods[rev.Name]
+	}
+	return c
+}
+
+// ensureNamespace creates ns unless it exists, and says whether it did.
+func ensureNamespace(ctx context.Context, c client.Client, ns string) (bool, error) {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("creating namespace %s: %w", ns, err)
+}
