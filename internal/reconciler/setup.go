@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -24,7 +25,7 @@ const DefaultGatewayHost = "ferry-gateway.ferry-system.svc.cluster.local"
 // DefaultWorkers is each controller's number of concurrent reconciles. Reconciles
 // mostly wait on the API server, so a few per controller keep it busy without
 // piling up conflicts on a small machine.
-const DefaultWorkers = 4
+const DefaultWorkers = 8
 
 // Options configure the reconcilers. The zero value means Knative's defaults.
 type Options struct {
@@ -62,21 +63,21 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	requeue := tracker.NewQueueSource()
 	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())
 
-	svc := &service.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("service-controller"), AfterRead: opts.AfterRead}
+	svc := &service.Reconciler{Client: c, Status: statuswriter.New(c, mgr.GetEventRecorder("service-controller")), AfterRead: opts.AfterRead}
 	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("configuration-controller"), AfterRead: opts.AfterRead}
+		Status: statuswriter.New(c, mgr.GetEventRecorder("configuration-controller")), AfterRead: opts.AfterRead}
 	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rev := &revision.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("revision-controller"),
+	rev := &revision.Reconciler{Client: c, Status: statuswriter.New(c, mgr.GetEventRecorder("revision-controller")),
 		ProgressDeadline: int32(opts.ProgressDeadline / time.Second), AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rt := &route.Reconciler{Client: c, Tracker: t, Recorder: mgr.GetEventRecorder("route-controller"),
+	rt := &route.Reconciler{Client: c, Tracker: t, Status: statuswriter.New(c, mgr.GetEventRecorder("route-controller")),
 		Domain: opts.Domain, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
 	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers); err != nil {
 		return nil, err

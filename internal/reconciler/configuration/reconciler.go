@@ -7,17 +7,18 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 // Ready reasons.
@@ -36,7 +37,8 @@ type Reconciler struct {
 	// APIReader reads from the API server itself, to settle an AlreadyExists that the
 	// cache cannot explain yet.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	// Status writes the status and records Warning Events for new failures.
+	Status    *statuswriter.Writer
 	AfterRead func()
 }
 
@@ -44,7 +46,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configuration").
-		For(&v1.Configuration{}).
+		// Its own status writes cannot change the outcome; spec and metadata can.
+		For(&v1.Configuration{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&v1.Revision{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
@@ -56,8 +60,21 @@ type problem struct{ reason, message string }
 // Reconcile makes sure the current generation has its Revision and reports the latest
 // created and latest ready ones.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is going away, and the object with it: creating children
+		// there can only fail until it is gone.
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &v1.Configuration{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Status.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cfg.DeletionTimestamp != nil {
@@ -78,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if p != nil {
 		m.MarkFalse(v1.ConfigurationConditionReady, p.reason, "%s", p.message)
-		return ctrl.Result{}, r.updateStatus(ctx, cfg, status)
+		return ctrl.Result{}, r.Status.Write(ctx, cfg, &cfg.Status, status)
 	}
 	status.LatestCreatedRevisionName = latest.Name
 
@@ -88,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status.LatestReadyRevisionName = ready
 	markReady(m, latest, ready)
-	return ctrl.Result{}, r.updateStatus(ctx, cfg, status)
+	return ctrl.Result{}, r.Status.Write(ctx, cfg, &cfg.Status, status)
 }
 
 // markReady is Knative's rule: Ready once the latest created Revision is the latest
@@ -160,19 +177,4 @@ func pickLatestReady(cfg *v1.Configuration, revs []v1.Revision, current string) 
 		}
 	}
 	return best
-}
-
-// updateStatus writes status once, with observedGeneration, only when it changed.
-func (r *Reconciler) updateStatus(ctx context.Context, cfg *v1.Configuration, status *v1.ConfigurationStatus) error {
-	if equality.Semantic.DeepEqual(&cfg.Status, status) {
-		return nil
-	}
-	if c := status.GetCondition(duck.ConditionReady); c.IsFalse() && r.Recorder != nil {
-		if o := cfg.Status.GetCondition(duck.ConditionReady); !o.IsFalse() || o.Reason != c.Reason || o.Message != c.Message {
-			r.Recorder.Eventf(cfg, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
-		}
-	}
-	upd := cfg.DeepCopy()
-	upd.Status = *status
-	return r.Client.Status().Update(ctx, upd)
 }

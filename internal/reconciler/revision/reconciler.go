@@ -11,23 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 // Reconciler reconciles one Revision per call.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// Status writes the status and records Warning Events for new failures.
+	Status *statuswriter.Writer
 	// ProgressDeadline is the Deployment's progressDeadlineSeconds.
 	ProgressDeadline int32
 	AfterRead        func()
@@ -35,15 +38,38 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller. Pods belong to ReplicaSets, not to the
 // Revision, so pod events are mapped to their Revision by its label.
+//
+// Events that cannot change the outcome are dropped, because at scale every reconcile
+// costs queue time for all the others: the Revision's own status writes, Deployment
+// updates that leave what the status is computed from alone, and pod events other than
+// a pod starting or stopping to show a problem (the Deployment reports healthy pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("revision").
-		For(&v1.Revision{}).
-		Owns(&appsv1.Deployment{}).
+		For(&v1.Revision{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
 		Owns(&corev1.Service{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToRevision)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToRevision), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return troubled(e.ObjectOld.(*corev1.Pod)) != troubled(e.ObjectNew.(*corev1.Pod))
+			},
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// deploymentChanged reports an update to what the Revision reads from its Deployment.
+func deploymentChanged(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld.(*appsv1.Deployment), e.ObjectNew.(*appsv1.Deployment)
+	return o.Generation != n.Generation ||
+		o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
+		o.Status.ReadyReplicas != n.Status.ReadyReplicas ||
+		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
 }
 
 func podToRevision(_ context.Context, o client.Object) []reconcile.Request {
@@ -60,8 +86,21 @@ var errNotOwned = errors.New("not owned")
 // Reconcile makes sure the Revision's Deployment and Service exist and reports how
 // its pods are doing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is going away, and the object with it: creating children
+		// there can only fail until it is gone.
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &v1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Status.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if rev.DeletionTimestamp != nil {
@@ -83,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing Service %q that we do not own.", rev.Name)
-		return ctrl.Result{}, r.updateStatus(ctx, rev, status)
+		return ctrl.Result{}, r.Status.Write(ctx, rev, &rev.Status, status)
 	}
 
 	d, err := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, r.ProgressDeadline))
@@ -92,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing Deployment %q that we do not own.", resources.DeploymentName(rev))
-		return ctrl.Result{}, r.updateStatus(ctx, rev, status)
+		return ctrl.Result{}, r.Status.Write(ctx, rev, &rev.Status, status)
 	}
 
 	var pods []corev1.Pod
@@ -104,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pods = list.Items
 	}
 	propagateDeployment(status, m, d, pods)
-	return ctrl.Result{}, r.updateStatus(ctx, rev, status)
+	return ctrl.Result{}, r.Status.Write(ctx, rev, &rev.Status, status)
 }
 
 // reconcileDeployment returns the Deployment as last acknowledged by the API server,
@@ -149,22 +188,6 @@ func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, des
 	upd.Spec.Ports = desired.Spec.Ports
 	upd.Labels = merge(upd.Labels, desired.Labels)
 	return r.Client.Update(ctx, upd)
-}
-
-// updateStatus writes status once, with observedGeneration, only when it changed, and
-// records an Event when the Revision newly fails.
-func (r *Reconciler) updateStatus(ctx context.Context, rev *v1.Revision, status *v1.RevisionStatus) error {
-	if equality.Semantic.DeepEqual(&rev.Status, status) {
-		return nil
-	}
-	if c := status.GetCondition(duck.ConditionReady); c.IsFalse() && r.Recorder != nil {
-		if o := rev.Status.GetCondition(duck.ConditionReady); !o.IsFalse() || o.Reason != c.Reason || o.Message != c.Message {
-			r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
-		}
-	}
-	upd := rev.DeepCopy()
-	upd.Status = *status
-	return r.Client.Status().Update(ctx, upd)
 }
 
 // hasAll reports whether have holds every key of want with the same value.

@@ -89,42 +89,56 @@ func progressDeadlineExceeded(d *appsv1.Deployment) bool {
 }
 
 // propagatePods explains why pods are not ready, from the first pod that shows a
-// reason: it cannot be scheduled, its image cannot be pulled, or a container exits.
-// Pods that merely have not started yet leave the conditions as they are.
+// reason. Pods that merely have not started yet leave the conditions as they are.
 func propagatePods(m duck.ConditionManager, pods []corev1.Pod) {
 	for i := range pods {
-		if explainPod(m, &pods[i]) {
+		if p := diagnose(&pods[i]); p != nil {
+			m.MarkFalse(p.condition, p.reason, "%s", p.message)
 			return
 		}
 	}
 }
 
-func explainPod(m duck.ConditionManager, pod *corev1.Pod) bool {
+// podProblem is what a pod shows that keeps it from becoming ready.
+type podProblem struct {
+	condition       duck.ConditionType
+	reason, message string
+}
+
+// diagnose finds why a pod cannot become ready: it cannot be scheduled, its image
+// cannot be pulled, or a container exits. It returns nil for a healthy or starting pod.
+// Messages do not change with the kubelet's retries (ErrImagePull and ImagePullBackOff
+// alternate), so that a stuck pod does not rewrite the Revision's status each time.
+func diagnose(pod *corev1.Pod) *podProblem {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			m.MarkFalse(v1.RevisionConditionResourcesAvailable, c.Reason, "%s", c.Message)
-			return true
+			return &podProblem{v1.RevisionConditionResourcesAvailable, c.Reason, c.Message}
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
-			detail := w.Message
-			if detail == "" {
-				detail = w.Reason
-			}
-			m.MarkFalse(v1.RevisionConditionContainerHealthy, ReasonContainerMissing, "Unable to fetch image %q: %s", cs.Image, detail)
-			return true
+			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
+				fmt.Sprintf("Unable to fetch image %q: the kubelet cannot pull it.", cs.Image)}
 		}
 		t := cs.State.Terminated
 		if t == nil {
 			t = cs.LastTerminationState.Terminated
 		}
 		if t != nil {
-			m.MarkFalse(v1.RevisionConditionContainerHealthy, fmt.Sprintf("ExitCode%d", t.ExitCode), "Container failed with: %s", exitMessage(t))
-			return true
+			return &podProblem{v1.RevisionConditionContainerHealthy, fmt.Sprintf("ExitCode%d", t.ExitCode),
+				"Container failed with: " + exitMessage(t)}
 		}
 	}
-	return false
+	return nil
+}
+
+// troubled is diagnose's reason, "" for none: the part of a pod that pod events need
+// to wake the Revision for (the Deployment's status covers pods that do well).
+func troubled(pod *corev1.Pod) string {
+	if p := diagnose(pod); p != nil {
+		return p.reason
+	}
+	return ""
 }
 
 func exitMessage(t *corev1.ContainerStateTerminated) string {

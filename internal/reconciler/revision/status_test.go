@@ -74,7 +74,7 @@ func TestPropagateDeployment(t *testing.T) {
 		ready:     cond{corev1.ConditionFalse, ReasonContainerMissing},
 		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
 		container: cond{corev1.ConditionFalse, ReasonContainerMissing},
-		message:   `Unable to fetch image "ferry.test/image-pull-error": Back-off pulling image`,
+		message:   `Unable to fetch image "ferry.test/image-pull-error": the kubelet cannot pull it.`,
 	}, {
 		name: "container crash-loops",
 		d:    deployment(1, 0, unavailable),

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +20,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -39,8 +39,9 @@ type Reconciler struct {
 	Client client.Client
 	// Tracker records which Configurations and Revisions each Route reads, so that
 	// their changes wake the Route.
-	Tracker  *tracker.Tracker
-	Recorder events.EventRecorder
+	Tracker *tracker.Tracker
+	// Status writes the status and records Warning Events for new failures.
+	Status *statuswriter.Writer
 	// Domain is the external domain of Route hosts.
 	Domain string
 	// GatewayHost is where placeholder Services point (ExternalName).
@@ -56,11 +57,22 @@ var errNotOwned = errors.New("not owned")
 // Reconcile brings one Route's children and status in line with its spec and with the
 // Configurations and Revisions it names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is going away, and the object with it: creating children
+		// there can only fail until it is gone.
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	route := &v1.Route{}
 	if err := r.Client.Get(ctx, req.NamespacedName, route); err != nil {
 		if apierrors.IsNotFound(err) {
 			// The Route is gone: nothing it read matters any more.
 			r.Tracker.OnDeletedObserver(req.NamespacedName)
+			r.Status.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -116,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markIngress(m, ing)
 	}
 
-	return ctrl.Result{}, r.updateStatus(ctx, route, status)
+	return ctrl.Result{}, r.Status.Write(ctx, route, &route.Status, status)
 }
 
 // resolve reads every Configuration and Revision the traffic names through the
@@ -226,32 +238,6 @@ func withURLs(route *v1.Route, targets []v1.TrafficTarget, domain string) []v1.T
 		}
 	}
 	return targets
-}
-
-// updateStatus writes status if it changed, in one update with observedGeneration, and
-// records an Event when the Route newly fails. A conflict returns the error: the queue
-// retries with the newer object the cache will have by then.
-func (r *Reconciler) updateStatus(ctx context.Context, route *v1.Route, status *v1.RouteStatus) error {
-	if equality.Semantic.DeepEqual(&route.Status, status) {
-		return nil
-	}
-	warnOnNewFailure(r.Recorder, route, &route.Status.Status, &status.Status)
-	upd := route.DeepCopy()
-	upd.Status = *status
-	return r.Client.Status().Update(ctx, upd)
-}
-
-// warnOnNewFailure records a Warning Event when Ready turns False or fails for a new
-// reason, so that one failure makes one Event however often it is reconciled.
-func warnOnNewFailure(rec events.EventRecorder, obj client.Object, old, cur *duck.Status) {
-	c := cur.GetCondition(duck.ConditionReady)
-	if rec == nil || !c.IsFalse() {
-		return
-	}
-	if o := old.GetCondition(duck.ConditionReady); o.IsFalse() && o.Reason == c.Reason && o.Message == c.Message {
-		return
-	}
-	rec.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
 }
 
 func setCondition(m duck.ConditionManager, t duck.ConditionType, s corev1.ConditionStatus, reason, msg string) {

@@ -10,21 +10,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 // Reconciler reconciles one Service per call.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
-	Client    client.Client
-	Recorder  events.EventRecorder
+	Client client.Client
+	// Status writes the status and records Warning Events for new failures.
+	Status    *statuswriter.Writer
 	AfterRead func()
 }
 
@@ -32,7 +34,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("service").
-		For(&v1.Service{}).
+		// Its own status writes cannot change the outcome; spec and metadata can.
+		For(&v1.Service{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&v1.Configuration{}).
 		Owns(&v1.Route{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -45,8 +49,21 @@ var errNotOwned = errors.New("not owned")
 // Reconcile keeps the Service's Configuration and Route equal to its spec and copies
 // their status up.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is going away, and the object with it: creating children
+		// there can only fail until it is gone.
+		return ctrl.Result{}, nil
+	}
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &v1.Service{}
 	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Status.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if svc.DeletionTimestamp != nil {
@@ -83,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		propagateRoute(status, m, rt.(*v1.Route), want.Spec.Traffic, status.LatestReadyRevisionName)
 	}
 
-	return ctrl.Result{}, r.updateStatus(ctx, svc, status)
+	return ctrl.Result{}, r.Status.Write(ctx, svc, &svc.Status, status)
 }
 
 // reconcileChild returns the child as the API server last acknowledged it: created
@@ -137,20 +154,4 @@ func sameMeta(d, h client.Object) bool {
 func copyMeta(d, h client.Object) {
 	h.SetLabels(d.GetLabels())
 	h.SetAnnotations(d.GetAnnotations())
-}
-
-// updateStatus writes status once, with observedGeneration, only when it changed, and
-// records an Event when the Service newly fails.
-func (r *Reconciler) updateStatus(ctx context.Context, svc *v1.Service, status *v1.ServiceStatus) error {
-	if equality.Semantic.DeepEqual(&svc.Status, status) {
-		return nil
-	}
-	if c := status.GetCondition(duck.ConditionReady); c.IsFalse() && r.Recorder != nil {
-		if o := svc.Status.GetCondition(duck.ConditionReady); !o.IsFalse() || o.Reason != c.Reason || o.Message != c.Message {
-			r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
-		}
-	}
-	upd := svc.DeepCopy()
-	upd.Status = *status
-	return r.Client.Status().Update(ctx, upd)
 }

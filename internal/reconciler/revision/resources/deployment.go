@@ -141,11 +141,32 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 		}}
 	}
 	for i := range spec.Containers {
-		if spec.Containers[i].TerminationMessagePolicy == "" {
-			spec.Containers[i].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		c := &spec.Containers[i]
+		if c.TerminationMessagePolicy == "" {
+			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		}
+		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+			defaultProbe(p)
 		}
 	}
 	return spec
+}
+
+// defaultProbe fills in the API server's defaults for a probe's numbers. The reconciler
+// compares Deployments with DeepDerivative, which skips unset pointers and strings but
+// not zero integers: without these every comparison would see a change.
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	for _, f := range []struct {
+		field *int32
+		value int32
+	}{{&p.TimeoutSeconds, 1}, {&p.PeriodSeconds, 10}, {&p.SuccessThreshold, 1}, {&p.FailureThreshold, 3}} {
+		if *f.field == 0 {
+			*f.field = f.value
+		}
+	}
 }
 
 func hasEnv(env []corev1.EnvVar, name string) bool {

@@ -65,7 +65,7 @@ func TestMakeDeployment(t *testing.T) {
 			if c.Name != v1.DefaultUserContainerName || c.Ports[0].ContainerPort != tc.port {
 				t.Errorf("container = %+v", c)
 			}
-			if !hasEnv(c.Env, "PORT") || c.ReadinessProbe.TCPSocket.Port.IntValue() != int(tc.port) {
+			if !hasEnv(c.Env, "PORT") || c.ReadinessProbe.TCPSocket.Port.IntValue() != int(tc.port) || c.ReadinessProbe.PeriodSeconds != 10 {
 				t.Errorf("env/probe = %+v %+v", c.Env, c.ReadinessProbe)
 			}
 			if rev.Spec.Containers[0].Env != nil {

@@ -1,0 +1,104 @@
+// Package statuswriter writes the status of Knative objects the way every Ferry
+// reconciler must: once per change, whole, without conflicts, and with a Warning Event
+// when the object newly fails.
+package statuswriter
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-serving/ferry/api/duck"
+)
+
+// Status is the status of a Knative object: a struct embedding duck.Status.
+type Status interface {
+	GetCondition(duck.ConditionType) *duck.Condition
+}
+
+// Writer writes the status of one kind of object. It is safe for concurrent use.
+type Writer struct {
+	client   client.Client
+	recorder events.EventRecorder
+
+	mu sync.Mutex
+	// last holds what was last written for each object, so that a reconcile reading a
+	// cache that has not caught up with that write does not write it again.
+	last map[types.NamespacedName]written
+}
+
+type written struct {
+	uid types.UID
+	sum uint64
+}
+
+// New returns a Writer that writes through c and records Events with recorder (which
+// may be nil).
+func New(c client.Client, recorder events.EventRecorder) *Writer {
+	return &Writer{client: c, recorder: recorder, last: make(map[types.NamespacedName]written)}
+}
+
+// Write makes obj's status desired, given cached, the status obj has in the cache. It
+// writes nothing when they are equal, or when desired is what this Writer last wrote
+// for obj (the cache is behind).
+//
+// The write replaces the whole status (a JSON patch "add /status") without a
+// resourceVersion precondition. A reconcile that runs before the cache has seen the
+// previous write computes its status from children at least as fresh, so its status is
+// the right one: a precondition would only turn it into a conflict, a wasted write and
+// a retry, and a merge patch computed against the stale copy could drop changes.
+func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired Status) error {
+	if equality.Semantic.DeepEqual(cached, desired) {
+		return nil
+	}
+	patch, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": desired}})
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKeyFromObject(obj)
+	h := fnv.New64a()
+	h.Write(patch)
+	now := written{uid: obj.GetUID(), sum: h.Sum64()}
+	w.mu.Lock()
+	same := w.last[key] == now
+	w.mu.Unlock()
+	if same {
+		return nil
+	}
+
+	w.warnOnNewFailure(obj, cached, desired)
+	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	w.mu.Lock()
+	w.last[key] = now
+	w.mu.Unlock()
+	return nil
+}
+
+// Forget drops what the Writer remembers of a deleted object.
+func (w *Writer) Forget(key types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.last, key)
+	w.mu.Unlock()
+}
+
+// warnOnNewFailure records a Warning Event when Ready turns False or fails for a new
+// reason, so that one failure makes one Event however often it is reconciled.
+func (w *Writer) warnOnNewFailure(obj client.Object, cached, desired Status) {
+	c := desired.GetCondition(duck.ConditionReady)
+	if w.recorder == nil || !c.IsFalse() {
+		return
+	}
+	if o := cached.GetCondition(duck.ConditionReady); o.IsFalse() && o.Reason == c.Reason && o.Message == c.Message {
+		return
+	}
+	w.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+}
