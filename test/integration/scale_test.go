@@ -1,0 +1,217 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ferry-serving/ferry/internal/gateway"
+	"github.com/ferry-serving/ferry/internal/localcluster"
+	"github.com/ferry-serving/ferry/internal/reconciler"
+	"github.com/ferry-serving/ferry/internal/scale"
+)
+
+// startScaleFerry runs Ferry as `ferry scale` does in-process — the reconcilers and
+// the gateway with kwok's pods simulated, on free loopback ports — in a manager of its
+// own until the test ends, its writes counted. It returns the gateway's URL.
+func startScaleFerry(t *testing.T) (string, *scale.WriteCounter) {
+	t.Helper()
+	cfg := rest.CopyConfig(testConfig)
+	writes := scale.NewWriteCounter()
+	writes.Wrap(cfg)
+	skip := true // other tests run the same controllers in managers of their own
+	// Reconcile errors are worth seeing when a Service is stuck; controller-runtime
+	// keeps the first logger set in the process, whichever test sets it.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		Scheme:                 testScheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconciler.SetupWithManager(mgr, reconciler.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	gw := gateway.New(gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true,
+		Registry: prometheus.NewRegistry()})
+	if err := gw.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return "http://" + gw.ExternalAddr(), writes
+}
+
+// testLogWriter sends the run's progress lines to the test log.
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestScale is `ferry scale -n 200` against the shared cluster: every Service Ready
+// and routed through the gateway, nothing stuck, the reports written with every
+// sample. No timing is asserted: machines are noisy.
+func TestScale(t *testing.T) {
+	const n = 200
+	gatewayURL, ferryWrites := startScaleFerry(t)
+	ns := testNamespace(t)
+	res, err := scale.Run(context.Background(), scale.Options{
+		Config: testConfig, Namespace: ns, N: n, Concurrency: 50, TimeoutPerService: 3 * time.Minute,
+		GatewayURL: gatewayURL, Warmup: true, Phases: true, InProcess: true, FerryWrites: ferryWrites, Progress: testLogWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary strings.Builder
+	scale.WriteSummary(&summary, res, 5)
+	t.Log(summary.String())
+
+	if got := res.ReadyCount(); got != n {
+		t.Errorf("%d/%d Services Ready", got, n)
+	}
+	if stuck := res.Stuck(); len(stuck) != 0 {
+		t.Errorf("%d Services stuck, e.g.\n%s", len(stuck), stuck[0].Explanation)
+	}
+	if got := len(res.RoutedTimes()); got != n {
+		t.Errorf("%d/%d Services routed through the gateway", got, n)
+	}
+	if res.WritesError != "" {
+		t.Errorf("writes unknown: %s", res.WritesError)
+	}
+	if res.FerryWrites.Total() == 0 {
+		t.Error("Ferry's writes were not counted")
+	}
+	if res.Process == nil || res.Process.PeakRSSBytes == 0 {
+		t.Errorf("no process usage: %+v", res.Process)
+	}
+	reached := map[scale.Milestone]int{}
+	for _, p := range scale.Phases(res.Samples) {
+		reached[p.Milestone] = p.Reached.Count
+	}
+	for _, m := range []scale.Milestone{scale.ConfigurationCreated, scale.RevisionCreated, scale.PodReady, scale.IngressReady, scale.ServiceReady} {
+		if reached[m] != n {
+			t.Errorf("%d Services reached %s, want %d", reached[m], m, n)
+		}
+	}
+
+	dir := filepath.Join(t.TempDir(), "report")
+	jsonPath, htmlPath, err := scale.WriteReports(dir, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<svg") {
+		t.Error("report.html has no chart")
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Summary struct {
+			Ready            int     `json:"ready"`
+			Stuck            int     `json:"stuck"`
+			WritesPerService float64 `json:"writesPerService"`
+		} `json:"summary"`
+		Samples []struct {
+			Name  string   `json:"name"`
+			Ready *float64 `json:"timeToReadySeconds"`
+		} `json:"samples"`
+	}
+	if err := json.Unmarshal(b, &report); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Samples) != n || report.Summary.Ready != n || report.Summary.Stuck != 0 {
+		t.Errorf("report.json: %d samples, %d Ready, %d stuck; want %d, %d, 0", len(report.Samples), report.Summary.Ready, report.Summary.Stuck, n, n)
+	}
+	if report.Summary.WritesPerService <= 0 {
+		t.Errorf("report.json: %v writes per Service", report.Summary.WritesPerService)
+	}
+	for _, s := range report.Samples {
+		if s.Ready == nil || *s.Ready <= 0 || !strings.HasPrefix(s.Name, "scale-00200-") {
+			t.Errorf("sample %+v", s)
+			break
+		}
+	}
+}
+
+// TestScaleStuck runs Services whose image cannot be pulled: each misses its
+// deadline and is explained down to its Revision's failing container. The floor
+// and the cleanup run on the same small run.
+func TestScaleStuck(t *testing.T) {
+	gatewayURL, _ := startScaleFerry(t)
+	ns := testNamespace(t)
+	ctx := context.Background()
+	res, err := scale.Run(ctx, scale.Options{
+		Config: testConfig, Namespace: ns, N: 3, TimeoutPerService: 15 * time.Second,
+		Image: localcluster.ImagePullErrorImage, GatewayURL: gatewayURL, Warmup: false,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary strings.Builder
+	scale.WriteSummary(&summary, res, 3)
+	t.Log(summary.String())
+	stuck := res.Stuck()
+	if len(stuck) != 3 {
+		t.Fatalf("%d stuck, want 3", len(stuck))
+	}
+	for _, s := range stuck {
+		e := s.Explanation
+		if e == nil {
+			t.Fatalf("%s: no explanation", s.Name)
+		}
+		text := e.String()
+		for _, want := range []string{"ksvc " + s.Name + ": Ready=False", "→ Configuration " + s.Name, "→ Revision " + s.Name + "-00001", "ContainerHealthy=False"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: explanation lacks %q:\n%s", s.Name, want, text)
+			}
+		}
+		if !strings.Contains(e.Culprit, s.Name+"-00001") {
+			t.Errorf("%s: the culprit is not the Revision or below: %s", s.Name, e.Culprit)
+		}
+	}
+
+	floor, err := scale.Floor(ctx, scale.FloorOptions{Config: testConfig, Writes: res.Writes, Concurrency: 50, Real: res.Total, SizeNamespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor.Writes != res.Writes.Total() || floor.Duration <= 0 || floor.Errors != 0 {
+		t.Errorf("floor: %d writes (the run made %d) in %v, %d errors (%s)", floor.Writes, res.Writes.Total(), floor.Duration, floor.Errors, floor.FirstError)
+	}
+
+	if err := scale.Cleanup(ctx, testConfig, res, 2*time.Minute, testLogWriter{t}); err != nil {
+		t.Fatal(err)
+	}
+}
