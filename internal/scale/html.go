@@ -222,9 +222,10 @@ const (
 )
 
 type chartSeries struct {
-	Name  string
-	Color string
-	Pts   [][2]float64 // x, y
+	Name   string
+	Color  string
+	Dashed bool
+	Pts    [][2]float64 // x, y
 }
 
 // CDFChart is an SVG of the cumulative distribution of time-to-Ready (and -routed,
@@ -233,7 +234,7 @@ type chartSeries struct {
 func CDFChart(r *Result) string {
 	var series []chartSeries
 	xmax := 0.0
-	add := func(name, color string, ds []time.Duration) {
+	add := func(name, color string, dashed bool, ds []time.Duration) {
 		if len(ds) == 0 {
 			return
 		}
@@ -249,12 +250,12 @@ func CDFChart(r *Result) string {
 		last := s[len(s)-1].Seconds()
 		pts = append(pts, [2]float64{last, float64(len(s)) / float64(r.N) * 100})
 		xmax = math.Max(xmax, last)
-		series = append(series, chartSeries{name, color, pts})
+		series = append(series, chartSeries{Name: name, Color: color, Dashed: dashed, Pts: pts})
 	}
-	add("created", "#9aa5b8", r.CreatedTimes())
-	add("Ready", "#2f6fde", r.ReadyTimes())
+	add("created", "#9aa5b8", false, r.CreatedTimes())
+	add("Ready", "#2f6fde", false, r.ReadyTimes())
 	if r.Gateway != "" {
-		add("routed", "#17a35b", r.RoutedTimes())
+		add("routed", "#17a35b", true, r.RoutedTimes())
 	}
 	return lineChart("seconds since the create request", "% of Services", xmax, 100, series, func(y float64) string { return fmt.Sprintf("%.0f%%", y) })
 }
@@ -265,7 +266,7 @@ func TimelineChart(r *Result) string {
 	tl := Timeline(r.Samples, 300)
 	created := chartSeries{Name: "created", Color: "#9aa5b8"}
 	ready := chartSeries{Name: "Ready", Color: "#2f6fde"}
-	routed := chartSeries{Name: "routed", Color: "#17a35b"}
+	routed := chartSeries{Name: "routed", Color: "#17a35b", Dashed: true}
 	xmax := 0.0
 	for _, p := range tl {
 		x := p.At.Seconds()
@@ -313,7 +314,11 @@ func lineChart(xLabel, yLabel string, xmax, ymax float64, series []chartSeries, 
 		for _, p := range s.Pts {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1])))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"><title>%s</title></polyline>`, s.Color, strings.Join(pts, " "), template.HTMLEscapeString(s.Name))
+		dash := ""
+		if s.Dashed {
+			dash = ` stroke-dasharray="6 4"`
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"><title>%s</title></polyline>`, s.Color, dash, strings.Join(pts, " "), template.HTMLEscapeString(s.Name))
 	}
 	// legend, top left inside the plot
 	for i, s := range series {
