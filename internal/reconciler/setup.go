@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	revresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
@@ -27,6 +28,10 @@ const DefaultGatewayHost = "ferry-gateway.ferry-system.svc.cluster.local"
 // piling up conflicts on a small machine.
 const DefaultWorkers = 8
 
+// DefaultStatusSettle is how long an in-progress status may wait for the next step
+// before it is written (see statuswriter).
+const DefaultStatusSettle = 2 * time.Second
+
 // Options configure the reconcilers. The zero value means Knative's defaults.
 type Options struct {
 	// Domain is the external domain of Route hosts (default example.com).
@@ -41,6 +46,10 @@ type Options struct {
 	// TrackerLease bounds how long a Route's reference lives if nothing renews or
 	// drops it (0: the tracker's default).
 	TrackerLease time.Duration
+	// StatusSettle holds back statuses on their way to Ready for this long after an
+	// object's creation or last status write, so that a quick rollout writes each
+	// status once (default DefaultStatusSettle; negative: write every step at once).
+	StatusSettle time.Duration
 	// Workers is each controller's MaxConcurrentReconciles (default DefaultWorkers).
 	Workers int
 	// AfterRead, if set, runs in every reconcile between reading the object and
@@ -63,21 +72,26 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	requeue := tracker.NewQueueSource()
 	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())
 
-	svc := &service.Reconciler{Client: c, Status: statuswriter.New(c, mgr.GetEventRecorder("service-controller")), AfterRead: opts.AfterRead}
+	status := func(name string) *statuswriter.Writer {
+		return statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle)
+	}
+
+	svc := &service.Reconciler{Client: c, Children: created.New(c), Status: status("service-controller"),
+		AfterRead: opts.AfterRead}
 	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(),
-		Status: statuswriter.New(c, mgr.GetEventRecorder("configuration-controller")), AfterRead: opts.AfterRead}
+	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Children: created.New(c),
+		Status: status("configuration-controller"), AfterRead: opts.AfterRead}
 	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rev := &revision.Reconciler{Client: c, Status: statuswriter.New(c, mgr.GetEventRecorder("revision-controller")),
+	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller"),
 		ProgressDeadline: int32(opts.ProgressDeadline / time.Second), AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rt := &route.Reconciler{Client: c, Tracker: t, Status: statuswriter.New(c, mgr.GetEventRecorder("route-controller")),
+	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller"), Tracker: t,
 		Domain: opts.Domain, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
 	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers); err != nil {
 		return nil, err
@@ -102,6 +116,9 @@ func withDefaults(o Options) Options {
 	if o.GC == nil {
 		d := gc.DefaultOptions()
 		o.GC = &d
+	}
+	if o.StatusSettle == 0 {
+		o.StatusSettle = DefaultStatusSettle
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers

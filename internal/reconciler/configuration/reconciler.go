@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
@@ -37,6 +38,9 @@ type Reconciler struct {
 	// APIReader reads from the API server itself, to settle an AlreadyExists that the
 	// cache cannot explain yet.
 	APIReader client.Reader
+	// Children reads and creates the objects this reconciler owns, so that one it has
+	// just created counts as existing before the cache shows it.
+	Children *created.Children
 	// Status writes the status and records Warning Events for new failures.
 	Status    *statuswriter.Writer
 	AfterRead func()
@@ -95,7 +99,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if p != nil {
 		m.MarkFalse(v1.ConfigurationConditionReady, p.reason, "%s", p.message)
-		return ctrl.Result{}, r.Status.Write(ctx, cfg, &cfg.Status, status)
+		return r.Status.Write(ctx, cfg, &cfg.Status, status)
 	}
 	status.LatestCreatedRevisionName = latest.Name
 
@@ -105,7 +109,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status.LatestReadyRevisionName = ready
 	markReady(m, latest, ready)
-	return ctrl.Result{}, r.Status.Write(ctx, cfg, &cfg.Status, status)
+	return r.Status.Write(ctx, cfg, &cfg.Status, status)
 }
 
 // markReady is Knative's rule: Ready once the latest created Revision is the latest
@@ -132,10 +136,10 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 	}
 	key := client.ObjectKey{Namespace: cfg.Namespace, Name: resources.RevisionName(cfg)}
 	rev := &v1.Revision{}
-	err := r.Client.Get(ctx, key, rev)
+	err := r.Children.Get(ctx, key, rev)
 	if apierrors.IsNotFound(err) {
 		desired := resources.MakeRevision(cfg)
-		if err = r.Client.Create(ctx, desired); err == nil {
+		if err = r.Children.Create(ctx, r.Client, desired); err == nil {
 			return desired, nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

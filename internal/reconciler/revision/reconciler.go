@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
@@ -29,6 +30,9 @@ import (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// Children reads and creates the objects this reconciler owns, so that one it has
+	// just created counts as existing before the cache shows it.
+	Children *created.Children
 	// Status writes the status and records Warning Events for new failures.
 	Status *statuswriter.Writer
 	// ProgressDeadline is the Deployment's progressDeadlineSeconds.
@@ -122,7 +126,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing Service %q that we do not own.", rev.Name)
-		return ctrl.Result{}, r.Status.Write(ctx, rev, &rev.Status, status)
+		return r.Status.Write(ctx, rev, &rev.Status, status)
 	}
 
 	d, err := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, r.ProgressDeadline))
@@ -131,7 +135,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing Deployment %q that we do not own.", resources.DeploymentName(rev))
-		return ctrl.Result{}, r.Status.Write(ctx, rev, &rev.Status, status)
+		return r.Status.Write(ctx, rev, &rev.Status, status)
 	}
 
 	var pods []corev1.Pod
@@ -143,7 +147,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pods = list.Items
 	}
 	propagateDeployment(status, m, d, pods)
-	return ctrl.Result{}, r.Status.Write(ctx, rev, &rev.Status, status)
+	return r.Status.Write(ctx, rev, &rev.Status, status)
 }
 
 // reconcileDeployment returns the Deployment as last acknowledged by the API server,
@@ -151,10 +155,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // filled in are left alone).
 func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, desired *appsv1.Deployment) (*appsv1.Deployment, error) {
 	have := &appsv1.Deployment{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), have)
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		return desired, r.Client.Create(ctx, desired)
+		return desired, r.Children.Create(ctx, r.Client, desired)
 	case err != nil:
 		return nil, err
 	case !metav1.IsControlledBy(have, rev):
@@ -172,10 +176,10 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, 
 
 func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, desired *corev1.Service) error {
 	have := &corev1.Service{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), have)
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.Client.Create(ctx, desired)
+		return r.Children.Create(ctx, r.Client, desired)
 	case err != nil:
 		return err
 	case !metav1.IsControlledBy(have, rev):

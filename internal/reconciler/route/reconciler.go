@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
@@ -40,6 +41,9 @@ type Reconciler struct {
 	// Tracker records which Configurations and Revisions each Route reads, so that
 	// their changes wake the Route.
 	Tracker *tracker.Tracker
+	// Children reads and creates the objects this reconciler owns, so that one it has
+	// just created counts as existing before the cache shows it.
+	Children *created.Children
 	// Status writes the status and records Warning Events for new failures.
 	Status *statuswriter.Writer
 	// Domain is the external domain of Route hosts.
@@ -128,7 +132,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markIngress(m, ing)
 	}
 
-	return ctrl.Result{}, r.Status.Write(ctx, route, &route.Status, status)
+	return r.Status.Write(ctx, route, &route.Status, status)
 }
 
 // resolve reads every Configuration and Revision the traffic names through the
@@ -154,10 +158,10 @@ func (r *Reconciler) resolve(ctx context.Context, route *v1.Route, spec []v1.Tra
 func (r *Reconciler) reconcilePlaceholder(ctx context.Context, route *v1.Route, m duck.ConditionManager) (bool, error) {
 	desired := resources.MakePlaceholderService(route, r.GatewayHost)
 	have := &corev1.Service{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), have)
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, r.Client.Create(ctx, desired)
+		return true, r.Children.Create(ctx, r.Client, desired)
 	case err != nil:
 		return false, err
 	case !metav1.IsControlledBy(have, route):
@@ -176,7 +180,7 @@ func (r *Reconciler) reconcilePlaceholder(ctx context.Context, route *v1.Route, 
 
 func (r *Reconciler) getIngress(ctx context.Context, route *v1.Route) (*netv1alpha1.Ingress, error) {
 	have := &netv1alpha1.Ingress{}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(route), have)
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(route), have)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -197,7 +201,7 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, route *v1.Route, desi
 	}
 	if have == nil {
 		// On AlreadyExists the cache is behind; the error requeues us until it catches up.
-		return desired, r.Client.Create(ctx, desired)
+		return desired, r.Children.Create(ctx, r.Client, desired)
 	}
 	if equality.Semantic.DeepEqual(have.Spec, desired.Spec) &&
 		hasAll(have.Labels, desired.Labels) && hasAll(have.Annotations, desired.Annotations) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
@@ -25,6 +26,9 @@ import (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// Children reads and creates the objects this reconciler owns, so that one it has
+	// just created counts as existing before the cache shows it.
+	Children *created.Children
 	// Status writes the status and records Warning Events for new failures.
 	Status    *statuswriter.Writer
 	AfterRead func()
@@ -100,18 +104,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		propagateRoute(status, m, rt.(*v1.Route), want.Spec.Traffic, status.LatestReadyRevisionName)
 	}
 
-	return ctrl.Result{}, r.Status.Write(ctx, svc, &svc.Status, status)
+	return r.Status.Write(ctx, svc, &svc.Status, status)
 }
 
 // reconcileChild returns the child as the API server last acknowledged it: created
 // from desired if missing, or with desired's spec, labels and annotations put back if
 // they drifted (differs copies them into have and reports whether it did).
 func (r *Reconciler) reconcileChild(ctx context.Context, owner *v1.Service, desired, have client.Object, differs func(desired, have client.Object) bool) (client.Object, error) {
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), have)
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
 		// On AlreadyExists the cache is behind; the error requeues us until it catches up.
-		return desired, r.Client.Create(ctx, desired)
+		return desired, r.Children.Create(ctx, r.Client, desired)
 	case err != nil:
 		return nil, err
 	case !metav1.IsControlledBy(have, owner):

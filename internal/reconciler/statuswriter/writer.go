@@ -1,6 +1,15 @@
 // Package statuswriter writes the status of Knative objects the way every Ferry
 // reconciler must: once per change, whole, without conflicts, and with a Warning Event
 // when the object newly fails.
+//
+// It also holds back statuses that are on their way (Ready Unknown) for a short settle
+// time after the object's creation or its last status write. Most rollouts finish
+// within it, so each object's status is written once, when it is Ready or has failed,
+// instead of once per step (Deploying, RevisionMissing, IngressNotConfigured, ...);
+// the reconciler requeues itself for the end of the wait, so a rollout that takes
+// longer still shows its progress. Knative's readiness rule (observedGeneration equals
+// generation and Ready is True) makes an object whose status is held back read as not
+// ready, as it is.
 package statuswriter
 
 import (
@@ -8,12 +17,14 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/api/duck"
 )
@@ -27,6 +38,8 @@ type Status interface {
 type Writer struct {
 	client   client.Client
 	recorder events.EventRecorder
+	settle   time.Duration
+	now      func() time.Time
 
 	mu sync.Mutex
 	// last holds what was last written for each object, so that a reconcile reading a
@@ -37,50 +50,74 @@ type Writer struct {
 type written struct {
 	uid types.UID
 	sum uint64
+	at  time.Time
 }
 
 // New returns a Writer that writes through c and records Events with recorder (which
-// may be nil).
-func New(c client.Client, recorder events.EventRecorder) *Writer {
-	return &Writer{client: c, recorder: recorder, last: make(map[types.NamespacedName]written)}
+// may be nil), holding back statuses on their way for settle (none if settle <= 0).
+func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *Writer {
+	return &Writer{client: c, recorder: recorder, settle: settle, now: time.Now,
+		last: make(map[types.NamespacedName]written)}
 }
 
 // Write makes obj's status desired, given cached, the status obj has in the cache. It
 // writes nothing when they are equal, or when desired is what this Writer last wrote
-// for obj (the cache is behind).
+// for obj (the cache is behind). When it holds desired back, the result requeues the
+// object for the end of the wait; a reconciler returns what Write returns.
 //
 // The write replaces the whole status (a JSON patch "add /status") without a
 // resourceVersion precondition. A reconcile that runs before the cache has seen the
 // previous write computes its status from children at least as fresh, so its status is
 // the right one: a precondition would only turn it into a conflict, a wasted write and
 // a retry, and a merge patch computed against the stale copy could drop changes.
-func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired Status) error {
+func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired Status) (reconcile.Result, error) {
 	if equality.Semantic.DeepEqual(cached, desired) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	patch, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": desired}})
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	key := client.ObjectKeyFromObject(obj)
 	h := fnv.New64a()
 	h.Write(patch)
-	now := written{uid: obj.GetUID(), sum: h.Sum64()}
+	now := w.now()
+	this := written{uid: obj.GetUID(), sum: h.Sum64(), at: now}
+
 	w.mu.Lock()
-	same := w.last[key] == now
+	last, seen := w.last[key]
 	w.mu.Unlock()
-	if same {
-		return nil
+	if seen && last.uid != this.uid {
+		seen = false
+	}
+	if seen && last.sum == this.sum {
+		return reconcile.Result{}, nil
+	}
+	if wait := w.holdBack(obj, desired, last, seen, now); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
 	w.warnOnNewFailure(obj, cached, desired)
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return client.IgnoreNotFound(err)
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	w.mu.Lock()
-	w.last[key] = now
+	w.last[key] = this
 	w.mu.Unlock()
-	return nil
+	return reconcile.Result{}, nil
+}
+
+// holdBack returns how much longer an in-progress status should wait: the settle time
+// runs from the object's creation or from its last status write, whichever is later.
+func (w *Writer) holdBack(obj client.Object, desired Status, last written, seen bool, now time.Time) time.Duration {
+	if w.settle <= 0 || !desired.GetCondition(duck.ConditionReady).IsUnknown() {
+		return 0
+	}
+	from := obj.GetCreationTimestamp().Time
+	if seen && last.at.After(from) {
+		from = last.at
+	}
+	return from.Add(w.settle).Sub(now)
 }
 
 // Forget drops what the Writer remembers of a deleted object.

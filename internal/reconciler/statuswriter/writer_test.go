@@ -3,6 +3,7 @@ package statuswriter
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,7 @@ func TestWrite(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		}}).Build()
 	rec := events.NewFakeRecorder(10)
-	w := New(c, rec)
+	w := New(c, rec, 0)
 	ctx := context.Background()
 
 	stale := stored.DeepCopy() // what a cache that never catches up would show
@@ -38,7 +39,7 @@ func TestWrite(t *testing.T) {
 	m.InitializeConditions()
 	m.MarkFalse(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", "gone")
 
-	if err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
+	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
 		t.Fatal(err)
 	}
 	got := &v1.Route{}
@@ -53,11 +54,11 @@ func TestWrite(t *testing.T) {
 	}
 
 	// The cache still shows the old status: the same status is not written again.
-	if err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
+	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
 		t.Fatal(err)
 	}
 	// Nor when the cache has caught up.
-	if err := w.Write(ctx, got.DeepCopy(), &got.Status, desired); err != nil {
+	if _, err := w.Write(ctx, got.DeepCopy(), &got.Status, desired); err != nil {
 		t.Fatal(err)
 	}
 	if patches != 1 {
@@ -66,7 +67,7 @@ func TestWrite(t *testing.T) {
 
 	// A new status is written, over whatever the stale copy says.
 	m.MarkTrue(v1.RouteConditionAllTrafficAssigned)
-	if err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
+	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
@@ -81,11 +82,72 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	desired.ObservedGeneration = 2
-	if err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
+	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
 		t.Errorf("write to a deleted object: %v", err)
 	}
 	w.Forget(client.ObjectKeyFromObject(stored))
 	if len(w.last) != 0 {
 		t.Errorf("remembers %d objects after Forget", len(w.last))
+	}
+}
+
+func TestSettle(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1,
+		CreationTimestamp: metav1.NewTime(created)}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	w := New(c, nil, 2*time.Second)
+	now := created.Add(500 * time.Millisecond)
+	w.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	status := func(ready corev1.ConditionStatus) *v1.RevisionStatus {
+		s := &v1.RevisionStatus{}
+		s.ObservedGeneration = 1
+		m := v1.RevisionConditions.Manage(&s.Status)
+		m.InitializeConditions()
+		switch ready {
+		case corev1.ConditionTrue:
+			m.MarkTrue(v1.RevisionConditionResourcesAvailable)
+			m.MarkTrue(v1.RevisionConditionContainerHealthy)
+		case corev1.ConditionUnknown:
+			m.MarkUnknown(v1.RevisionConditionResourcesAvailable, "Deploying", "")
+		}
+		return s
+	}
+	stored2 := func() *v1.Revision {
+		r := &v1.Revision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(stored), r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	// On its way, soon after creation: held back, requeued for the end of the wait.
+	res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown))
+	if err != nil || res.RequeueAfter != 1500*time.Millisecond {
+		t.Fatalf("Write = %+v, %v; want a requeue after 1.5s", res, err)
+	}
+	if stored2().Status.ObservedGeneration != 0 {
+		t.Fatal("an in-progress status was written within the settle time")
+	}
+	// Ready: written at once.
+	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionTrue)); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("Write = %+v, %v", res, err)
+	}
+	if !stored2().IsReady() {
+		t.Fatal("Ready was not written")
+	}
+	// Still on its way once the settle time has passed: written.
+	now = now.Add(3 * time.Second)
+	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown)); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("Write = %+v, %v", res, err)
+	}
+	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "Deploying" {
+		t.Fatalf("Ready = %+v", c)
 	}
 }
