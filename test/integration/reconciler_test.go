@@ -24,6 +24,7 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler"
+	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 )
 
 const readyTimeout = 60 * time.Second
@@ -528,5 +529,42 @@ func logStages(t *testing.T, c client.Client, ns string) {
 		d := stages[name]
 		slices.Sort(d)
 		t.Logf("%-24s p50 %4.0fs  p95 %4.0fs  max %4.0fs", name, d[len(d)/2].Seconds(), d[len(d)*95/100].Seconds(), d[len(d)-1].Seconds())
+	}
+}
+
+// TestRevisionGC: with every age and count rule at its most eager, a Revision goes as
+// soon as it is neither the latest created, the latest ready, routed nor marked no-gc.
+func TestRevisionGC(t *testing.T) {
+	c := testClient
+	startFerry(t, reconciler.Options{GC: &gc.Options{MinNonActive: 0, MaxNonActive: gc.Disabled}})
+	ns := testNamespace(t)
+	dumpOnFailure(t, c, ns)
+	ctx := context.Background()
+
+	svc := ksvc(ns, "old", "ferry.test/old")
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	for i, keep := range []bool{true, false} {
+		updateService(t, c, ns, "old", func(s *v1.Service) {
+			s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: fmt.Sprint(i)}}
+			s.Spec.Template.ObjectMeta.Annotations = nil
+			if keep {
+				s.Spec.Template.ObjectMeta.Annotations = map[string]string{v1.NoGCAnnotationKey: "true"}
+			}
+		})
+		waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	}
+	if svc.Status.LatestReadyRevisionName != "old-00003" {
+		t.Fatalf("latest ready = %q", svc.Status.LatestReadyRevisionName)
+	}
+	eventually(t, readyTimeout, func() (bool, string) {
+		return !get(t, c, ns, "old-00001", &v1.Revision{}), "old-00001 is still there"
+	})
+	for _, kept := range []string{"old-00002", "old-00003"} {
+		if !get(t, c, ns, kept, &v1.Revision{}) {
+			t.Errorf("%s was collected", kept)
+		}
 	}
 }

@@ -9,12 +9,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
-// maxRecheck bounds how long a Configuration goes without a collection: Routes that
-// stop sending traffic to a Revision do not wake the collector.
+// maxRecheck bounds how long a Configuration goes without a collection, as a backstop
+// for events the collector does not watch (a Revision's no-gc annotation removed, say).
 const maxRecheck = time.Hour
 
 // Reconciler collects one Configuration's Revisions per call.
@@ -26,12 +28,14 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// SetupWithManager registers the collector. It runs on Configuration events: a new
-// Revision always comes with one (latestCreatedRevisionName changes).
+// SetupWithManager registers the collector. It runs on Configuration events (a new
+// Revision always comes with one: latestCreatedRevisionName changes) and on Route
+// events, for the Configurations of the Revisions a Route routes or stopped routing.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("revision-gc").
 		For(&v1.Configuration{}).
+		Watches(&v1.Route{}, handler.EnqueueRequestsFromMapFunc(r.routeToConfigurations)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -87,6 +91,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		recheck = plan.Recheck
 	}
 	return ctrl.Result{RequeueAfter: recheck}, nil
+}
+
+// routeToConfigurations maps a Route to the Configurations of the Revisions in its
+// status.traffic. controller-runtime maps both the old and the new Route of an update,
+// so a Revision that stops being routed wakes its Configuration's collection.
+func (r *Reconciler) routeToConfigurations(ctx context.Context, o client.Object) []reconcile.Request {
+	rt, ok := o.(*v1.Route)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	seen := map[string]bool{}
+	for _, t := range rt.Status.Traffic {
+		rev := &v1.Revision{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rt.Namespace, Name: t.RevisionName}, rev); err != nil {
+			continue
+		}
+		if cfg := rev.Labels[v1.ConfigurationLabelKey]; cfg != "" && !seen[cfg] {
+			seen[cfg] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: rt.Namespace, Name: cfg}})
+		}
+	}
+	return reqs
 }
 
 // routed returns the Revisions that the namespace's Routes send traffic to.
