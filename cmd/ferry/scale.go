@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/manager"
+	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/ferry-serving/ferry/internal/scale"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
@@ -36,6 +38,7 @@ type scaleFlags struct {
 	floor       bool
 	phases      bool
 	cpuprofile  string
+	workers     int
 }
 
 func newScaleCommand() *cobra.Command {
@@ -75,6 +78,7 @@ The exit status is 1 when any Service missed its deadline.`,
 	fl.StringVar(&f.reportDir, "report-dir", "", "where report.json and report.html go (default ./ferry-scale-<timestamp>)")
 	fl.BoolVar(&f.floor, "floor", false, "after the run, time the same number of plain writes against the same API server")
 	fl.BoolVar(&f.phases, "phases", true, "also watch Configurations, Revisions, Deployments, pods, Routes and KIngresses, to report where the time goes")
+	fl.IntVar(&f.workers, "workers", 0, "without --kubeconfig: each of Ferry's controllers' concurrent reconciles (default: Ferry's default)")
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (the whole process: with the local cluster, the control plane too)")
 	return cmd
 }
@@ -82,6 +86,9 @@ The exit status is 1 when any Service missed its deadline.`,
 func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	if f.n <= 0 {
 		return errors.New("scale: say how many Services with -n N")
+	}
+	if f.workers != 0 && f.kubeconfig != "" {
+		return errors.New("scale: --workers configures the in-process Ferry; with --kubeconfig, Ferry runs elsewhere")
 	}
 	if f.gateway != "" && f.kubeconfig == "" {
 		return errors.New("scale: --gateway is for --kubeconfig; the local cluster's gateway is probed anyway")
@@ -95,6 +102,7 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	}
 
 	var cfg *rest.Config
+	runCtx, stopFerry := ctx, func() {}
 	opts := scale.Options{N: f.n, Concurrency: f.concurrency, TimeoutPerService: f.timeout, Image: f.image,
 		Namespace: f.namespace, GatewayURL: f.gateway, Warmup: true, Phases: f.phases, Progress: out, Terminal: isTerminal(out)}
 	if f.kubeconfig != "" {
@@ -132,25 +140,31 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		opts.FerryWrites = scale.NewWriteCounter()
 		opts.FerryWrites.Wrap(ferryCfg)
 		ferry, err := manager.New(ferryCfg, manager.Options{
-			Reconcilers: true,
-			Gateway:     &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true},
+			Reconcilers:       true,
+			ReconcilerOptions: reconciler.Options{Workers: f.workers},
+			Gateway:           &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true},
 		})
 		if err != nil {
 			return err
 		}
-		var g *errgroup.Group
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		g, ctx = errgroup.WithContext(ctx)
-		pprof.Do(ctx, pprof.Labels("component", "ferry"), func(ctx context.Context) {
+		// The run stops if Ferry fails (runCtx); Ferry stops before the floor, which
+		// is to measure the API server alone, and at the end.
+		ferryCtx, cancel := context.WithCancel(ctx)
+		g, gctx := errgroup.WithContext(ferryCtx)
+		pprof.Do(gctx, pprof.Labels("component", "ferry"), func(ctx context.Context) {
 			g.Go(func() error { return ferry.Start(ctx) })
 		})
-		defer func() {
-			cancel()
-			if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-				fmt.Fprintln(os.Stderr, "ferry:", err)
-			}
-		}()
+		runCtx = gctx
+		var once sync.Once
+		stopFerry = func() {
+			once.Do(func() {
+				cancel()
+				if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+					fmt.Fprintln(os.Stderr, "ferry:", err)
+				}
+			})
+		}
+		defer stopFerry()
 		cfg = cluster.RESTConfig()
 		opts.GatewayURL = "http://" + ferry.Gateway.ExternalAddr()
 		opts.InProcess = true
@@ -169,13 +183,14 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 			pf.Close()
 			return err
 		}
-		stopProfile = func() { pprof.StopCPUProfile(); pf.Close(); stopProfile = func() {} }
+		var once sync.Once
+		stopProfile = func() { once.Do(func() { pprof.StopCPUProfile(); pf.Close() }) }
 		defer stopProfile()
 	}
 	fmt.Fprintf(out, "Creating %d Services, %d at a time ...\n", f.n, opts.Concurrency)
 	var res *scale.Result
 	var runErr error
-	pprof.Do(ctx, pprof.Labels("component", "scale-run"), func(ctx context.Context) { res, runErr = scale.Run(ctx, opts) })
+	pprof.Do(runCtx, pprof.Labels("component", "scale-run"), func(ctx context.Context) { res, runErr = scale.Run(ctx, opts) })
 	stopProfile()
 	if res == nil {
 		return runErr
@@ -187,6 +202,9 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	}
 
 	if f.floor && runErr == nil {
+		// In-process, nothing but the floor should write meanwhile: Ferry would go
+		// on working on Services that missed their deadline.
+		stopFerry()
 		floor, err := scale.Floor(ctx, scale.FloorOptions{Config: cfg, Writes: res.Writes, Concurrency: res.Concurrency,
 			Real: res.Total, SizeNamespace: res.Namespace, Progress: out})
 		if err != nil {

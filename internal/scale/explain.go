@@ -187,7 +187,7 @@ func (x *explainer) configurationBranch(c Chain, svcReady bool) bool {
 	x.add(3, depLine)
 	if dep.Status.AvailableReplicas >= want {
 		// The pods are there; the Revision has not caught up.
-		x.blame(revLine, revKind)
+		x.blame(revLine, revKind+" (its Deployment is available)")
 		return false
 	}
 	pods := c.Pods[rev.Name]
@@ -335,7 +335,7 @@ func conditionKind(generation int64, s *duck.Status) string {
 		return "not reconciled"
 	}
 	for _, cond := range sortedConditions(s) {
-		if cond.Type != duck.ConditionReady && cond.Status != corev1.ConditionTrue {
+		if cond.Type != duck.ConditionReady && cond.Status != corev1.ConditionTrue && cond.Severity == duck.ConditionSeverityError {
 			return formatCondition(string(cond.Type), string(cond.Status), cond.Reason, "")
 		}
 	}
@@ -345,20 +345,26 @@ func conditionKind(generation int64, s *duck.Status) string {
 	return "no Ready condition"
 }
 
-// sortedConditions puts False before Unknown, then by type, so the worst comes first.
+// sortedConditions puts the conditions Ready depends on (severity Error) before the
+// informational ones (Info, Warning: a Revision's Active), False before Unknown, then
+// by type, so the worst comes first.
 func sortedConditions(s *duck.Status) []duck.Condition {
 	cs := slices.Clone(s.Conditions)
-	rank := func(st corev1.ConditionStatus) int {
-		switch st {
+	rank := func(c duck.Condition) int {
+		r := 2
+		switch c.Status {
 		case corev1.ConditionFalse:
-			return 0
+			r = 0
 		case corev1.ConditionUnknown:
-			return 1
+			r = 1
 		}
-		return 2
+		if c.Severity != duck.ConditionSeverityError {
+			r += 3
+		}
+		return r
 	}
 	slices.SortStableFunc(cs, func(a, b duck.Condition) int {
-		if r := rank(a.Status) - rank(b.Status); r != 0 {
+		if r := rank(a) - rank(b); r != 0 {
 			return r
 		}
 		return strings.Compare(string(a.Type), string(b.Type))

@@ -123,6 +123,17 @@ func TestExplain(t *testing.T) {
 		wantKind:    "Deployment no pods",
 		wantLines:   []string{"        → Pods of " + rev + ": none"},
 	}, {
+		name: "revision behind its available deployment",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Revisions[0].Status.Conditions = append(c.Revisions[0].Status.Conditions,
+				duck.Condition{Type: v1.RevisionConditionActive, Status: U, Reason: "Deploying", Severity: duck.ConditionSeverityInfo})
+			c.Deployments[rev].Status.AvailableReplicas = 1
+			return c
+		},
+		wantCulprit: "Revision " + rev + ": ContainerHealthy=Unknown Deploying; ResourcesAvailable=Unknown Deploying; Active=Unknown Deploying",
+		wantKind:    "Revision ContainerHealthy=Unknown Deploying (its Deployment is available)",
+	}, {
 		name: "deployment missing",
 		chain: func() Chain {
 			c := waitingChain()

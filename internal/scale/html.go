@@ -194,7 +194,7 @@ svg text{font:11px system-ui,sans-serif;fill:#5b6475}
 
 {{with .R.Floor}}<h2>Write floor</h2>
 <div class="panel"><p>The same number of writes ({{.Writes}}: {{verbs .ByVerb}}) as plain ConfigMap writes of the written objects' sizes, at concurrency {{.Concurrency}}, against the same API server: <b>{{dur .Duration}}</b>. The run took {{dur .Real}}: <b>real / floor = {{f2 .Ratio}}</b>.{{if .Errors}} {{.Errors}} floor writes failed; the first: {{.FirstError}}.{{end}}</p>
-<p class="note">{{.Precreated}} objects were created untimed beforehand, for updates to resources the run did not create. The API server counted {{.ObservedWrites}} writes meanwhile.</p></div>{{end}}
+<p class="note">{{.Precreated}} objects were created untimed beforehand, for updates to resources the run did not create. The API server counted {{.ObservedWrites}} writes meanwhile.{{if .Note}} Note: {{.Note}}.{{end}}</p></div>{{end}}
 
 {{with .R.Process}}<h2>Process</h2>
 <div class="panel"><table>

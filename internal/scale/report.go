@@ -87,7 +87,7 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 			p.CPUSeconds/max(p.WallSeconds, 1e-9), fmtBytes(p.PeakRSSBytes), fmtBytes(p.RSSBytes))
 		fmt.Fprintf(w, "  Go heap in use %s before, %s after (heap reserved %s); %d goroutines\n",
 			fmtBytes(int64(p.HeapInuseBefore)), fmtBytes(int64(p.HeapInuseAfter)), fmtBytes(int64(p.HeapSysAfter)), p.GoroutinesAfter)
-		fmt.Fprintf(w, "  (Ferry's share cannot be told apart by the process's counters; --cpuprofile can, by function.)\n")
+		fmt.Fprintf(w, "  (The process's counters cannot tell Ferry's share; a CPU profile labelled by component can.)\n")
 	}
 
 	if f := r.Floor; f != nil {
@@ -95,6 +95,9 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 			f.Writes, formatVerbs(f.ByVerb), f.Concurrency, fmtDur(f.Duration), fmtDur(f.Real), f.Ratio())
 		if f.Errors > 0 {
 			fmt.Fprintf(w, "  %d floor writes failed, the first: %s\n", f.Errors, f.FirstError)
+		}
+		if f.Note != "" {
+			fmt.Fprintf(w, "  note: %s\n", f.Note)
 		}
 	}
 
