@@ -113,18 +113,23 @@ type writeCounter struct {
 	byNamespace map[string]*atomic.Int64
 	// byKind counts writes by namespace, then by "VERB resource[/subresource]".
 	byKind map[string]map[string]int
+	// latency adds up the time writes of each "VERB resource" took.
+	latency map[string]time.Duration
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
-			w.count(req.Method, req.URL.Path)
+		if req.Method == http.MethodGet {
+			return rt.RoundTrip(req)
 		}
-		return rt.RoundTrip(req)
+		start := time.Now()
+		resp, err := rt.RoundTrip(req)
+		w.count(req.Method, req.URL.Path, time.Since(start))
+		return resp, err
 	})
 }
 
-func (w *writeCounter) count(method, path string) {
+func (w *writeCounter) count(method, path string, took time.Duration) {
 	ns, what := namespaceOf(path), method+" "+resourceOf(path)
 	w.mu.Lock()
 	c := w.byNamespace[ns]
@@ -139,8 +144,29 @@ func (w *writeCounter) count(method, path string) {
 		w.byKind[ns] = map[string]int{}
 	}
 	w.byKind[ns][what]++
+	if w.latency == nil {
+		w.latency = map[string]time.Duration{}
+	}
+	w.latency[what] += took
 	w.mu.Unlock()
 	c.Add(1)
+}
+
+// meanLatency returns the mean time a write of each "VERB resource" took, everywhere.
+func (w *writeCounter) meanLatency() map[string]time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := map[string]int{}
+	for _, kinds := range w.byKind {
+		for k, c := range kinds {
+			n[k] += c
+		}
+	}
+	out := map[string]time.Duration{}
+	for k, d := range w.latency {
+		out[k] = (d / time.Duration(n[k])).Round(time.Millisecond)
+	}
+	return out
 }
 
 // kinds returns the writes in ns by verb and resource.

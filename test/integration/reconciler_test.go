@@ -368,6 +368,15 @@ func TestNotOwned(t *testing.T) {
 	if byo.Status.LatestReadyRevisionName != "taken-b-blue" {
 		t.Errorf("latestReady = %q", byo.Status.LatestReadyRevisionName)
 	}
+
+	// A chosen name the API server refuses for a Revision: reported, not retried.
+	bad := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"}}
+	bad.Spec.Template.ObjectMeta.Name = "bad-Blue"
+	bad.Spec.Template.Spec.Containers = []corev1.Container{{Image: "ferry.test/blue"}}
+	if err := c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, bad, v1.ConfigurationConditionReady, corev1.ConditionFalse, "RevisionFailed", readyTimeout)
 }
 
 // TestManyServices is the seed's scenario: 200 Services created at once, each Ready
@@ -455,6 +464,7 @@ func manyServices(t *testing.T, c client.Client, f *ferry, ns string, n int, dea
 			float64(f.writes.in(ns))/float64(n))
 	}
 	t.Logf("writes: %v", f.writes.kinds(ns))
+	t.Logf("mean write latency: %v", f.writes.meanLatency())
 	logStages(t, c, ns)
 	logControllerMetrics(t)
 }

@@ -139,10 +139,14 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 	err := r.Children.Get(ctx, key, rev)
 	if apierrors.IsNotFound(err) {
 		desired := resources.MakeRevision(cfg)
-		if err = r.Children.Create(ctx, r.Client, desired); err == nil {
+		err = r.Children.Create(ctx, r.Client, desired)
+		switch {
+		case err == nil:
 			return desired, nil, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			// Retrying cannot help: the template must change.
+			return nil, &problem{ReasonRevisionFailed, fmt.Sprintf("Revision creation failed with message: %s.", err)}, nil
+		case !apierrors.IsAlreadyExists(err):
 			return nil, nil, err
 		}
 		err = r.APIReader.Get(ctx, key, rev)

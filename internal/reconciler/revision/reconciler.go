@@ -121,21 +121,23 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := v1.RevisionConditions.Manage(&status.Status)
 	m.InitializeConditions()
 
-	if err := r.reconcileService(ctx, rev, resources.MakeService(want)); err != nil {
-		if !errors.Is(err, errNotOwned) {
-			return ctrl.Result{}, err
+	// The Service and the Deployment do not depend on each other: on a Revision's first
+	// reconcile, creating them side by side takes one API round trip instead of two.
+	svcErr := make(chan error, 1)
+	go func() { svcErr <- r.reconcileService(ctx, rev, resources.MakeService(want)) }()
+	d, depErr := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, r.ProgressDeadline))
+	for _, e := range []struct {
+		err  error
+		kind string
+		name string
+	}{{<-svcErr, "Service", rev.Name}, {depErr, "Deployment", resources.DeploymentName(rev)}} {
+		switch {
+		case errors.Is(e.err, errNotOwned):
+			m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing %s %q that we do not own.", e.kind, e.name)
+			return r.Status.Write(ctx, rev, &rev.Status, status)
+		case e.err != nil:
+			return ctrl.Result{}, e.err
 		}
-		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing Service %q that we do not own.", rev.Name)
-		return r.Status.Write(ctx, rev, &rev.Status, status)
-	}
-
-	d, err := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, r.ProgressDeadline))
-	if err != nil {
-		if !errors.Is(err, errNotOwned) {
-			return ctrl.Result{}, err
-		}
-		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing Deployment %q that we do not own.", resources.DeploymentName(rev))
-		return r.Status.Write(ctx, rev, &rev.Status, status)
 	}
 
 	var pods []corev1.Pod

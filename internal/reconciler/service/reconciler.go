@@ -84,7 +84,20 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := v1.ServiceConditions.Manage(&status.Status)
 	m.InitializeConditions()
 
+	// The two children do not depend on each other: on a Service's first reconcile,
+	// creating them side by side takes one API round trip instead of two.
+	type child struct {
+		obj client.Object
+		err error
+	}
+	route := make(chan child, 1)
+	go func() {
+		obj, err := r.reconcileChild(ctx, svc, resources.MakeRoute(want), &v1.Route{}, routeDiffers)
+		route <- child{obj, err}
+	}()
+
 	cfg, err := r.reconcileChild(ctx, svc, resources.MakeConfiguration(want), &v1.Configuration{}, configurationDiffers)
+	rt := <-route
 	switch {
 	case errors.Is(err, errNotOwned):
 		m.MarkFalse(v1.ServiceConditionConfigurationsReady, ReasonNotOwned, "There is an existing Configuration %q that we do not own.", svc.Name)
@@ -94,14 +107,13 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		propagateConfiguration(status, m, cfg.(*v1.Configuration))
 	}
 
-	rt, err := r.reconcileChild(ctx, svc, resources.MakeRoute(want), &v1.Route{}, routeDiffers)
 	switch {
-	case errors.Is(err, errNotOwned):
+	case errors.Is(rt.err, errNotOwned):
 		m.MarkFalse(v1.ServiceConditionRoutesReady, ReasonNotOwned, "There is an existing Route %q that we do not own.", svc.Name)
-	case err != nil:
-		return ctrl.Result{}, err
+	case rt.err != nil:
+		return ctrl.Result{}, rt.err
 	default:
-		propagateRoute(status, m, rt.(*v1.Route), want.Spec.Traffic, status.LatestReadyRevisionName)
+		propagateRoute(status, m, rt.obj.(*v1.Route), want.Spec.Traffic, status.LatestReadyRevisionName)
 	}
 
 	return r.Status.Write(ctx, svc, &svc.Status, status)
