@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -70,6 +71,7 @@ func startFerry(t *testing.T, opts reconciler.Options) *ferry {
 		t.Fatal(err)
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("test-gateway").For(&netv1alpha1.Ingress{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: reconciler.DefaultWorkers}).
 		Complete(&fakeGateway{client: mgr.GetClient()}); err != nil {
 		t.Fatal(err)
 	}

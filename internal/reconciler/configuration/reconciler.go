@@ -7,12 +7,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ferry-serving/ferry/api/duck"
@@ -53,7 +55,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// Its own status writes cannot change the outcome; spec and metadata can.
 		For(&v1.Configuration{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&v1.Revision{}).
+		// A Revision's replicas and the like do not change which is latest or ready.
+		Owns(&v1.Revision{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, n := e.ObjectOld.(*v1.Revision), e.ObjectNew.(*v1.Revision)
+			return o.IsReady() != n.IsReady() || o.IsFailed() != n.IsFailed() ||
+				!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+				readyMessage(o) != readyMessage(n)
+		}})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -110,6 +118,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.LatestReadyRevisionName = ready
 	markReady(m, latest, ready)
 	return r.Status.Write(ctx, cfg, &cfg.Status, status)
+}
+
+// readyMessage is the Ready message of a Revision, which a failed Revision's
+// Configuration repeats.
+func readyMessage(r *v1.Revision) string {
+	if c := r.Status.GetCondition(v1.RevisionConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
 }
 
 // markReady is Knative's rule: Ready once the latest created Revision is the latest

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -18,6 +19,10 @@ import (
 // changes, by the KIngress and placeholder Service they own, by the tracker for the
 // Configurations and Revisions they read (tracked), and by enqueue (the tracker's
 // requeue of an observer that starts tracking something).
+//
+// Updates of a Configuration or Revision that leave alone what traffic resolution reads
+// of it (a Revision's replicas, a Configuration's latest created Revision) are dropped
+// before the tracker: they would wake every Route that names the object for nothing.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHandler, enqueue source.Source, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("route").
@@ -26,9 +31,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHan
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&netv1alpha1.Ingress{}).
 		Owns(&corev1.Service{}).
-		Watches(&v1.Configuration{}, tracked).
-		Watches(&v1.Revision{}, tracked).
+		Watches(&v1.Configuration{}, tracked, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return routingOfConfiguration(e.ObjectOld.(*v1.Configuration)) != routingOfConfiguration(e.ObjectNew.(*v1.Configuration))
+		}})).
+		Watches(&v1.Revision{}, tracked, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return routingOfRevision(e.ObjectOld.(*v1.Revision)) != routingOfRevision(e.ObjectNew.(*v1.Revision))
+		}})).
 		WatchesRawSource(enqueue).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
+}
+
+// configurationRouting is what traffic resolution reads of a Configuration.
+type configurationRouting struct {
+	latestReady string
+	failed      bool
+}
+
+func routingOfConfiguration(c *v1.Configuration) configurationRouting {
+	return configurationRouting{c.Status.LatestReadyRevisionName, c.Status.GetCondition(v1.ConfigurationConditionReady).IsFalse()}
+}
+
+// revisionRouting is what traffic resolution reads of a Revision.
+type revisionRouting struct{ ready, failed bool }
+
+func routingOfRevision(r *v1.Revision) revisionRouting {
+	return revisionRouting{r.IsReady(), r.IsFailed()}
 }
