@@ -578,3 +578,38 @@ func TestRevisionGC(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoControllers runs two copies of Ferry at once, as a restart overlapping the
+// old process or a stale cache would: deterministic names mean each generation still
+// gets exactly one Revision, and every Service becomes Ready.
+func TestTwoControllers(t *testing.T) {
+	c := testClient
+	delay := reconciler.Options{AfterRead: func() { time.Sleep(rand.N(20 * time.Millisecond)) }}
+	startFerry(t, delay)
+	startFerry(t, delay)
+	ns := testNamespace(t)
+	dumpOnFailure(t, c, ns)
+	ctx := context.Background()
+
+	const n = 20
+	for i := range n {
+		if err := c.Create(ctx, ksvc(ns, fmt.Sprintf("twin%02d", i), "ferry.test/twin")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("twin%02d", i)}}
+		waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	}
+	revs := &v1.RevisionList{}
+	if err := c.List(ctx, revs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(revs.Items) != n {
+		var names []string
+		for _, r := range revs.Items {
+			names = append(names, r.Name)
+		}
+		t.Errorf("%d Revisions for %d Services: %v", len(revs.Items), n, names)
+	}
+}
