@@ -3,6 +3,8 @@
 package reconciler
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -10,6 +12,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	revresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
@@ -69,6 +72,9 @@ type Controllers struct {
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	opts = withDefaults(opts)
 	c := mgr.GetClient()
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("indexing the cache: %w", err)
+	}
 
 	requeue := tracker.NewQueueSource()
 	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())

@@ -21,6 +21,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
@@ -184,7 +185,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 func (r *Reconciler) latestReady(ctx context.Context, cfg *v1.Configuration, current string) (string, error) {
 	revs := &v1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(cfg.Namespace),
-		client.MatchingLabels{v1.ConfigurationLabelKey: cfg.Name}); err != nil {
+		client.MatchingFields{index.RevisionsByConfiguration: cfg.Name}); err != nil {
 		return "", err
 	}
 	return pickLatestReady(cfg, revs.Items, current), nil

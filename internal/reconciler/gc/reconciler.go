@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
 )
 
 // maxRecheck bounds how long a Configuration goes without a collection, as a backstop
@@ -56,7 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	list := &v1.RevisionList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(cfg.Namespace),
-		client.MatchingLabels{v1.ConfigurationLabelKey: cfg.Name}); err != nil {
+		client.MatchingFields{index.RevisionsByConfiguration: cfg.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	revs := make([]*v1.Revision, 0, len(list.Items))

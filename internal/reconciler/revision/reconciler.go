@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
@@ -143,7 +144,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var pods []corev1.Pod
 	if needsPods(d) {
 		list := &corev1.PodList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(rev.Namespace), client.MatchingLabels(resources.Selector(rev))); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(rev.Namespace), client.MatchingFields{index.PodsByRevision: rev.Name}); err != nil {
 			return ctrl.Result{}, err
 		}
 		pods = list.Items
