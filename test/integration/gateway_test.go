@@ -21,11 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -37,16 +33,7 @@ import (
 // loopback ports, until the test ends.
 func startGateway(t *testing.T) *gateway.Gateway {
 	t.Helper()
-	skip := true
-	mgr, err := ctrl.NewManager(rest.CopyConfig(testConfig), manager.Options{
-		Scheme:                 testScheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := newTestManager(t, rest.CopyConfig(testConfig))
 	gw := gateway.New(gateway.Options{
 		ExternalAddr: "127.0.0.1:0",
 		LocalAddr:    "127.0.0.1:0",
@@ -56,18 +43,7 @@ func startGateway(t *testing.T) *gateway.Gateway {
 	if err := gw.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	runTestManager(t, mgr)
 	return gw
 }
 

@@ -22,10 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -56,16 +53,7 @@ func startFerry(t *testing.T, opts reconciler.Options) *ferry {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return wc.wrap(rt) })
 	cfg.QPS, cfg.Burst = -1, -1
 
-	skip := true
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                 testScheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := newTestManager(t, cfg)
 	ctrls, err := reconciler.SetupWithManager(mgr, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -75,18 +63,7 @@ func startFerry(t *testing.T, opts reconciler.Options) *ferry {
 		Complete(&fakeGateway{client: mgr.GetClient()}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	runTestManager(t, mgr)
 	return &ferry{ctrls: ctrls, writes: wc}
 }
 

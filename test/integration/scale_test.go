@@ -13,10 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localcluster"
@@ -32,19 +29,10 @@ func startScaleFerry(t *testing.T) (string, *scale.WriteCounter) {
 	cfg := rest.CopyConfig(testConfig)
 	writes := scale.NewWriteCounter()
 	writes.Wrap(cfg)
-	skip := true // other tests run the same controllers in managers of their own
 	// Reconcile errors are worth seeing when a Service is stuck; controller-runtime
 	// keeps the first logger set in the process, whichever test sets it.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                 testScheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := newTestManager(t, cfg)
 	if _, err := reconciler.SetupWithManager(mgr, reconciler.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,18 +41,7 @@ func startScaleFerry(t *testing.T) (string, *scale.WriteCounter) {
 	if err := gw.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	runTestManager(t, mgr)
 	return "http://" + gw.ExternalAddr(), writes
 }
 
