@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 )
 
 // Ready reasons.
@@ -64,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 				readyMessage(o) != readyMessage(n)
 		}})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Complete(terminating.Ignore(r))
 }
 
 // problem is a permanent reason the Configuration cannot get its Revision.
@@ -73,16 +73,6 @@ type problem struct{ reason, message string }
 // Reconcile makes sure the current generation has its Revision and reports the latest
 // created and latest ready ones.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		// The namespace is going away, and the object with it: creating children
-		// there can only fail until it is gone.
-		return ctrl.Result{}, nil
-	}
-	return res, err
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cfg := &v1.Configuration{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
 		if apierrors.IsNotFound(err) {

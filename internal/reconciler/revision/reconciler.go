@@ -25,6 +25,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 )
 
 // Reconciler reconciles one Revision per call.
@@ -63,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Complete(terminating.Ignore(r))
 }
 
 // deploymentChanged reports an update to what the Revision reads from its Deployment.
@@ -91,16 +92,6 @@ var errNotOwned = errors.New("not owned")
 // Reconcile makes sure the Revision's Deployment and Service exist and reports how
 // its pods are doing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		// The namespace is going away, and the object with it: creating children
-		// there can only fail until it is gone.
-		return ctrl.Result{}, nil
-	}
-	return res, err
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &v1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
 		if apierrors.IsNotFound(err) {

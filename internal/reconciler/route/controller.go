@@ -13,6 +13,7 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 )
 
 // SetupWithManager registers the Route controller. Routes are woken by their own
@@ -39,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHan
 		}})).
 		WatchesRawSource(enqueue).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Complete(terminating.Ignore(r))
 }
 
 // configurationRouting is what traffic resolution reads of a Configuration.

@@ -61,16 +61,6 @@ var errNotOwned = errors.New("not owned")
 // Reconcile brings one Route's children and status in line with its spec and with the
 // Configurations and Revisions it names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		// The namespace is going away, and the object with it: creating children
-		// there can only fail until it is gone.
-		return ctrl.Result{}, nil
-	}
-	return res, err
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	route := &v1.Route{}
 	if err := r.Client.Get(ctx, req.NamespacedName, route); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 )
 
 // Reconciler reconciles one Service per call.
@@ -44,7 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Owns(&v1.Configuration{}).
 		Owns(&v1.Route{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		Complete(terminating.Ignore(r))
 }
 
 // errNotOwned says a child's name is taken by an object the Service does not control.
@@ -53,16 +53,6 @@ var errNotOwned = errors.New("not owned")
 // Reconcile keeps the Service's Configuration and Route equal to its spec and copies
 // their status up.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcile(ctx, req)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		// The namespace is going away, and the object with it: creating children
-		// there can only fail until it is gone.
-		return ctrl.Result{}, nil
-	}
-	return res, err
-}
-
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	svc := &v1.Service{}
 	if err := r.Client.Get(ctx, req.NamespacedName, svc); err != nil {
 		if apierrors.IsNotFound(err) {
