@@ -120,8 +120,8 @@ func MakeDeployment(rev *v1.Revision, progressDeadline int32) *appsv1.Deployment
 
 // makePodSpec is the Revision's PodSpec with what Knative adds around the serving
 // container: its port (8080 unless named), PORT in its environment, a TCP readiness
-// probe on it unless the user gave one, and logs as the termination message fallback
-// so that a crash explains itself in the Revision's status.
+// probe on it unless the user gave one, probes' port 0 resolved to it, and logs as the
+// termination message fallback so that a crash explains itself in the Revision's status.
 func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 	spec := *rev.Spec.PodSpec.DeepCopy()
 	if len(spec.Containers) == 0 {
@@ -129,16 +129,17 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 	}
 	port := UserPort(rev)
 	c := &spec.Containers[servingContainer(&rev.Spec)]
-	if len(c.Ports) == 0 {
+	switch {
+	case len(c.Ports) == 0:
 		c.Ports = []corev1.ContainerPort{{Name: userPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}}
+	case c.Ports[0].ContainerPort == 0:
+		c.Ports[0].ContainerPort = port
 	}
 	if !hasEnv(c.Env, "PORT") {
 		c.Env = append(c.Env, corev1.EnvVar{Name: "PORT", Value: strconv.Itoa(int(port))})
 	}
 	if c.ReadinessProbe == nil {
-		c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)},
-		}}
+		c.ReadinessProbe = &corev1.Probe{}
 	}
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
@@ -146,10 +147,41 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}
 		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
+			servingPortProbe(p, port)
 			defaultProbe(p)
 		}
 	}
 	return spec
+}
+
+// servingPortProbe gives a probe Knative's meaning for what the API server would
+// refuse: a probe without a handler checks the serving port over TCP, and port 0 (or no
+// port) in a tcpSocket, httpGet or grpc probe means the serving port. Knative's webhook
+// writes `readinessProbe: {tcpSocket: {port: 0}}` into every Revision, and its
+// queue-proxy resolves the 0; in Ferry the kubelet probes, so the port is resolved here.
+func servingPortProbe(p *corev1.Probe, port int32) {
+	if p == nil {
+		return
+	}
+	h := &p.ProbeHandler
+	if h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil && h.GRPC == nil {
+		h.TCPSocket = &corev1.TCPSocketAction{}
+	}
+	switch {
+	case h.TCPSocket != nil && unsetPort(h.TCPSocket.Port):
+		h.TCPSocket.Port = intstr.FromInt32(port)
+	case h.HTTPGet != nil && unsetPort(h.HTTPGet.Port):
+		h.HTTPGet.Port = intstr.FromInt32(port)
+	case h.GRPC != nil && h.GRPC.Port == 0:
+		h.GRPC.Port = port
+	}
+}
+
+func unsetPort(p intstr.IntOrString) bool {
+	if p.Type == intstr.String {
+		return p.StrVal == ""
+	}
+	return p.IntVal == 0
 }
 
 // defaultProbe fills in the API server's defaults for a probe's numbers. The reconciler
