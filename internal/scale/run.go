@@ -7,13 +7,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/explain"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -392,13 +392,7 @@ func (r *runner) observe(ctx context.Context, svc *v1.Service) {
 	})
 }
 
-func hostOf(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return ""
-	}
-	return p.Host
-}
+func hostOf(u string) string { return explain.HostOf(u) }
 
 // maxProbeAttempts bounds the requests sent to one Service.
 const maxProbeAttempts = 200
@@ -437,32 +431,12 @@ func (r *runner) probe(ctx context.Context, host string, deadline time.Time) (ti
 }
 
 func (r *runner) probeOnce(ctx context.Context, host string) (bool, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.o.GatewayURL+"/", nil)
-	if err != nil {
-		return false, err.Error()
-	}
-	req.Host = host
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return false, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	io.Copy(io.Discard, resp.Body)
-	return Routed(resp.StatusCode, string(body)), fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+	return explain.Probe(ctx, r.http, r.o.GatewayURL, host)
 }
 
-// Routed says whether a gateway answer means the request reached a revision: a 2xx
-// from a real pod, or, when kwok simulates the pods, the gateway's 503 that names
-// the revision it routed to (but not the one saying the revision has no ready
-// endpoints yet).
-func Routed(status int, body string) bool {
-	if status >= 200 && status < 300 {
-		return true
-	}
-	return status == http.StatusServiceUnavailable && strings.HasPrefix(body, "ferry: routed to revision") &&
-		!strings.Contains(body, "no ready endpoints")
-}
+// Routed says whether a gateway answer means the request reached a revision (see
+// explain.Routed).
+func Routed(status int, body string) bool { return explain.Routed(status, body) }
 
 // watchServices runs an informer on the Services in the run's namespace that match
 // sel, calling f on every add and update, and returns once it has synced.

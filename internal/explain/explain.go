@@ -1,0 +1,659 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Kind names the object an explanation starts from.
+type Kind string
+
+// The kinds `ferry explain` takes.
+const (
+	KindService       Kind = "ksvc"
+	KindConfiguration Kind = "configuration"
+	KindRevision      Kind = "revision"
+	KindRoute         Kind = "route"
+)
+
+// ParseKind accepts the names kubectl accepts for Knative's kinds (singular, plural,
+// short names), and "service" for a Knative Service.
+func ParseKind(s string) (Kind, error) {
+	switch strings.ToLower(strings.TrimSuffix(s, ".serving.knative.dev")) {
+	case "ksvc", "kservice", "service", "services", "ksvcs":
+		return KindService, nil
+	case "configuration", "configurations", "config", "cfg":
+		return KindConfiguration, nil
+	case "revision", "revisions", "rev":
+		return KindRevision, nil
+	case "route", "routes", "rt":
+		return KindRoute, nil
+	}
+	return "", fmt.Errorf("cannot explain %q: want ksvc (service), configuration, revision or route", s)
+}
+
+// Chain is what is known of one object and the objects its readiness depends on: a
+// Service's Configuration and that one's Revisions with their Deployments,
+// ReplicaSets and pods, its Route and that one's KIngress, and the Events about
+// them. Missing objects are nil (or absent from the maps).
+type Chain struct {
+	// Name is the root object's name; Root its kind ("" is a Service).
+	Name      string
+	Namespace string
+	Root      Kind
+
+	Service       *v1.Service
+	Configuration *v1.Configuration
+	Revisions     []v1.Revision
+	Deployments   map[string]*appsv1.Deployment  // by Revision name
+	ReplicaSets   map[string][]appsv1.ReplicaSet // by Revision name
+	Pods          map[string][]corev1.Pod        // by Revision name
+	Route         *v1.Route
+	Ingress       *netv1alpha1.Ingress
+	// Events are the Events about any of the objects above.
+	Events []corev1.Event
+	// ReadErrors say which objects could not be read, and why.
+	ReadErrors []string
+	// Now is when the snapshot was taken, to say how old Events are (zero: not said).
+	Now time.Time
+
+	// CreateError is why the Service could not be created.
+	CreateError string
+	// Deadline is the time the Service had; ReadyAfter, when not 0, is when it
+	// became Ready all the same.
+	Deadline   time.Duration
+	ReadyAfter time.Duration
+	// Probed says a gateway was sent requests with the Route's host; LastAnswer is
+	// what it last said when it did not route them ("" when it did).
+	Probed     bool
+	LastAnswer string
+	// GatewayURL is where the requests went, and RoutedAnswer what the gateway said
+	// when it routed one.
+	GatewayURL   string
+	RoutedAnswer string
+}
+
+func (c *Chain) root() Kind {
+	if c.Root == "" {
+		return KindService
+	}
+	return c.Root
+}
+
+// Explanation says why an object is not Ready, along its dependency chain.
+type Explanation struct {
+	// Culprit is the deepest object that is not ready, and why, in one line.
+	Culprit string `json:"culprit"`
+	// Kind is the culprit without names and messages, to group Services stuck for
+	// the same reason: "Revision ResourcesAvailable=Unknown Deploying".
+	Kind string `json:"kind"`
+	// Lines walk the chain from the root down, indented by depth.
+	Lines []string `json:"lines"`
+}
+
+func (e Explanation) String() string { return strings.Join(e.Lines, "\n") }
+
+// explainer accumulates lines and remembers the first branch's deepest culprit.
+type explainer struct {
+	e Explanation
+}
+
+func (x *explainer) add(depth int, line string) {
+	prefix := ""
+	if depth > 0 {
+		prefix = strings.Repeat("  ", depth) + "→ "
+	}
+	x.e.Lines = append(x.e.Lines, prefix+line)
+}
+
+// blame records the culprit unless an earlier branch already named one.
+func (x *explainer) blame(culprit, kind string) {
+	if x.e.Culprit == "" {
+		x.e.Culprit, x.e.Kind = culprit, kind
+	}
+}
+
+// Explain walks the chain from its root down, listing what is not True on each
+// object, and names the deepest object that holds the rest up. The Configuration
+// branch comes first: a Route that waits for traffic usually waits for a Revision.
+//
+// A Service always gets a culprit (`ferry scale` explains only the Services that
+// missed their deadline, so a Ready one was late); for the other roots the culprit
+// is empty when the root is Ready.
+func Explain(c Chain) Explanation {
+	x := &explainer{}
+	switch c.root() {
+	case KindConfiguration:
+		if c.Configuration == nil {
+			x.add(0, fmt.Sprintf("Configuration %s: not found", c.Name))
+			x.blame(x.e.Lines[0], "Configuration not found")
+			return x.e
+		}
+		x.configurationBranch(c, 0, true)
+		return x.e
+	case KindRevision:
+		if len(c.Revisions) == 0 {
+			x.add(0, fmt.Sprintf("Revision %s: not found", c.Name))
+			x.blame(x.e.Lines[0], "Revision not found")
+			return x.e
+		}
+		rev := &c.Revisions[0]
+		if rev.IsReady() {
+			x.add(0, fmt.Sprintf("Revision %s: Ready", rev.Name))
+			return x.e
+		}
+		x.revisionBranch(c, rev, 0)
+		return x.e
+	case KindRoute:
+		if c.Route == nil {
+			x.add(0, fmt.Sprintf("Route %s: not found", c.Name))
+			x.blame(x.e.Lines[0], "Route not found")
+			return x.e
+		}
+		rt := c.Route
+		gatewayStuck := rt.IsReady() && c.Probed && c.LastAnswer != ""
+		if !rt.Status.GetCondition(v1.RouteConditionAllTrafficAssigned).IsTrue() && c.Configuration != nil {
+			// The Route waits for the Configuration's Revision: that branch first.
+			x.add(0, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+			x.configurationBranch(c, 1, false)
+			x.routeBranch(c, 1, false, true)
+		} else {
+			x.routeBranch(c, 0, gatewayStuck, false)
+		}
+		if gatewayStuck {
+			x.add(1, "gateway: did not route a request to it; last answer: "+truncate(c.LastAnswer, 200))
+			x.blame(fmt.Sprintf("gateway: no routed answer for Route %s: %s", rt.Name, truncate(c.LastAnswer, 120)), "gateway not routing")
+		}
+		return x.e
+	}
+
+	switch {
+	case c.CreateError != "":
+		x.add(0, fmt.Sprintf("ksvc %s: not created: %s", c.Name, c.CreateError))
+		x.blame(x.e.Lines[0], "ksvc not created")
+		return x.e
+	case c.Service == nil:
+		x.add(0, fmt.Sprintf("ksvc %s: not found (deleted, or never seen by the watch)", c.Name))
+		x.blame(x.e.Lines[0], "ksvc not found")
+		return x.e
+	}
+	svc := c.Service
+	svcReady := svc.IsReady()
+	if svcReady {
+		line := fmt.Sprintf("ksvc %s: Ready", svc.Name)
+		if c.ReadyAfter > 0 && c.Deadline > 0 && c.ReadyAfter > c.Deadline {
+			line += fmt.Sprintf(", but only after %s (deadline %s)", FormatDuration(c.ReadyAfter), FormatDuration(c.Deadline))
+		}
+		x.add(0, line)
+	} else {
+		x.add(0, "ksvc "+svc.Name+": "+describeStatus(svc.Generation, &svc.Status.Status, true))
+	}
+
+	cfgOK := x.serviceConfiguration(c, svcReady)
+	routeOK := x.serviceRoute(c, svcReady)
+
+	switch {
+	case svcReady && c.Probed && c.LastAnswer != "":
+		x.add(1, "gateway: never routed a request to it; last answer: "+truncate(c.LastAnswer, 200))
+		x.blame(fmt.Sprintf("gateway: no routed answer for %s: %s", svc.Name, truncate(c.LastAnswer, 120)), "gateway not routing")
+	case svcReady:
+		x.blame(x.e.Lines[0], "ksvc Ready late")
+	case cfgOK && routeOK:
+		why := "Configuration and Route are Ready but the Service's status does not say so yet (Service reconciler behind)"
+		x.add(1, why)
+		x.blame(fmt.Sprintf("ksvc %s: %s", svc.Name, describeStatus(svc.Generation, &svc.Status.Status, false)), "ksvc "+conditionKind(svc.Generation, &svc.Status.Status))
+	}
+	return x.e
+}
+
+// ReasonNotOwned is the reason Ferry (and Knative) give when a child's name is taken
+// by an object the parent does not control.
+const ReasonNotOwned = "NotOwned"
+
+// notOwned says obj is not the Service's: controlled by something else, or the
+// Service's condition says so.
+func notOwned(svc *v1.Service, obj metav1.Object, cond *duck.Condition) bool {
+	if cond != nil && cond.Reason == ReasonNotOwned && cond.Status != corev1.ConditionTrue {
+		return true
+	}
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && (ref.Kind != "Service" || ref.Name != svc.Name || (svc.UID != "" && ref.UID != svc.UID))
+}
+
+// serviceConfiguration explains the Service's Configuration if the Service waits on
+// it; it reports whether that branch is fine.
+func (x *explainer) serviceConfiguration(c Chain, svcReady bool) bool {
+	svc := c.Service
+	cfg := c.Configuration
+	svcCond := svc.Status.GetCondition(v1.ServiceConditionConfigurationsReady)
+	if cfg == nil {
+		if svcReady {
+			return true
+		}
+		line := fmt.Sprintf("Configuration %s: missing (the Service reconciler has not created it)", svc.Name)
+		x.add(1, line)
+		x.blame(line, "Configuration missing")
+		return false
+	}
+	if notOwned(svc, cfg, svcCond) {
+		line := fmt.Sprintf("Configuration %s: not owned by ksvc %s (an object the Service does not control has its name)", cfg.Name, svc.Name)
+		x.add(1, line)
+		x.blame(line, "Configuration not owned")
+		return false
+	}
+	if cfg.IsReady() && (svcCond.IsTrue() || svcReady) {
+		return true
+	}
+	return x.configurationBranch(c, 1, true)
+}
+
+// configurationBranch explains the Configuration at depth and its latest Revision;
+// it reports whether the Configuration is Ready. withReady says a Ready
+// Configuration gets a line too.
+func (x *explainer) configurationBranch(c Chain, depth int, withReady bool) bool {
+	cfg := c.Configuration
+	if cfg.IsReady() {
+		if withReady {
+			x.add(depth, fmt.Sprintf("Configuration %s: Ready (latestReady %s)", cfg.Name, cfg.Status.LatestReadyRevisionName))
+		}
+		return true
+	}
+	x.add(depth, fmt.Sprintf("Configuration %s: %s; latestCreated=%q latestReady=%q", cfg.Name,
+		describeStatus(cfg.Generation, &cfg.Status.Status, true), cfg.Status.LatestCreatedRevisionName, cfg.Status.LatestReadyRevisionName))
+	rev := LatestRevision(cfg, c.Revisions)
+	if rev == nil {
+		line := fmt.Sprintf("Revision: none created yet for Configuration %s (generation %d)", cfg.Name, cfg.Generation)
+		x.add(depth+1, line)
+		x.blame(line, "Revision missing")
+		return false
+	}
+	if rev.IsReady() {
+		line := fmt.Sprintf("Revision %s: Ready, but the Configuration has not recorded it", rev.Name)
+		x.add(depth+1, line)
+		x.blame(fmt.Sprintf("Configuration %s: %s", cfg.Name, describeStatus(cfg.Generation, &cfg.Status.Status, false)),
+			"Configuration "+conditionKind(cfg.Generation, &cfg.Status.Status))
+		return false
+	}
+	x.revisionBranch(c, rev, depth+1)
+	return false
+}
+
+// revisionBranch explains a Revision that is not Ready at depth, and below it its
+// Deployment (<revision>-deployment), ReplicaSet and pods.
+func (x *explainer) revisionBranch(c Chain, rev *v1.Revision, depth int) {
+	revLine := fmt.Sprintf("Revision %s: %s", rev.Name, describeStatus(rev.Generation, &rev.Status.Status, false))
+	x.add(depth, revLine)
+	revKind := "Revision " + conditionKind(rev.Generation, &rev.Status.Status)
+
+	dep := c.Deployments[rev.Name]
+	if dep == nil {
+		line := fmt.Sprintf("Deployment %s-deployment: missing", rev.Name)
+		x.add(depth+1, line)
+		if rev.Status.ObservedGeneration == rev.Generation {
+			x.blame(revLine, revKind)
+		} else {
+			x.blame(line, "Deployment missing")
+		}
+		return
+	}
+	depLine := describeDeployment(dep)
+	x.add(depth+1, depLine)
+	if dep.Status.AvailableReplicas >= replicas(dep) {
+		// The pods are there; the Revision has not caught up.
+		x.blame(revLine, revKind+" (its Deployment is available)")
+		return
+	}
+	pods := c.Pods[rev.Name]
+	if len(pods) == 0 {
+		if rs := NewestReplicaSet(c.ReplicaSets[rev.Name]); rs != nil {
+			if f := replicaFailure(rs); f != nil {
+				line := fmt.Sprintf("ReplicaSet %s: %s", rs.Name, formatCondition(string(f.Type), string(f.Status), f.Reason, f.Message))
+				x.add(depth+2, line)
+				x.blame(line, "ReplicaSet "+formatCondition(string(f.Type), string(f.Status), f.Reason, ""))
+				return
+			}
+		}
+		line := fmt.Sprintf("Pods of %s: none (ReplicaSet not created or not scaled yet)", rev.Name)
+		x.add(depth+2, line)
+		x.blame(depLine, "Deployment no pods")
+		return
+	}
+	shown := 0
+	var podCulprit, podKind string
+	for i := range pods {
+		p := &pods[i]
+		line, kind, ready := describePod(p)
+		if ready {
+			continue
+		}
+		if shown < 3 {
+			x.add(depth+2, line)
+		}
+		shown++
+		if podCulprit == "" {
+			podCulprit, podKind = line, kind
+		}
+	}
+	if shown > 3 {
+		x.add(depth+2, fmt.Sprintf("… %d more pods not ready", shown-3))
+	}
+	if podCulprit != "" {
+		x.blame(podCulprit, podKind)
+	} else {
+		x.blame(depLine, "Deployment not available")
+	}
+}
+
+// serviceRoute explains the Service's Route if the Service (or the gateway probe)
+// waits on it; it reports whether the Route is fine.
+func (x *explainer) serviceRoute(c Chain, svcReady bool) bool {
+	svc := c.Service
+	rt := c.Route
+	gatewayStuck := svcReady && c.Probed && c.LastAnswer != ""
+	if rt == nil {
+		if svcReady {
+			return true
+		}
+		line := fmt.Sprintf("Route %s: missing (the Service reconciler has not created it)", svc.Name)
+		x.add(1, line)
+		x.blame(line, "Route missing")
+		return false
+	}
+	if notOwned(svc, rt, svc.Status.GetCondition(v1.ServiceConditionRoutesReady)) {
+		line := fmt.Sprintf("Route %s: not owned by ksvc %s (an object the Service does not control has its name)", rt.Name, svc.Name)
+		x.add(1, line)
+		x.blame(line, "Route not owned")
+		return false
+	}
+	return x.routeBranch(c, 1, gatewayStuck, false)
+}
+
+// routeBranch explains the Route at depth and its KIngress; it reports whether the
+// Route is Ready. withReady says a Ready Route gets its lines too; described says
+// the caller has written the Route's line already, at depth-1.
+func (x *explainer) routeBranch(c Chain, depth int, withReady, described bool) bool {
+	rt := c.Route
+	rtReady := rt.IsReady()
+	if rtReady && !withReady {
+		return true
+	}
+	if !described {
+		if rtReady {
+			x.add(depth, fmt.Sprintf("Route %s: Ready", rt.Name))
+		} else {
+			x.add(depth, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+		}
+	} else {
+		depth--
+	}
+	rtLine := fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false))
+	rtKind := "Route " + conditionKind(rt.Generation, &rt.Status.Status)
+	ing := c.Ingress
+	switch {
+	case ing == nil:
+		line := fmt.Sprintf("KIngress %s: missing", rt.Name)
+		x.add(depth+1, line)
+		x.blame(line, "KIngress missing")
+	case !ing.IsReady():
+		line := fmt.Sprintf("KIngress %s: %s", ing.Name, describeStatus(ing.Generation, &ing.Status.Status, true))
+		x.add(depth+1, line)
+		x.blame(line, "KIngress "+conditionKind(ing.Generation, &ing.Status.Status))
+	case !rtReady:
+		if !rt.Status.GetCondition(v1.RouteConditionIngressReady).IsTrue() {
+			x.add(depth+1, fmt.Sprintf("KIngress %s: Ready (generation %d), the Route has not seen it yet", ing.Name, ing.Generation))
+		}
+		x.blame(rtLine, rtKind)
+	default:
+		x.add(depth+1, fmt.Sprintf("KIngress %s: Ready", ing.Name))
+	}
+	return rtReady
+}
+
+// LatestRevision is the Configuration's latest created Revision: the one its status
+// names, else the one with the highest generation label.
+func LatestRevision(cfg *v1.Configuration, revs []v1.Revision) *v1.Revision {
+	if name := cfg.Status.LatestCreatedRevisionName; name != "" {
+		if r := revisionNamed(revs, name); r != nil {
+			return r
+		}
+	}
+	var best *v1.Revision
+	bestGen := int64(-1)
+	for i := range revs {
+		g, _ := strconv.ParseInt(revs[i].Labels[v1.ConfigurationGenerationLabelKey], 10, 64)
+		if g > bestGen || (g == bestGen && best != nil && revs[i].Name > best.Name) {
+			best, bestGen = &revs[i], g
+		}
+	}
+	return best
+}
+
+func revisionNamed(revs []v1.Revision, name string) *v1.Revision {
+	for i := range revs {
+		if revs[i].Name == name {
+			return &revs[i]
+		}
+	}
+	return nil
+}
+
+// NewestReplicaSet is the ReplicaSet of the Deployment's latest rollout: the highest
+// deployment.kubernetes.io/revision annotation, else the newest.
+func NewestReplicaSet(rss []appsv1.ReplicaSet) *appsv1.ReplicaSet {
+	var best *appsv1.ReplicaSet
+	bestRev := int64(-1)
+	for i := range rss {
+		r, _ := strconv.ParseInt(rss[i].Annotations["deployment.kubernetes.io/revision"], 10, 64)
+		if best == nil || r > bestRev || (r == bestRev && rss[i].CreationTimestamp.After(best.CreationTimestamp.Time)) {
+			best, bestRev = &rss[i], r
+		}
+	}
+	return best
+}
+
+func replicaFailure(rs *appsv1.ReplicaSet) *appsv1.ReplicaSetCondition {
+	for i, c := range rs.Status.Conditions {
+		if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+			return &rs.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func replicas(dep *appsv1.Deployment) int32 {
+	if dep.Spec.Replicas != nil {
+		return *dep.Spec.Replicas
+	}
+	return 1
+}
+
+// describeDeployment says how many replicas are available and which conditions are
+// not True.
+func describeDeployment(dep *appsv1.Deployment) string {
+	line := fmt.Sprintf("Deployment %s: %d/%d available", dep.Name, dep.Status.AvailableReplicas, replicas(dep))
+	var conds []string
+	for _, dc := range dep.Status.Conditions {
+		if dc.Status != corev1.ConditionTrue {
+			conds = append(conds, formatCondition(string(dc.Type), string(dc.Status), dc.Reason, dc.Message))
+		}
+	}
+	if len(conds) > 0 {
+		line += "; " + strings.Join(conds, "; ")
+	}
+	return line
+}
+
+// describeStatus lists what is wrong with a Knative status: a lagging
+// observedGeneration, then Ready (when withReady) and every other condition that is
+// not True, with reason and message.
+func describeStatus(generation int64, s *duck.Status, withReady bool) string {
+	var parts []string
+	if s.ObservedGeneration != generation {
+		parts = append(parts, fmt.Sprintf("not reconciled (observedGeneration %d, generation %d)", s.ObservedGeneration, generation))
+	}
+	// A message the line already holds (Ready usually repeats a dependent's) is
+	// said once.
+	said := map[string]bool{}
+	format := func(c *duck.Condition) string {
+		msg := c.Message
+		if said[msg] {
+			msg = ""
+		}
+		said[msg] = true
+		return formatCondition(string(c.Type), string(c.Status), c.Reason, msg)
+	}
+	ready := s.GetCondition(duck.ConditionReady)
+	if ready == nil {
+		parts = append(parts, "no Ready condition")
+	} else if withReady || len(s.Conditions) == 1 {
+		parts = append(parts, format(ready))
+	}
+	for _, cond := range sortedConditions(s) {
+		if cond.Type == duck.ConditionReady || cond.Status == corev1.ConditionTrue {
+			continue
+		}
+		parts = append(parts, format(&cond))
+	}
+	if len(parts) == 0 {
+		return "Ready"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// conditionKind is the first thing describeStatus would name, without the message.
+func conditionKind(generation int64, s *duck.Status) string {
+	if s.ObservedGeneration != generation {
+		return "not reconciled"
+	}
+	for _, cond := range sortedConditions(s) {
+		if cond.Type != duck.ConditionReady && cond.Status != corev1.ConditionTrue && cond.Severity == duck.ConditionSeverityError {
+			return formatCondition(string(cond.Type), string(cond.Status), cond.Reason, "")
+		}
+	}
+	if ready := s.GetCondition(duck.ConditionReady); ready != nil {
+		return formatCondition(string(ready.Type), string(ready.Status), ready.Reason, "")
+	}
+	return "no Ready condition"
+}
+
+// sortedConditions puts the conditions Ready depends on (severity Error) before the
+// informational ones (Info, Warning: a Revision's Active), False before Unknown, then
+// by type, so the worst comes first.
+func sortedConditions(s *duck.Status) []duck.Condition {
+	cs := slices.Clone(s.Conditions)
+	rank := func(c duck.Condition) int {
+		r := 2
+		switch c.Status {
+		case corev1.ConditionFalse:
+			r = 0
+		case corev1.ConditionUnknown:
+			r = 1
+		}
+		if c.Severity != duck.ConditionSeverityError {
+			r += 3
+		}
+		return r
+	}
+	slices.SortStableFunc(cs, func(a, b duck.Condition) int {
+		if r := rank(a) - rank(b); r != 0 {
+			return r
+		}
+		return strings.Compare(string(a.Type), string(b.Type))
+	})
+	return cs
+}
+
+func formatCondition(typ, status, reason, message string) string {
+	s := typ + "=" + status
+	if reason != "" {
+		s += " " + reason
+	}
+	if message != "" {
+		s += fmt.Sprintf(" %q", truncate(message, 160))
+	}
+	return s
+}
+
+// describePod says what keeps a pod from being ready; kind drops its name.
+func describePod(p *corev1.Pod) (line, kind string, ready bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("Pod %s: Ready", p.Name), "Pod Ready", true
+		}
+	}
+	var why []string
+	kind = "Pod " + string(p.Status.Phase)
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue && (c.Reason != "" || c.Message != "") {
+			if len(why) == 0 {
+				kind += " " + formatCondition(string(c.Type), string(c.Status), c.Reason, "")
+			}
+			why = append(why, formatCondition(string(c.Type), string(c.Status), c.Reason, c.Message))
+		}
+	}
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		switch {
+		case cs.State.Waiting != nil:
+			w := fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, truncate(cs.State.Waiting.Message, 120))
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				w += fmt.Sprintf(" (last exit %d %s", t.ExitCode, t.Reason)
+				if t.Message != "" {
+					w += ": " + truncate(t.Message, 80)
+				}
+				w += fmt.Sprintf(", %d restarts)", cs.RestartCount)
+			}
+			why = append(why, strings.TrimSpace(w))
+			kind += " " + cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			why = append(why, fmt.Sprintf("container %s terminated: %s exit %d", cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode))
+			kind += " " + cs.State.Terminated.Reason
+		}
+	}
+	if p.Spec.NodeName == "" && len(why) == 0 {
+		why = append(why, "not scheduled")
+	}
+	line = fmt.Sprintf("Pod %s: %s", p.Name, p.Status.Phase)
+	if p.Status.Phase == "" {
+		line = fmt.Sprintf("Pod %s: no phase", p.Name)
+	}
+	if len(why) > 0 {
+		line += "; " + strings.Join(why, "; ")
+	}
+	return strings.TrimSpace(line), strings.TrimSpace(kind), false
+}
+
+func truncate(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// FormatDuration prints a duration with a precision that suits it: 850ms, 12.3s,
+// 4m05.0s.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		m := int(d / time.Minute)
+		return fmt.Sprintf("%dm%04.1fs", m, (d - time.Duration(m)*time.Minute).Seconds())
+	}
+}

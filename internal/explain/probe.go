@@ -1,0 +1,53 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Routed says whether a gateway answer means the request reached a revision: a 2xx
+// from a real pod, or, when kwok simulates the pods, Ferry's gateway's 503 that names
+// the revision it routed to (but not the one saying the revision has no ready
+// endpoints yet).
+func Routed(status int, body string) bool {
+	if status >= 200 && status < 300 {
+		return true
+	}
+	return status == http.StatusServiceUnavailable && strings.HasPrefix(body, "ferry: routed to revision") &&
+		!strings.Contains(body, "no ready endpoints")
+}
+
+// Probe sends one GET / to the gateway at gatewayURL with the Host header set to
+// host, and says whether the gateway routed it, with its answer ("503 ferry: …").
+func Probe(ctx context.Context, hc *http.Client, gatewayURL, host string) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(gatewayURL, "/")+"/", nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	req.Host = host
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return Routed(resp.StatusCode, string(body)), fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
+}
+
+// HostOf is the host of a status URL ("http://hello.default.example.com" gives
+// "hello.default.example.com"), "" when there is none.
+func HostOf(statusURL string) string {
+	if statusURL == "" {
+		return ""
+	}
+	u, err := url.Parse(statusURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
