@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	revresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
@@ -83,22 +84,24 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle)
 	}
 
+	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax) }
+
 	svc := &service.Reconciler{Client: c, Children: created.New(c), Status: status("service-controller"),
-		AfterRead: opts.AfterRead}
+		Refused: refused(), AfterRead: opts.AfterRead}
 	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Children: created.New(c),
-		Status: status("configuration-controller"), AfterRead: opts.AfterRead}
+		Status: status("configuration-controller"), Refused: refused(), AfterRead: opts.AfterRead}
 	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller"),
+	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller"), Refused: refused(),
 		ProgressDeadline: int32(opts.ProgressDeadline / time.Second), AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller"), Tracker: t,
+	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller"), Refused: refused(), Tracker: t,
 		Domain: opts.Domain, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
 	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers); err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 )
@@ -44,6 +45,8 @@ type Reconciler struct {
 	// Children reads and creates the objects this reconciler owns, so that one it has
 	// just created counts as existing before the cache shows it.
 	Children *created.Children
+	// Refused remembers the Revisions the API server refused, to report and back off.
+	Refused *refusal.Writes
 	// Status writes the status and records Warning Events for new failures.
 	Status    *statuswriter.Writer
 	AfterRead func()
@@ -67,8 +70,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Complete(terminating.Ignore(r))
 }
 
-// problem is a permanent reason the Configuration cannot get its Revision.
-type problem struct{ reason, message string }
+// problem is a reason the Configuration cannot get its Revision; refused is set when
+// the API server refused to create it.
+type problem struct {
+	reason, message string
+	refused         *refusal.Error
+}
+
+// apiMessage is the API server's own message for err.
+func apiMessage(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
+		return s.Status().Message
+	}
+	return err.Error()
+}
 
 // Reconcile makes sure the current generation has its Revision and reports the latest
 // created and latest ready ones.
@@ -98,7 +113,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if p != nil {
 		m.MarkFalse(v1.ConfigurationConditionReady, p.reason, "%s", p.message)
-		return r.Status.Write(ctx, cfg, &cfg.Status, status)
+		res, err := r.Status.Write(ctx, cfg, &cfg.Status, status)
+		if p.refused != nil {
+			return refusal.Result(res, err, p.refused)
+		}
+		return res, err
 	}
 	status.LatestCreatedRevisionName = latest.Name
 
@@ -140,20 +159,23 @@ func markReady(m duck.ConditionManager, latest *v1.Revision, ready string) {
 // get AlreadyExists, which the API server itself then explains.
 func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (*v1.Revision, *problem, error) {
 	if err := resources.CheckRevisionName(cfg); err != nil {
-		return nil, &problem{ReasonInvalidRevisionName, err.Error()}, nil
+		return nil, &problem{reason: ReasonInvalidRevisionName, message: err.Error()}, nil
 	}
 	key := client.ObjectKey{Namespace: cfg.Namespace, Name: resources.RevisionName(cfg)}
 	rev := &v1.Revision{}
 	err := r.Children.Get(ctx, key, rev)
 	if apierrors.IsNotFound(err) {
 		desired := resources.MakeRevision(cfg)
-		err = r.Children.Create(ctx, r.Client, desired)
+		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
+		refused, isRefused := refusal.As(err)
 		switch {
 		case err == nil:
 			return desired, nil, nil
-		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-			// Retrying cannot help: the template must change.
-			return nil, &problem{ReasonRevisionFailed, fmt.Sprintf("Revision creation failed with message: %s.", err)}, nil
+		case isRefused:
+			// Asking again at once cannot help: the template or the cluster's rules
+			// must change first. Try again after the back-off.
+			return nil, &problem{ReasonRevisionFailed, fmt.Sprintf("Revision creation failed with message: %s.", apiMessage(refused.Err)),
+				refused}, nil
 		case !apierrors.IsAlreadyExists(err):
 			return nil, nil, err
 		}
@@ -163,7 +185,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 		return nil, nil, err
 	}
 	if !metav1.IsControlledBy(rev, cfg) || resources.Generation(rev) != cfg.Generation {
-		return nil, &problem{ReasonRevisionNameTaken, fmt.Sprintf(
+		return nil, &problem{reason: ReasonRevisionNameTaken, message: fmt.Sprintf(
 			"The revision name %q is taken by a Revision that is not generation %d of this Configuration.", key.Name, cfg.Generation)}, nil
 	}
 	return rev, nil, nil

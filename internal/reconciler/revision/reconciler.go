@@ -23,6 +23,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
@@ -37,6 +38,8 @@ type Reconciler struct {
 	Children *created.Children
 	// Status writes the status and records Warning Events for new failures.
 	Status *statuswriter.Writer
+	// Refused remembers the children the API server refused, to report and back off.
+	Refused *refusal.Writes
 	// ProgressDeadline is the Deployment's progressDeadlineSeconds.
 	ProgressDeadline int32
 	AfterRead        func()
@@ -123,10 +126,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		kind string
 		name string
 	}{{<-svcErr, "Service", rev.Name}, {depErr, "Deployment", resources.DeploymentName(rev)}} {
+		refused, isRefused := refusal.As(e.err)
 		switch {
 		case errors.Is(e.err, errNotOwned):
 			m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing %s %q that we do not own.", e.kind, e.name)
 			return r.Status.Write(ctx, rev, &rev.Status, status)
+		case isRefused:
+			m.MarkFalse(v1.RevisionConditionResourcesAvailable, refused.Reason(), "%s", refused.Error())
+			res, err := r.Status.Write(ctx, rev, &rev.Status, status)
+			return refusal.Result(res, err, refused)
 		case e.err != nil:
 			return ctrl.Result{}, e.err
 		}
@@ -152,7 +160,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, 
 	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		return desired, r.Children.Create(ctx, r.Client, desired)
+		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 	case err != nil:
 		return nil, err
 	case !metav1.IsControlledBy(have, rev):
@@ -165,7 +173,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, 
 	upd.Spec.ProgressDeadlineSeconds = desired.Spec.ProgressDeadlineSeconds
 	upd.Spec.Template = desired.Spec.Template
 	upd.Labels = merge(upd.Labels, desired.Labels)
-	return upd, r.Client.Update(ctx, upd)
+	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
 }
 
 func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, desired *corev1.Service) error {
@@ -173,7 +181,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, des
 	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.Children.Create(ctx, r.Client, desired)
+		return r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 	case err != nil:
 		return err
 	case !metav1.IsControlledBy(have, rev):
@@ -185,7 +193,7 @@ func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, des
 	upd.Spec.Selector = desired.Spec.Selector
 	upd.Spec.Ports = desired.Spec.Ports
 	upd.Labels = merge(upd.Labels, desired.Labels)
-	return r.Client.Update(ctx, upd)
+	return r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
 }
 
 // hasAll reports whether have holds every key of want with the same value.

@@ -47,6 +47,11 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 	case progressDeadlineExceeded(d):
 		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonProgressDeadlineExceeded,
 			"Unable to create pods for more than %d seconds.", deref(d.Spec.ProgressDeadlineSeconds))
+	case replicaFailure(d) != nil:
+		// The ReplicaSet cannot create pods (a ResourceQuota, a policy, RBAC): say so
+		// now, with Kubernetes' reason and message, not after the progress deadline.
+		c := replicaFailure(d)
+		m.MarkFalse(v1.RevisionConditionResourcesAvailable, c.Reason, "%s", c.Message)
 	default:
 		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, ReasonDeploying, "")
 	}
@@ -86,6 +91,16 @@ func progressDeadlineExceeded(d *appsv1.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// replicaFailure is the Deployment's ReplicaFailure condition when it is True.
+func replicaFailure(d *appsv1.Deployment) *appsv1.DeploymentCondition {
+	for i, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // propagatePods explains why pods are not ready, from the first pod that shows a

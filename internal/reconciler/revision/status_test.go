@@ -102,6 +102,14 @@ func TestPropagateDeployment(t *testing.T) {
 		resources: cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
 		container: cond{corev1.ConditionUnknown, ""},
 		message:   "Unable to create pods for more than 600 seconds.",
+	}, {
+		name: "pods refused by a ResourceQuota",
+		d: deployment(1, 0, unavailable, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
+			Reason: "FailedCreate", Message: `pods "hello-00001-deployment-5d8f" is forbidden: exceeded quota: no-pods`}),
+		ready:     cond{corev1.ConditionFalse, "FailedCreate"},
+		resources: cond{corev1.ConditionFalse, "FailedCreate"},
+		container: cond{corev1.ConditionUnknown, ""},
+		message:   `pods "hello-00001-deployment-5d8f" is forbidden: exceeded quota: no-pods`,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
@@ -46,6 +47,8 @@ type Reconciler struct {
 	Children *created.Children
 	// Status writes the status and records Warning Events for new failures.
 	Status *statuswriter.Writer
+	// Refused remembers the children the API server refused, to report and back off.
+	Refused *refusal.Writes
 	// Domain is the external domain of Route hosts.
 	Domain string
 	// GatewayHost is where placeholder Services point (ExternalName).
@@ -89,7 +92,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.URL = resources.URL(route, "", r.Domain)
 	status.Address = &duck.Addressable{URL: resources.AddressURL(route)}
 
+	// Refused children show on IngressReady; the Route is reconciled again when
+	// their back-off ends.
+	var refused []*refusal.Error
 	placeholderOK, err := r.reconcilePlaceholder(ctx, route, m)
+	if e, ok := refusal.As(err); ok {
+		m.MarkFalse(v1.RouteConditionIngressReady, e.Reason(), "%s", e.Error())
+		refused, placeholderOK, err = append(refused, e), false, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -113,16 +123,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		ing, err = r.getIngress(ctx, route)
 	}
+	ingRefused, isRefused := refusal.As(err)
 	switch {
 	case errors.Is(err, errNotOwned):
 		m.MarkFalse(v1.RouteConditionIngressReady, reasonNotOwned, "There is an existing Ingress %q that we do not own.", route.Name)
+	case isRefused:
+		if placeholderOK {
+			m.MarkFalse(v1.RouteConditionIngressReady, ingRefused.Reason(), "%s", ingRefused.Error())
+		}
+		refused = append(refused, ingRefused)
 	case err != nil:
 		return ctrl.Result{}, err
 	case placeholderOK:
 		markIngress(m, ing)
 	}
 
-	return r.Status.Write(ctx, route, &route.Status, status)
+	res, err := r.Status.Write(ctx, route, &route.Status, status)
+	for _, e := range refused {
+		res, err = refusal.Result(res, err, e)
+	}
+	return res, err
 }
 
 // resolve reads every Configuration and Revision the traffic names through the
@@ -151,7 +171,7 @@ func (r *Reconciler) reconcilePlaceholder(ctx context.Context, route *v1.Route, 
 	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, r.Children.Create(ctx, r.Client, desired)
+		return true, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 	case err != nil:
 		return false, err
 	case !metav1.IsControlledBy(have, route):
@@ -165,7 +185,7 @@ func (r *Reconciler) reconcilePlaceholder(ctx context.Context, route *v1.Route, 
 	upd.Spec.ExternalName = desired.Spec.ExternalName
 	upd.Spec.Ports = desired.Spec.Ports
 	upd.Labels = merge(upd.Labels, desired.Labels)
-	return true, r.Client.Update(ctx, upd)
+	return true, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
 }
 
 func (r *Reconciler) getIngress(ctx context.Context, route *v1.Route) (*netv1alpha1.Ingress, error) {
@@ -191,7 +211,7 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, route *v1.Route, desi
 	}
 	if have == nil {
 		// On AlreadyExists the cache is behind; the error requeues us until it catches up.
-		return desired, r.Children.Create(ctx, r.Client, desired)
+		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 	}
 	if equality.Semantic.DeepEqual(have.Spec, desired.Spec) &&
 		hasAll(have.Labels, desired.Labels) && hasAll(have.Annotations, desired.Annotations) {
@@ -201,7 +221,7 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, route *v1.Route, desi
 	upd.Spec = desired.Spec
 	upd.Labels = merge(upd.Labels, desired.Labels)
 	upd.Annotations = merge(upd.Annotations, desired.Annotations)
-	return upd, r.Client.Update(ctx, upd)
+	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
 }
 
 // markIngress turns the KIngress's readiness into IngressReady. An ingress that has

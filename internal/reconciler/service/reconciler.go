@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
@@ -29,6 +30,8 @@ type Reconciler struct {
 	// Children reads and creates the objects this reconciler owns, so that one it has
 	// just created counts as existing before the cache shows it.
 	Children *created.Children
+	// Refused remembers the children the API server refused, to report and back off.
+	Refused *refusal.Writes
 	// Status writes the status and records Warning Events for new failures.
 	Status    *statuswriter.Writer
 	AfterRead func()
@@ -88,25 +91,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	cfg, err := r.reconcileChild(ctx, svc, resources.MakeConfiguration(want), &v1.Configuration{}, configurationDiffers)
 	rt := <-route
+	var refused []*refusal.Error
+	cfgRefused, isRefused := refusal.As(err)
 	switch {
 	case errors.Is(err, errNotOwned):
 		m.MarkFalse(v1.ServiceConditionConfigurationsReady, ReasonNotOwned, "There is an existing Configuration %q that we do not own.", svc.Name)
+	case isRefused:
+		m.MarkFalse(v1.ServiceConditionConfigurationsReady, cfgRefused.Reason(), "%s", cfgRefused.Error())
+		refused = append(refused, cfgRefused)
 	case err != nil:
 		return ctrl.Result{}, err
 	default:
 		propagateConfiguration(status, m, cfg.(*v1.Configuration))
 	}
 
+	rtRefused, isRefused := refusal.As(rt.err)
 	switch {
 	case errors.Is(rt.err, errNotOwned):
 		m.MarkFalse(v1.ServiceConditionRoutesReady, ReasonNotOwned, "There is an existing Route %q that we do not own.", svc.Name)
+	case isRefused:
+		m.MarkFalse(v1.ServiceConditionRoutesReady, rtRefused.Reason(), "%s", rtRefused.Error())
+		refused = append(refused, rtRefused)
 	case rt.err != nil:
 		return ctrl.Result{}, rt.err
 	default:
 		propagateRoute(status, m, rt.obj.(*v1.Route), want.Spec.Traffic, status.LatestReadyRevisionName)
 	}
 
-	return r.Status.Write(ctx, svc, &svc.Status, status)
+	res, err := r.Status.Write(ctx, svc, &svc.Status, status)
+	for _, e := range refused {
+		res, err = refusal.Result(res, err, e)
+	}
+	return res, err
 }
 
 // reconcileChild returns the child as the API server last acknowledged it: created
@@ -117,7 +133,7 @@ func (r *Reconciler) reconcileChild(ctx context.Context, owner *v1.Service, desi
 	switch {
 	case apierrors.IsNotFound(err):
 		// On AlreadyExists the cache is behind; the error requeues us until it catches up.
-		return desired, r.Children.Create(ctx, r.Client, desired)
+		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 	case err != nil:
 		return nil, err
 	case !metav1.IsControlledBy(have, owner):
@@ -125,7 +141,7 @@ func (r *Reconciler) reconcileChild(ctx context.Context, owner *v1.Service, desi
 	case !differs(desired, have):
 		return have, nil
 	}
-	return have, r.Client.Update(ctx, have)
+	return have, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, have) })
 }
 
 // configurationDiffers overwrites have's spec and metadata with desired's if they
