@@ -45,31 +45,27 @@ type RevisionSpec struct {
 	corev1.PodSpec `json:",inline"`
 
 	// ContainerConcurrency specifies the maximum allowed in-flight (concurrent) requests
-	// per container of the Revision. 0 means no limit.
+	// per container of the Revision. 0 means no limit. Its default and bounds come from
+	// config-defaults (container-concurrency, container-concurrency-max-limit) and are
+	// applied by Ferry's admission webhooks, not by the schema.
 	// +optional
-	// +kubebuilder:default=0
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=1000
 	ContainerConcurrency *int64 `json:"containerConcurrency,omitempty"`
 	// TimeoutSeconds is the maximum duration in seconds that the request routing layer
-	// will wait for a request delivered to a container to begin replying.
+	// will wait for a request delivered to a container to begin replying. Its default
+	// and maximum come from config-defaults (revision-timeout-seconds,
+	// max-revision-timeout-seconds) and are applied by Ferry's admission webhooks.
 	// +optional
-	// +kubebuilder:default=300
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=600
 	TimeoutSeconds *int64 `json:"timeoutSeconds,omitempty"`
 	// ResponseStartTimeoutSeconds is the maximum duration in seconds that the request
 	// routing layer will wait for a request delivered to a container to begin sending
 	// any network traffic.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=600
 	ResponseStartTimeoutSeconds *int64 `json:"responseStartTimeoutSeconds,omitempty"`
 	// IdleTimeoutSeconds is the maximum duration in seconds a request will be allowed to
 	// stay open while not receiving any bytes from the user's application.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=600
 	IdleTimeoutSeconds *int64 `json:"idleTimeoutSeconds,omitempty"`
 }
 

@@ -1,0 +1,303 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Annotation keys Knative validates. Where Knative accepts an older camelCase key,
+// both are listed, the preferred first.
+const (
+	autoscalingGroup = "autoscaling.knative.dev"
+	kpaClass         = "kpa.autoscaling.knative.dev"
+	hpaClass         = "hpa.autoscaling.knative.dev"
+
+	rolloutDurationKey  = "serving.knative.dev/rollout-duration"
+	progressDeadlineKey = "serving.knative.dev/progress-deadline"
+)
+
+// Knative's autoscaler settings that annotation validation reads. Ferry has no
+// config-autoscaler yet, so these are Knative's defaults: no max-scale limit, the KPA
+// class, and initial-scale 0 refused.
+var autoscalerDefaults = struct {
+	maxScaleLimit         int32
+	class                 string
+	allowZeroInitialScale bool
+}{0, kpaClass, false}
+
+type keys []string
+
+func (k keys) get(m map[string]string) (string, string, bool) {
+	for _, key := range k {
+		if v, ok := m[key]; ok {
+			return key, v, true
+		}
+	}
+	return k[0], "", false
+}
+
+var (
+	classAnn             = keys{autoscalingGroup + "/class"}
+	minScaleAnn          = keys{autoscalingGroup + "/min-scale", autoscalingGroup + "/minScale"}
+	maxScaleAnn          = keys{autoscalingGroup + "/max-scale", autoscalingGroup + "/maxScale"}
+	initialScaleAnn      = keys{autoscalingGroup + "/initial-scale", autoscalingGroup + "/initialScale"}
+	activationScaleAnn   = keys{autoscalingGroup + "/activation-scale"}
+	metricAnn            = keys{autoscalingGroup + "/metric"}
+	targetAnn            = keys{autoscalingGroup + "/target"}
+	windowAnn            = keys{autoscalingGroup + "/window"}
+	algorithmAnn         = keys{autoscalingGroup + "/metric-aggregation-algorithm", autoscalingGroup + "/metricAggregationAlgorithm"}
+	panicWindowAnn       = keys{autoscalingGroup + "/panic-window-percentage", autoscalingGroup + "/panicWindowPercentage"}
+	panicThresholdAnn    = keys{autoscalingGroup + "/panic-threshold-percentage", autoscalingGroup + "/panicThresholdPercentage"}
+	scaleDownDelayAnn    = keys{autoscalingGroup + "/scale-down-delay", autoscalingGroup + "/scaleDownDelay"}
+	podRetentionAnn      = keys{autoscalingGroup + "/scale-to-zero-pod-retention-period", autoscalingGroup + "/scaleToZeroPodRetentionPeriod"}
+	targetUtilizationAnn = keys{autoscalingGroup + "/target-utilization-percentage", autoscalingGroup + "/targetUtilizationPercentage"}
+	targetBurstAnn       = keys{autoscalingGroup + "/target-burst-capacity", autoscalingGroup + "/targetBurstCapacity"}
+	rolloutDurationAnn   = keys{rolloutDurationKey, "serving.knative.dev/rolloutDuration"}
+	progressDeadlineAnn  = keys{progressDeadlineKey}
+	queueSidecarPercent  = keys{"queue.sidecar.serving.knative.dev/resource-percentage", "queue.sidecar.serving.knative.dev/resourcePercentage"}
+	queueSidecarQuantity = []keys{
+		{"queue.sidecar.serving.knative.dev/cpu-resource-request"},
+		{"queue.sidecar.serving.knative.dev/cpu-resource-limit"},
+		{"queue.sidecar.serving.knative.dev/memory-resource-request"},
+		{"queue.sidecar.serving.knative.dev/memory-resource-limit"},
+		{"queue.sidecar.serving.knative.dev/ephemeral-storage-resource-request"},
+		{"queue.sidecar.serving.knative.dev/ephemeral-storage-resource-limit"},
+	}
+	allowedNetworkingAnnotations = sets.New(
+		"networking.knative.dev/ingress.class", "networking.knative.dev/certificate.class",
+		"networking.knative.dev/disableAutoTLS", "networking.knative.dev/disable-external-domain-tls",
+		"networking.knative.dev/httpOption", "networking.knative.dev/ingress-class",
+		"networking.knative.dev/certificate-class", "networking.knative.dev/disable-auto-tls",
+		"networking.knative.dev/http-protocol",
+	)
+)
+
+const (
+	windowMin = 6 * time.Second
+	windowMax = time.Hour
+)
+
+// validateNoAutoscalingAnnotations: autoscaling.knative.dev/* annotations work only on
+// a Revision (or a template), not on a Service, Configuration or Route.
+func validateNoAutoscalingAnnotations(anns map[string]string) *FieldError {
+	var errs *FieldError
+	for k := range anns {
+		if strings.HasPrefix(k, autoscalingGroup) {
+			errs = errs.Also(ErrInvalidKeyName(k, CurrentField, `autoscaling annotations must be put under "spec.template.metadata.annotations" to work`))
+		}
+	}
+	return errs
+}
+
+func intGE0(m map[string]string, k keys) (int32, *FieldError) {
+	key, v, ok := k.get(m)
+	if !ok {
+		return 0, nil
+	}
+	i, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, ErrOutOfBoundsValue(v, 0, math.MaxInt32, key)
+		}
+		return 0, ErrInvalidValue(v, key)
+	}
+	if i < 0 {
+		return 0, ErrOutOfBoundsValue(v, 0, math.MaxInt32, key)
+	}
+	return int32(i), nil
+}
+
+// validateAutoscalingAnnotations checks autoscaling.knative.dev/* values as Knative's
+// autoscaling.ValidateAnnotations does. Paths are the annotation keys.
+func validateAutoscalingAnnotations(m map[string]string) *FieldError {
+	var errs *FieldError
+	// class
+	if k, v, ok := classAnn.get(m); ok && strings.HasSuffix(v, ".knative.dev") && v != kpaClass && v != hpaClass {
+		errs = errs.Also(ErrInvalidValue(v, k))
+	}
+	// min/max/activation scale
+	lo, err := intGE0(m, minScaleAnn)
+	errs = errs.Also(err)
+	hi, err := intGE0(m, maxScaleAnn)
+	errs = errs.Also(err)
+	if hi != 0 && hi < lo {
+		errs = errs.Also(ErrGeneric(fmt.Sprintf("max-scale=%d is less than min-scale=%d", hi, lo), maxScaleAnn[0], minScaleAnn[0]))
+	}
+	if k, _, ok := maxScaleAnn.get(m); ok && autoscalerDefaults.maxScaleLimit != 0 {
+		limit := autoscalerDefaults.maxScaleLimit
+		if hi > limit {
+			errs = errs.Also(ErrOutOfBoundsValue(hi, 1, limit, k))
+		}
+		if hi == 0 {
+			errs = errs.Also(ErrGeneric(fmt.Sprint("max-scale=0 (unlimited), must be less than ", limit), k))
+		}
+	}
+	if k, v, ok := activationScaleAnn.get(m); ok {
+		if act, err := strconv.ParseInt(v, 10, 32); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, k))
+		} else if lo > int32(act) {
+			errs = errs.Also(ErrGeneric(fmt.Sprintf("min-scale=%d is greater than activation-scale=%d", lo, act), k))
+		} else if hi < int32(act) && hi != 0 {
+			errs = errs.Also(ErrGeneric(fmt.Sprintf("max-scale=%d is less than activation-scale=%d", hi, act), k))
+		} else if act < 2 {
+			errs = errs.Also(ErrGeneric(fmt.Sprintf("activation-scale=%d must be greater than 1", act), k))
+		}
+	}
+	// floats
+	floatIn := func(k keys, lo, hi float64) {
+		if key, v, ok := k.get(m); ok {
+			if fv, err := strconv.ParseFloat(v, 64); err != nil {
+				errs = errs.Also(ErrInvalidValue(v, key))
+			} else if fv < lo || fv > hi {
+				errs = errs.Also(ErrOutOfBoundsValue(v, lo, hi, key))
+			}
+		}
+	}
+	floatIn(panicWindowAnn, 1, 100)
+	floatIn(panicThresholdAnn, 110, 1000)
+	if k, v, ok := targetAnn.get(m); ok {
+		if fv, err := strconv.ParseFloat(v, 64); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, k))
+		} else if fv < 0.01 {
+			errs = errs.Also(ErrGeneric(fmt.Sprintf("target %s should be at least %g", v, 0.01), k))
+		}
+	}
+	floatIn(targetUtilizationAnn, 1, 100)
+	if k, v, ok := targetBurstAnn.get(m); ok {
+		if fv, err := strconv.ParseFloat(v, 64); err != nil || fv < 0 && fv != -1 {
+			errs = errs.Also(ErrInvalidValue(v, k))
+		}
+	}
+	// window
+	if _, v, ok := windowAnn.get(m); ok {
+		k := windowAnn[0]
+		switch d, err := time.ParseDuration(v); {
+		case err != nil:
+			errs = errs.Also(ErrInvalidValue(v, k))
+		case d < windowMin || d > windowMax:
+			errs = errs.Also(ErrOutOfBoundsValue(v, windowMin, windowMax, k))
+		case d.Truncate(time.Second) != d:
+			errs = errs.Also(ErrGeneric("must be specified with at most second precision", k))
+		}
+	}
+	// scale-to-zero-pod-retention-period
+	if k, v, ok := podRetentionAnn.get(m); ok {
+		if d, err := time.ParseDuration(v); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, k))
+		} else if d < 0 || d > windowMax {
+			errs = errs.Also(ErrOutOfBoundsValue(v, time.Duration(0), windowMax, k))
+		}
+	}
+	// scale-down-delay
+	if k, v, ok := scaleDownDelayAnn.get(m); ok {
+		if d, err := time.ParseDuration(v); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, k))
+		} else if d < 0 || d > windowMax {
+			errs = errs.Also(ErrOutOfBoundsValue(v, 0*time.Second, windowMax, k))
+		} else if d.Round(time.Second) != d {
+			errs = errs.Also(ErrGeneric("must be specified with at most second precision", k))
+		}
+	}
+	// metric
+	if _, metric, ok := metricAnn.get(m); ok {
+		class := autoscalerDefaults.class
+		if _, c, ok := classAnn.get(m); ok {
+			class = c
+		}
+		bad := false
+		switch class {
+		case kpaClass:
+			bad = metric != "concurrency" && metric != "rps"
+		case hpaClass:
+			bad = metric == ""
+		}
+		if bad {
+			errs = errs.Also(ErrInvalidValue(metric, metricAnn[0]))
+		}
+	}
+	// metric-aggregation-algorithm, for the KPA only
+	if _, c, _ := classAnn.get(m); c == kpaClass {
+		if k, v, _ := algorithmAnn.get(m); v != "" && v != "linear" && v != "weighted-exponential" && v != "weightedExponential" {
+			errs = errs.Also(ErrInvalidValue(v, k))
+		}
+	}
+	// initial-scale
+	if k, v, ok := initialScaleAnn.get(m); ok {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			errs = errs.Also(ErrInvalidValue(v, k))
+		case n < 0:
+			errs = errs.Also(ErrInvalidValue(v, k+" must be greater than 0"))
+		case !autoscalerDefaults.allowZeroInitialScale && n == 0:
+			errs = errs.Also(ErrInvalidValue(v, k+"=0 not allowed by cluster"))
+		}
+	}
+	return errs
+}
+
+// validateNetworkingAnnotations refuses unknown networking.knative.dev/* annotations.
+func validateNetworkingAnnotations(m map[string]string) *FieldError {
+	var errs *FieldError
+	for k := range m {
+		if strings.HasPrefix(k, "networking.knative.dev") && !allowedNetworkingAnnotations.Has(k) {
+			errs = errs.Also(ErrInvalidKeyName(k, CurrentField))
+		}
+	}
+	return errs
+}
+
+// validateDurationAnnotation checks rollout-duration or progress-deadline: a Go
+// duration, whole seconds, not negative.
+func validateDurationAnnotation(m map[string]string, k keys, what string) *FieldError {
+	key, v, _ := k.get(m)
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return ErrInvalidValue(v, key)
+	}
+	if d.Round(time.Second) != d {
+		return ErrGeneric(fmt.Sprintf("%s=%s is not at second precision", what, v), key)
+	}
+	if d < 0 {
+		return ErrGeneric(fmt.Sprintf("%s=%s must be positive", what, v), key)
+	}
+	return nil
+}
+
+func validateRolloutDuration(m map[string]string) *FieldError {
+	return validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration")
+}
+
+// validateQueueSidecarAnnotations checks the queue-proxy resource annotations.
+func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
+	if len(m) == 0 {
+		return nil
+	}
+	var errs *FieldError
+	if k, v, ok := queueSidecarPercent.get(m); ok {
+		errs = ErrGeneric("Queue proxy resource percentage annotation is deprecated. Please use the available annotations to explicitly set resource values per service").ViaKey(k).AsWarning()
+		if fv, err := strconv.ParseFloat(v, 64); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, CurrentField).ViaKey(k))
+		} else if fv < 0.1 || fv > 100 {
+			errs = errs.Also(ErrOutOfBoundsValue(fv, 0.1, 100.0, CurrentField).ViaKey(k))
+		}
+	}
+	for _, q := range queueSidecarQuantity {
+		if k, v, ok := q.get(m); ok {
+			if _, err := resource.ParseQuantity(v); err != nil {
+				errs = errs.Also(ErrInvalidValue(v, CurrentField).ViaKey(k))
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,406 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-serving/ferry/internal/config"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Names of what Ferry registers and keeps in a cluster.
+const (
+	MutatingWebhookName   = "webhook.serving.ferry.dev"
+	ValidatingWebhookName = "validation.webhook.serving.ferry.dev"
+	// ServiceName is the Service in front of the controller pods' webhook port.
+	ServiceName = "ferry-webhook"
+	// CertSecretName holds the CA and serving certificate in the system namespace.
+	CertSecretName = "ferry-webhook-certs"
+	// DefaultClusterAddr is where the controller pods serve the webhooks.
+	DefaultClusterAddr = ":8443"
+	// resyncPeriod: how often a cluster webhook re-reads its Secret and re-checks the
+	// registrations' caBundle (another replica may have rotated the certificate, or an
+	// apply may have reset a configuration).
+	resyncPeriod = 5 * time.Minute
+)
+
+// Options configure the admission webhooks.
+type Options struct {
+	// Config returns the current config-defaults and config-features; nil means
+	// config.Default(). It is called once per request.
+	Config func() *config.Config
+	// InCluster serves behind the Service ferry-webhook in Namespace, with the
+	// certificate kept in the Secret ferry-webhook-certs. Otherwise (ferry up, tests)
+	// the webhooks are registered by URL on 127.0.0.1 with an in-memory CA.
+	InCluster bool
+	// Namespace is the system namespace (default ferry-system).
+	Namespace string
+	// Addr is where to listen: default 127.0.0.1:0 (a free port), or :8443 InCluster.
+	Addr string
+	// SkipRevisionsBy, if set, is a username whose requests on Revisions skip both
+	// webhooks (matchConditions): Ferry's controller creates Revisions from
+	// Configurations that were admitted already. InCluster, it is found with a
+	// SelfSubjectReview when the controller runs as a service account.
+	SkipRevisionsBy string
+}
+
+// Server serves the two webhooks and keeps their registrations current.
+type Server struct {
+	opts   Options
+	client kubernetes.Interface
+	ln     net.Listener
+	srv    *http.Server
+	cert   atomic.Pointer[tls.Certificate]
+	ca     atomic.Pointer[[]byte]
+	done   chan error
+}
+
+// Start serves the webhooks and registers them; it returns once the API server sends
+// Ferry's serving.knative.dev requests through them. Serving stops when ctx ends.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Server, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = config.SystemNamespace
+	}
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+		if opts.InCluster {
+			opts.Addr = DefaultClusterAddr
+		}
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, client: client, done: make(chan error, 1)}
+	if opts.InCluster {
+		if err := s.loadClusterCerts(ctx); err != nil {
+			return nil, err
+		}
+		if s.opts.SkipRevisionsBy == "" {
+			s.opts.SkipRevisionsBy = s.serviceAccountName(ctx)
+		}
+	} else {
+		b, err := newCertBundle([]string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+		if err != nil {
+			return nil, err
+		}
+		if err := s.setBundle(b); err != nil {
+			return nil, err
+		}
+	}
+
+	s.ln, err = net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("admission webhooks: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(MutatePath, &admission.Webhook{Handler: &Mutator{Config: opts.Config}})
+	mux.Handle(ValidatePath, &admission.Webhook{Handler: &Validator{Config: opts.Config}})
+	s.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil },
+		},
+	}
+	go func() {
+		err := s.srv.ServeTLS(s.ln, "", "")
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(shutdown)
+	}()
+
+	if err := s.Register(ctx); err != nil {
+		_ = s.srv.Close()
+		return nil, err
+	}
+	if opts.InCluster {
+		go s.resync(ctx)
+	}
+	return s, nil
+}
+
+// URL is the local base URL (https://127.0.0.1:PORT) of the webhooks.
+func (s *Server) URL() string { return "https://" + s.ln.Addr().String() }
+
+// CABundle is the PEM the API server trusts for the webhooks.
+func (s *Server) CABundle() []byte { return *s.ca.Load() }
+
+// Wait blocks until the server stopped (its context ended) and returns its error.
+func (s *Server) Wait() error { return <-s.done }
+
+func (s *Server) setBundle(b *certBundle) error {
+	kp, err := b.keyPair()
+	if err != nil {
+		return err
+	}
+	ca := b.CA
+	s.cert.Store(kp)
+	s.ca.Store(&ca)
+	return nil
+}
+
+func (s *Server) clientConfig(path string) admissionregv1.WebhookClientConfig {
+	cc := admissionregv1.WebhookClientConfig{CABundle: s.CABundle()}
+	if s.opts.InCluster {
+		port := int32(443)
+		cc.Service = &admissionregv1.ServiceReference{Namespace: s.opts.Namespace, Name: ServiceName, Path: &path, Port: &port}
+	} else {
+		u := s.URL() + path
+		cc.URL = &u
+	}
+	return cc
+}
+
+// Register creates or updates both webhook configurations to point at this server.
+func (s *Server) Register(ctx context.Context) error {
+	mwc, vwc := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.opts.SkipRevisionsBy)
+	api := s.client.AdmissionregistrationV1()
+	if cur, err := api.MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := api.MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("registering %s: %w", mwc.Name, err)
+		} else if err != nil {
+			return s.Register(ctx) // another replica was first: update theirs
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading %s: %w", mwc.Name, err)
+	} else {
+		cur.Webhooks = mwc.Webhooks
+		cur.Labels = mwc.Labels
+		if _, err := api.MutatingWebhookConfigurations().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating %s: %w", mwc.Name, err)
+		}
+	}
+	if cur, err := api.ValidatingWebhookConfigurations().Get(ctx, vwc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("registering %s: %w", vwc.Name, err)
+		} else if err != nil {
+			return s.Register(ctx)
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading %s: %w", vwc.Name, err)
+	} else {
+		cur.Webhooks = vwc.Webhooks
+		cur.Labels = vwc.Labels
+		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("updating %s: %w", vwc.Name, err)
+		}
+	}
+	return nil
+}
+
+// WebhookConfigurations are Ferry's two registrations: every create and update of the
+// four serving.knative.dev/v1 kinds (not their status), failurePolicy Fail, no side
+// effects (so dry runs are admitted too). skipRevisionsBy, if set, lets that user's
+// requests on Revisions through without a call.
+func WebhookConfigurations(mutate, validate admissionregv1.WebhookClientConfig, skipRevisionsBy string) (*admissionregv1.MutatingWebhookConfiguration, *admissionregv1.ValidatingWebhookConfiguration) {
+	fail := admissionregv1.Fail
+	none := admissionregv1.SideEffectClassNone
+	equivalent := admissionregv1.Equivalent
+	never := admissionregv1.NeverReinvocationPolicy
+	scope := admissionregv1.NamespacedScope
+	timeout := int32(10)
+	rules := []admissionregv1.RuleWithOperations{{
+		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+		Rule: admissionregv1.Rule{
+			APIGroups:   []string{"serving.knative.dev"},
+			APIVersions: []string{"v1"},
+			Resources:   []string{"services", "configurations", "revisions", "routes"},
+			Scope:       &scope,
+		},
+	}}
+	var conditions []admissionregv1.MatchCondition
+	if skipRevisionsBy != "" {
+		conditions = []admissionregv1.MatchCondition{{
+			Name:       "not-ferry-controller-revisions",
+			Expression: fmt.Sprintf("!(request.resource.resource == 'revisions' && request.userInfo.username == %s)", celString(skipRevisionsBy)),
+		}}
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "ferry", "app.kubernetes.io/component": "webhook"}
+	mwc := &admissionregv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: MutatingWebhookName, Labels: labels},
+		Webhooks: []admissionregv1.MutatingWebhook{{
+			Name:                    MutatingWebhookName,
+			ClientConfig:            mutate,
+			Rules:                   rules,
+			FailurePolicy:           &fail,
+			MatchPolicy:             &equivalent,
+			SideEffects:             &none,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      &never,
+			MatchConditions:         conditions,
+		}},
+	}
+	vwc := &admissionregv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ValidatingWebhookName, Labels: labels},
+		Webhooks: []admissionregv1.ValidatingWebhook{{
+			Name:                    ValidatingWebhookName,
+			ClientConfig:            validate,
+			Rules:                   rules,
+			FailurePolicy:           &fail,
+			MatchPolicy:             &equivalent,
+			SideEffects:             &none,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         conditions,
+		}},
+	}
+	return mwc, vwc
+}
+
+func celString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// serviceAccountName asks the API server who this process is; a service account's
+// username is returned so its Revision requests can skip admission.
+func (s *Server) serviceAccountName(ctx context.Context) string {
+	r, err := s.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		ctrl.Log.WithName("admission").Info("cannot tell the controller's identity; its Revisions go through admission", "error", err.Error())
+		return ""
+	}
+	if u := r.Status.UserInfo.Username; strings.HasPrefix(u, "system:serviceaccount:") {
+		return u
+	}
+	return ""
+}
+
+// loadClusterCerts reads the certificate Secret, creating it or renewing its
+// certificate as needed (as Knative's webhook keeps its own certificate).
+func (s *Server) loadClusterCerts(ctx context.Context) error {
+	secrets := s.client.CoreV1().Secrets(s.opts.Namespace)
+	for attempt := 0; attempt < 5; attempt++ {
+		sec, err := secrets.Get(ctx, CertSecretName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			b, err := s.newClusterBundle()
+			if err != nil {
+				return err
+			}
+			sec = &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: CertSecretName, Namespace: s.opts.Namespace},
+				Type:       corev1.SecretTypeTLS,
+				Data:       map[string][]byte{"ca.crt": b.CA, corev1.TLSCertKey: b.Cert, corev1.TLSPrivateKeyKey: b.Key},
+			}
+			if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+				continue // another replica made it: use theirs
+			} else if err != nil {
+				return fmt.Errorf("creating Secret %s/%s: %w", s.opts.Namespace, CertSecretName, err)
+			}
+			return s.setBundle(b)
+		case err != nil:
+			return fmt.Errorf("reading Secret %s/%s: %w", s.opts.Namespace, CertSecretName, err)
+		}
+		b := &certBundle{CA: sec.Data["ca.crt"], Cert: sec.Data[corev1.TLSCertKey], Key: sec.Data[corev1.TLSPrivateKeyKey]}
+		if !b.expiresSoon(time.Now()) {
+			if _, err := b.keyPair(); err == nil {
+				return s.setBundle(b)
+			}
+		}
+		// Renew. Keep trusting the old CA too, so that replicas still serving the old
+		// certificate are accepted until they re-read the Secret.
+		nb, err := s.newClusterBundle()
+		if err != nil {
+			return err
+		}
+		nb.CA = append(append([]byte{}, nb.CA...), firstCert(b.CA)...)
+		sec.Data = map[string][]byte{"ca.crt": nb.CA, corev1.TLSCertKey: nb.Cert, corev1.TLSPrivateKeyKey: nb.Key}
+		if _, err := secrets.Update(ctx, sec, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("renewing Secret %s/%s: %w", s.opts.Namespace, CertSecretName, err)
+		}
+		return s.setBundle(nb)
+	}
+	return fmt.Errorf("Secret %s/%s keeps changing under us", s.opts.Namespace, CertSecretName)
+}
+
+func (s *Server) newClusterBundle() (*certBundle, error) {
+	host := ServiceName + "." + s.opts.Namespace + ".svc"
+	return newCertBundle([]string{host, host + ".cluster.local", ServiceName + "." + s.opts.Namespace}, nil)
+}
+
+// firstCert returns the first PEM block of a bundle.
+func firstCert(bundle []byte) []byte {
+	if i := bytes.Index(bundle, []byte("-----END CERTIFICATE-----")); i >= 0 {
+		return append(bytes.TrimSpace(bundle[:i+len("-----END CERTIFICATE-----")]), '\n')
+	}
+	return nil
+}
+
+// resync re-reads the Secret and re-registers now and then (see resyncPeriod).
+func (s *Server) resync(ctx context.Context) {
+	log := ctrl.Log.WithName("admission")
+	t := time.NewTicker(resyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.loadClusterCerts(ctx); err != nil {
+			log.Error(err, "refreshing the webhook certificate")
+			continue
+		}
+		if err := s.Register(ctx); err != nil {
+			log.Error(err, "refreshing the webhook registrations")
+		}
+	}
+}
+
+// Runner runs the webhooks inside a controller-runtime manager, on every replica
+// (admission is not leader-elected).
+type Runner struct {
+	cfg   *rest.Config
+	opts  Options
+	ready chan struct{}
+}
+
+// NewRunner returns a manager Runnable for the webhooks.
+func NewRunner(cfg *rest.Config, opts Options) *Runner {
+	return &Runner{cfg: cfg, opts: opts, ready: make(chan struct{})}
+}
+
+// Ready is closed once the webhooks are registered.
+func (r *Runner) Ready() <-chan struct{} { return r.ready }
+
+// NeedLeaderElection: every replica serves admission.
+func (r *Runner) NeedLeaderElection() bool { return false }
+
+// Start implements manager.Runnable.
+func (r *Runner) Start(ctx context.Context) error {
+	s, err := Start(ctx, r.cfg, r.opts)
+	if err != nil {
+		return err
+	}
+	close(r.ready)
+	<-ctx.Done()
+	return s.Wait()
+}
