@@ -515,7 +515,7 @@ func defaultConfigCases() []admissionCase {
 		rej("reserved env PORT", svcCtr("env: [{name: PORT, value: '9000'}]"), c0+"env[0].name"),
 		rej("reserved env K_SERVICE", svcCtr("env: [{name: K_SERVICE, value: x}]"), c0+"env[0].name"),
 		rej("reserved env K_CONFIGURATION", svcCtr("env: [{name: K_CONFIGURATION, value: x}]"), c0+"env[0].name"),
-		rej("reserved env K_REVISION", svcCtr("env: [{name: OK, value: y}, {name: K_REVISION, value: x}]"), c0+"env[1].name"),
+		rej("reserved env K_REVISION", svcCtr("env: [{name: OK, value: 'y'}, {name: K_REVISION, value: x}]"), c0+"env[1].name"),
 		rej("reserved env K_SERVICE on a sidecar", svcSidecar("env: [{name: K_SERVICE, value: x}]"), c1+"env[0].name"),
 		rej("reserved env PORT on a revision", object("Revision", "{name: rev}", "{containers: ["+ctr("env: [{name: PORT, value: '1'}]")+"]}"), "spec.containers[0].env[0].name"),
 		rej("empty env name", svcCtr("env: [{name: '', value: x}]"), c0+"env[0].name"),
@@ -649,7 +649,7 @@ spec:
 			"queue.sidecar.serving.knative.dev/memory-resource-limit", "200Mi",
 			"networking.knative.dev/ingress.class", "kourier.ingress.networking.knative.dev",
 		)),
-		acc("service annotations and labels Knative allows", svcMeta("{name: svc, annotations: {serving.knative.dev/rollout-duration: 380s, serving.knative.dev/foo: bar, example.com/x: y}, labels: {networking.knative.dev/visibility: cluster-local, serving.knative.dev/foo: bar}}")),
+		acc("service annotations and labels Knative allows", svcMeta("{name: svc, annotations: {serving.knative.dev/rollout-duration: 380s, serving.knative.dev/foo: bar, example.com/x: 'y'}, labels: {networking.knative.dev/visibility: cluster-local, serving.knative.dev/foo: bar}}")),
 		acc("route with split, tags and rollout-duration", object("Route", "{name: rt, annotations: {serving.knative.dev/rollout-duration: 200s}}", "{traffic: [{configurationName: cfg, percent: 90, tag: current}, {revisionName: cfg-00001, percent: 10, tag: old}, {revisionName: cfg-00002, tag: candidate}]}")),
 		acc("probes Knative accepts", svcCtr("ports: [{name: h2c, containerPort: 8080}], readinessProbe: {httpGet: {path: /ready, port: 0}, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2, successThreshold: 1}, livenessProbe: {tcpSocket: {port: h2c}, initialDelaySeconds: 3}, startupProbe: {exec: {command: [cat, /tmp/ok]}, failureThreshold: 30, periodSeconds: 1}")),
 		acc("probes on another numeric port and grpc", svcCtr("ports: [{containerPort: 8080}], readinessProbe: {grpc: {port: 8080, service: health}}, livenessProbe: {httpGet: {path: /live, port: 9001}}")),
@@ -885,23 +885,40 @@ func TestAdmissionTable(t *testing.T) {
 		flipTimeout := 30 * time.Second
 		for _, g := range flagGroups() {
 			t.Run(g.name, func(t *testing.T) {
-				probe := g.cases[0]
+				// The probe is the first case whose outcome under the current config
+				// differs from the one the group expects: it shows when the group's
+				// config has taken effect.
+				probe, probeFound := admissionCase{}, false
+				for _, tc := range g.cases {
+					if (submit(t, ns, tc) == nil) == tc.reject {
+						probe, probeFound = tc, true
+						break
+					}
+				}
 				restore := applyConfigMaps(t, g.configMaps)
-				flipped := waitForOutcome(t, ns, probe, !probe.reject, flipTimeout)
-				if !flipped {
-					t.Errorf("%v did not take effect within %v: the probe case %q still has its default outcome; the cases below run anyway",
-						g.configMaps, flipTimeout, probe.name)
-					// The config store is probably missing: do not wait as long for the next groups.
-					flipTimeout = 3 * time.Second
+				effective := true
+				if !probeFound {
+					t.Logf("every case already has its outcome before %v is written: nothing shows when it takes effect", g.configMaps)
+					time.Sleep(2 * time.Second)
+				} else if !waitForOutcome(t, ns, probe, !probe.reject, flipTimeout) {
+					effective = false
+					t.Errorf("%v in %s did not take effect within %v: case %q keeps its default outcome. Admission must read %s from the ConfigMaps (in the test binary too: TestMain must start admission with Ferry's config store), so the cases of this group are not judged",
+						g.configMaps, ferrySystemNamespace, flipTimeout, probe.name, strings.Join(mapKeys(g.configMaps), ", "))
+					// Probably no store at all: do not wait as long for the next groups.
+					flipTimeout = 5 * time.Second
 				}
 				t.Cleanup(func() {
 					restore()
-					if flipped && !waitForOutcome(t, ns, probe, probe.reject, 30*time.Second) {
-						t.Errorf("restoring %v did not take effect", g.configMaps)
+					if effective && probeFound && !waitForOutcome(t, ns, probe, probe.reject, 30*time.Second) {
+						t.Errorf("restoring %v did not take effect within 30s", g.configMaps)
 					}
 				})
 				for _, tc := range g.cases {
 					t.Run(tc.name, func(t *testing.T) {
+						if !effective {
+							t.Errorf("not judged: %v did not take effect", g.configMaps)
+							return
+						}
 						t.Parallel()
 						runAdmissionCase(t, ns, tc)
 					})
@@ -909,6 +926,16 @@ func TestAdmissionTable(t *testing.T) {
 			})
 		}
 	})
+}
+
+const ferrySystemNamespace = "ferry-system"
+
+func mapKeys[V any](m map[string]V) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // submit sends the case's object (or update) as a server-side dry run and returns
@@ -998,7 +1025,7 @@ func waitForOutcome(t *testing.T, ns string, tc admissionCase, wantAccepted bool
 func applyConfigMaps(t *testing.T, configMaps map[string]map[string]string) (restore func()) {
 	t.Helper()
 	ctx := context.Background()
-	const systemNS = "ferry-system"
+	const systemNS = ferrySystemNamespace
 	if err := testClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNS}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
