@@ -44,11 +44,18 @@ type ferry struct {
 // KIngress Ready, in a manager of their own until the test ends.
 func startFerry(t *testing.T, opts reconciler.Options) *ferry {
 	t.Helper()
+	return startFerryWith(t, testConfig, opts)
+}
+
+// startFerryWith is startFerry with the reconcilers talking to the API server as
+// config says (another identity, say).
+func startFerryWith(t *testing.T, config *rest.Config, opts reconciler.Options) *ferry {
+	t.Helper()
 	setLoggerOnce.Do(func() {
 		// Reconcile errors are worth seeing in a failing test's output; the rest is noise.
 		ctrl.SetLogger(logr.New(errorSink{}))
 	})
-	cfg := rest.CopyConfig(testConfig)
+	cfg := rest.CopyConfig(config)
 	wc := &writeCounter{byNamespace: map[string]*atomic.Int64{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return wc.wrap(rt) })
 	cfg.QPS, cfg.Burst = -1, -1

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,8 +65,12 @@ func As(err error) (*Error, bool) {
 }
 
 // IsRefusal reports whether err is the API server refusing a write for a reason that
-// asking again at once would not change.
+// asking again at once would not change. A namespace being deleted is not one: the
+// owner goes with it (package terminating ends such reconciles quietly).
 func IsRefusal(err error) bool {
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return false
+	}
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
 		apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsMethodNotSupported(err) ||
 		apierrors.IsUnsupportedMediaType(err) || apierrors.IsNotAcceptable(err)

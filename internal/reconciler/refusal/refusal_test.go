@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -62,6 +64,11 @@ func TestTransientErrorsAreNotRefusals(t *testing.T) {
 		apierrors.NewServerTimeout(schema.GroupResource{Resource: "services"}, "create", 1),
 		apierrors.NewInternalError(errors.New("etcd down")),
 		errors.New("connection refused"),
+		func() error {
+			err := apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "s", errors.New("namespace ns is being terminated"))
+			err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+			return err
+		}(),
 	} {
 		calls := 0
 		for range 3 {
