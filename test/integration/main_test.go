@@ -14,6 +14,8 @@ import (
 
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/admission"
+	ferryconfig "github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +40,10 @@ var (
 	testClient client.Client
 
 	namespaceCount atomic.Int64
+
+	// testAdmissionConfig is the config-defaults and config-features that the admission
+	// webhooks read (nil: Knative's defaults). Tests that change it must restore it.
+	testAdmissionConfig atomic.Pointer[ferryconfig.Config]
 )
 
 func init() {
@@ -76,6 +82,11 @@ func run(m *testing.M) int {
 	testConfig = testCluster.RESTConfig()
 	if testClient, err = client.New(testConfig, client.Options{Scheme: testScheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Every test goes through Ferry's admission webhooks, as with ferry up.
+	if _, err := admission.Start(ctx, testConfig, admission.Options{Config: testAdmissionConfig.Load}); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the admission webhooks:", err)
 		return 1
 	}
 	return m.Run()

@@ -1,0 +1,374 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func service(mod func(*servingv1.Service)) *servingv1.Service {
+	s := &servingv1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: servingv1.ServiceSpec{ConfigurationSpec: servingv1.ConfigurationSpec{Template: servingv1.RevisionTemplateSpec{
+			Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "example.com/app:v1"}}}},
+		}}},
+	}
+	if mod != nil {
+		mod(s)
+	}
+	return s
+}
+
+func podSpec(s *servingv1.Service) *corev1.PodSpec { return &s.Spec.Template.Spec.PodSpec }
+func ctr(s *servingv1.Service) *corev1.Container   { return &s.Spec.Template.Spec.Containers[0] }
+
+func withFeatures(mod func(*config.Features)) *config.Config {
+	c := config.Default()
+	mod(c.Features)
+	return c
+}
+
+// TestValidateService runs Service cases through defaulting then validation, as the
+// API server does, and checks Knative's message and field path.
+func TestValidateService(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		svc  *servingv1.Service
+		want []string // each must appear in the error; nil: accepted
+	}{
+		{"minimal", nil, service(nil), nil},
+		{"bad name", nil, service(func(s *servingv1.Service) { s.Name = "Hello.World" }), []string{"not a DNS 1035 label", ": metadata.name"}},
+		{"autoscaling annotation on the Service", nil, service(func(s *servingv1.Service) {
+			s.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "1"}
+		}), []string{`invalid key name "autoscaling.knative.dev/min-scale": metadata.annotations`}},
+		{"autoscaling annotation on the template", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "1", "autoscaling.knative.dev/max-scale": "3"}
+		}), nil},
+		{"min-scale above max-scale", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "5", "autoscaling.knative.dev/max-scale": "3"}
+		}), []string{"max-scale=3 is less than min-scale=5: spec.template.metadata.annotations.autoscaling.knative.dev/max-scale, spec.template.metadata.annotations.autoscaling.knative.dev/min-scale"}},
+		{"negative min-scale", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/minScale": "-1"}
+		}), []string{"expected 0 <= -1 <= 2147483647: spec.template.metadata.annotations.autoscaling.knative.dev/minScale"}},
+		{"window too short", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/window": "5s"}
+		}), []string{"expected 6s <= 5s <= 1h0m0s: spec.template.metadata.annotations.autoscaling.knative.dev/window"}},
+		{"target too small", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/target": "0.001"}
+		}), []string{"target 0.001 should be at least 0.01"}},
+		{"initial-scale 0", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/initial-scale": "0"}
+		}), []string{"initial-scale=0 not allowed by cluster"}},
+		{"rollout-duration", nil, service(func(s *servingv1.Service) {
+			s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": "2.5s"}
+		}), []string{"rollout-duration=2.5s is not at second precision: metadata.annotations.serving.knative.dev/rollout-duration"}},
+		{"rollout-duration ok", nil, service(func(s *servingv1.Service) {
+			s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": "120s"}
+		}), nil},
+		{"progress-deadline", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.knative.dev/progress-deadline": "nope"}
+		}), []string{"invalid value: nope: spec.template.metadata.annotations.serving.knative.dev/progress-deadline"}},
+		{"unknown networking annotation", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"networking.knative.dev/foo": "x"}
+		}), []string{`invalid key name "networking.knative.dev/foo": spec.template.metadata.annotations`}},
+		{"BYO name without prefix", nil, service(func(s *servingv1.Service) { s.Spec.Template.ObjectMeta.Name = "other-v1" }),
+			[]string{`invalid value: "other-v1" must have prefix "hello-": spec.template.metadata.name`}},
+		{"BYO name with prefix", nil, service(func(s *servingv1.Service) { s.Spec.Template.ObjectMeta.Name = "hello-v1" }), nil},
+		{"BYO name not DNS-1035", nil, service(func(s *servingv1.Service) { s.Spec.Template.ObjectMeta.Name = "hello_v1" }),
+			[]string{"not a DNS 1035 label", "spec.template.metadata.name"}},
+		{"BYO name with generateName parent", nil, service(func(s *servingv1.Service) {
+			s.Name, s.GenerateName = "", "hello-"
+			s.Spec.Template.ObjectMeta.Name = "hello-v1"
+		}), []string{"must not set the field(s): spec.template.metadata.name"}},
+		{"template generateName", nil, service(func(s *servingv1.Service) { s.Spec.Template.ObjectMeta.GenerateName = "hello-" }), nil},
+		{"timeout over max", nil, service(func(s *servingv1.Service) { s.Spec.Template.Spec.TimeoutSeconds = ptr(int64(700)) }),
+			[]string{"expected 0 <= 700 <= 600: spec.template.spec.timeoutSeconds"}},
+		{"timeout under a raised max", func() *config.Config { c := config.Default(); c.Defaults.MaxRevisionTimeoutSeconds = 3600; return c }(),
+			service(func(s *servingv1.Service) { s.Spec.Template.Spec.TimeoutSeconds = ptr(int64(700)) }), nil},
+		{"containerConcurrency over the limit", nil, service(func(s *servingv1.Service) { s.Spec.Template.Spec.ContainerConcurrency = ptr(int64(1001)) }),
+			[]string{"expected 0 <= 1001 <= 1000: spec.template.spec.containerConcurrency"}},
+		{"nodeSelector off", nil, service(func(s *servingv1.Service) { podSpec(s).NodeSelector = map[string]string{"a": "b"} }),
+			[]string{"must not set the field(s): spec.template.spec.nodeSelector"}},
+		{"nodeSelector on", withFeatures(func(f *config.Features) { f.PodSpecNodeSelector = config.Enabled }),
+			service(func(s *servingv1.Service) { podSpec(s).NodeSelector = map[string]string{"a": "b"} }), nil},
+		{"nodeSelector allowed", withFeatures(func(f *config.Features) { f.PodSpecNodeSelector = config.Allowed }),
+			service(func(s *servingv1.Service) { podSpec(s).NodeSelector = map[string]string{"a": "b"} }), nil},
+		{"two disallowed fields", nil, service(func(s *servingv1.Service) {
+			podSpec(s).NodeName = "n"
+			podSpec(s).Tolerations = []corev1.Toleration{{Key: "k"}}
+		}), []string{"must not set the field(s): spec.template.spec.nodeName, spec.template.spec.tolerations"}},
+		{"automountServiceAccountToken false", nil, service(func(s *servingv1.Service) { podSpec(s).AutomountServiceAccountToken = ptr(false) }), nil},
+		{"automountServiceAccountToken true", nil, service(func(s *servingv1.Service) { podSpec(s).AutomountServiceAccountToken = ptr(true) }),
+			[]string{"must not set the field(s): spec.template.spec.automountServiceAccountToken"}},
+		{"pod securityContext off", nil, service(func(s *servingv1.Service) { podSpec(s).SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1))} }),
+			[]string{"must not set the field(s): spec.template.spec.securityContext"}},
+		{"pod securityContext sysctls", withFeatures(func(f *config.Features) { f.PodSpecSecurityContext = config.Enabled }),
+			service(func(s *servingv1.Service) {
+				podSpec(s).SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1)), Sysctls: []corev1.Sysctl{{Name: "a"}}}
+			}), []string{"must not set the field(s): spec.template.spec.securityContext.sysctls"}},
+		{"runAsUser out of bounds", nil, service(func(s *servingv1.Service) { ctr(s).SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(-1))} }),
+			[]string{"expected 0 <= -1 <= 2147483647: spec.template.spec.containers[0].securityContext.runAsUser"}},
+		{"privileged", nil, service(func(s *servingv1.Service) { ctr(s).SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)} }),
+			[]string{"must not set the field(s): spec.template.spec.containers[0].securityContext.privileged"}},
+		{"capabilities add", nil, service(func(s *servingv1.Service) {
+			ctr(s).SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+		}), []string{"must not set the field(s): spec.template.spec.containers[0].securityContext.capabilities.add"}},
+		{"reserved env", nil, service(func(s *servingv1.Service) { ctr(s).Env = []corev1.EnvVar{{Name: "K_SERVICE", Value: "x"}} }),
+			[]string{`"K_SERVICE" is a reserved environment variable: spec.template.spec.containers[0].env[0].name`}},
+		{"fieldRef off", nil, service(func(s *servingv1.Service) {
+			ctr(s).Env = []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+		}), []string{"must not set the field(s): spec.template.spec.containers[0].env[0].valueFrom.fieldRef"}},
+		{"envFrom neither", nil, service(func(s *servingv1.Service) { ctr(s).EnvFrom = []corev1.EnvFromSource{{Prefix: "x"}} }),
+			[]string{"expected exactly one, got neither: spec.template.spec.containers[0].envFrom[0].configMapRef, spec.template.spec.containers[0].envFrom[0].secretRef"}},
+		{"reserved port", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8012}} }),
+			[]string{"invalid value: 8012 is a reserved port: spec.template.spec.containers[0].ports.containerPort"}},
+		{"port name", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{Name: "web", ContainerPort: 8080}} }),
+			[]string{"Port name web is not allowed: spec.template.spec.containers[0].ports"}},
+		{"hostPort", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 80}} }),
+			[]string{"must not set the field(s): spec.template.spec.containers[0].ports.hostPort"}},
+		{"UDP", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolUDP}} }),
+			[]string{"invalid value: UDP: spec.template.spec.containers[0].ports.protocol"}},
+		{"two ports", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081}} }),
+			[]string{"more than one container port is set: spec.template.spec.containers[*].ports"}},
+		{"multi-container without a port", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Containers = append(podSpec(s).Containers, corev1.Container{Image: "example.com/side"})
+		}), []string{"missing field(s): spec.template.spec.containers[*].ports"}},
+		{"multi-container with a port", nil, service(func(s *servingv1.Service) {
+			ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+			podSpec(s).Containers = append(podSpec(s).Containers, corev1.Container{Image: "example.com/side"})
+		}), nil},
+		{"multi-container off", withFeatures(func(f *config.Features) { f.MultiContainer = config.Disabled }), service(func(s *servingv1.Service) {
+			ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+			podSpec(s).Containers = append(podSpec(s).Containers, corev1.Container{Image: "example.com/side"})
+		}), []string{"multi-container is off, but found 2 containers"}},
+		{"sidecar probe", nil, service(func(s *servingv1.Service) {
+			ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080}}
+			podSpec(s).Containers = append(podSpec(s).Containers, corev1.Container{Image: "example.com/side",
+				LivenessProbe: &corev1.Probe{PeriodSeconds: 3, ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"x"}}}}})
+		}), []string{"must not set the field(s): spec.template.spec.containers[1].livenessProbe.ProbeHandler, spec.template.spec.containers[1].livenessProbe.periodSeconds"}},
+		{"duplicate container names", nil, service(func(s *servingv1.Service) {
+			ctr(s).Name, ctr(s).Ports = "a", []corev1.ContainerPort{{ContainerPort: 8080}}
+			podSpec(s).Containers = append(podSpec(s).Containers, corev1.Container{Name: "a", Image: "example.com/side"})
+		}), []string{`duplicate container name "a": spec.template.spec.containers[1].name`}},
+		{"queue-proxy name", nil, service(func(s *servingv1.Service) { ctr(s).Name = "queue-proxy" }),
+			[]string{`"queue-proxy" is a reserved container name: spec.template.spec.containers[0].name`}},
+		{"bad image", nil, service(func(s *servingv1.Service) { ctr(s).Image = "Example.com/UPPER:v1@sha256:nope" }),
+			[]string{"Failed to parse image reference: spec.template.spec.containers[0].image"}},
+		{"lifecycle", nil, service(func(s *servingv1.Service) { ctr(s).Lifecycle = &corev1.Lifecycle{} }),
+			[]string{"must not set the field(s): spec.template.spec.containers[0].lifecycle"}},
+		{"tty", nil, service(func(s *servingv1.Service) { ctr(s).TTY = true }),
+			[]string{"must not set the field(s): spec.template.spec.containers[0].tty"}},
+		{"terminationMessagePolicy", nil, service(func(s *servingv1.Service) { ctr(s).TerminationMessagePolicy = "Sometimes" }),
+			[]string{"invalid value: Sometimes: spec.template.spec.containers[0].terminationMessagePolicy"}},
+		{"probe port mismatch", nil, service(func(s *servingv1.Service) {
+			ctr(s).ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("other")}}}
+		}), []string{"invalid value: other: spec.template.spec.containers[0].readinessProbe.httpGet.port"}},
+		{"probe with two handlers", nil, service(func(s *servingv1.Service) {
+			ctr(s).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{}, TCPSocket: &corev1.TCPSocketAction{}}}
+		}), []string{"expected exactly one, got both: spec.template.spec.containers[0].livenessProbe.httpGet, spec.template.spec.containers[0].livenessProbe.tcpSocket"}},
+		{"probe without handler", nil, service(func(s *servingv1.Service) { ctr(s).LivenessProbe = &corev1.Probe{PeriodSeconds: 1} }),
+			[]string{"expected exactly one, got neither: spec.template.spec.containers[0].livenessProbe.exec"}},
+		{"aggressive probe with failureThreshold", nil, service(func(s *servingv1.Service) {
+			ctr(s).ReadinessProbe = &corev1.Probe{FailureThreshold: 2, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}
+		}), []string{"failureThreshold is disallowed when periodSeconds is zero: spec.template.spec.containers[0].readinessProbe.failureThreshold"}},
+		{"readiness probe periodSeconds negative", nil, service(func(s *servingv1.Service) {
+			ctr(s).ReadinessProbe = &corev1.Probe{PeriodSeconds: -1, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}
+		}), []string{"expected 0 <= -1 <= 2147483647: spec.template.spec.containers[0].readinessProbe.periodSeconds"}},
+		{"secret volume", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/etc/s"}}
+		}), nil},
+		{"volume not mounted", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}}
+		}), []string{`volume with name "s" not mounted: spec.template.spec.volumes[0].name`}},
+		{"mount without volume", nil, service(func(s *servingv1.Service) { ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/etc/s"}} }),
+			[]string{"volumeMount has no matching volume: spec.template.spec.containers[0].volumeMounts[0].name"}},
+		{"reserved mount path", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/dev/log/"}}
+		}), []string{`mountPath "/dev/log" is a reserved path: spec.template.spec.containers[0].volumeMounts[0].mountPath`}},
+		{"relative mount path", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "etc"}}
+		}), []string{"invalid value: etc: spec.template.spec.containers[0].volumeMounts[0].mountPath"}},
+		{"duplicate volumes", nil, service(func(s *servingv1.Service) {
+			v := corev1.Volume{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}
+			podSpec(s).Volumes = []corev1.Volume{v, v}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/a"}}
+		}), []string{`duplicate volume name "s": spec.template.spec.volumes[1].name`}},
+		{"emptyDir writable", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "e", MountPath: "/data"}}
+		}), nil},
+		{"emptyDir off", withFeatures(func(f *config.Features) { f.PodSpecVolumesEmptyDir = config.Disabled }), service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "e", MountPath: "/data"}}
+		}), []string{"must not set the field(s): spec.template.spec.volumes[0].emptyDir"}},
+		{"hostPath", nil, service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "h", MountPath: "/data"}}
+		}), []string{"must not set the field(s): spec.template.spec.volumes[0].hostPath"}},
+		{"PVC needs the flag", withFeatures(func(f *config.Features) { f.PodSpecPersistentVolumeClaim = config.Enabled }), service(func(s *servingv1.Service) {
+			podSpec(s).Volumes = []corev1.Volume{{Name: "p", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "p", MountPath: "/data"}}
+		}), []string{"Persistent volume write support is disabled, but found persistent volume claim c that is not read-only"}},
+		{"init containers off", nil, service(func(s *servingv1.Service) { podSpec(s).InitContainers = []corev1.Container{{Image: "example.com/init"}} }),
+			[]string{"must not set the field(s): spec.template.spec.initContainers"}},
+		{"init containers on", withFeatures(func(f *config.Features) { f.PodSpecInitContainers = config.Enabled }),
+			service(func(s *servingv1.Service) { podSpec(s).InitContainers = []corev1.Container{{Image: "example.com/init"}} }), nil},
+		{"serviceAccountName", nil, service(func(s *servingv1.Service) { podSpec(s).ServiceAccountName = "Not_Valid" }),
+			[]string{"spec.template.spec.serviceAccountName"}},
+		{"resources claims", nil, service(func(s *servingv1.Service) { ctr(s).Resources.Claims = []corev1.ResourceClaim{{Name: "c"}} }),
+			[]string{"must not set the field(s): spec.template.spec.containers[0].resources.claims"}},
+		{"resources", nil, service(func(s *servingv1.Service) {
+			ctr(s).Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}), nil},
+		{"traffic sum", nil, service(func(s *servingv1.Service) {
+			s.Spec.Traffic = []servingv1.TrafficTarget{{LatestRevision: ptr(true), Percent: ptr(int64(90))}}
+		}), []string{"Traffic targets sum to 90, want 100: spec.traffic"}},
+		{"traffic configurationName in Service", nil, service(func(s *servingv1.Service) {
+			s.Spec.Traffic = []servingv1.TrafficTarget{{ConfigurationName: "x", Percent: ptr(int64(100))}}
+		}), []string{"must not set the field(s): spec.traffic[0].configurationName"}},
+		{"traffic duplicate tag", nil, service(func(s *servingv1.Service) {
+			s.Spec.Traffic = []servingv1.TrafficTarget{{Tag: "a", Percent: ptr(int64(50))}, {Tag: "a", RevisionName: "hello-1", Percent: ptr(int64(50))}}
+		}), []string{`Multiple definitions for "a": spec.traffic[0].tag, spec.traffic[1].tag`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			if cfg == nil {
+				cfg = config.Default()
+			}
+			DefaultService(cfg, tc.svc, nil, "alice")
+			err := ValidateService(cfg, tc.svc, nil).Errors()
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err.Error(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateUpdates(t *testing.T) {
+	cfg := config.Default()
+	old := service(func(s *servingv1.Service) { s.Spec.Template.ObjectMeta.Name = "hello-v1" })
+	DefaultService(cfg, old, nil, "alice")
+
+	changed := old.DeepCopy()
+	changed.Spec.Template.Spec.Containers[0].Image = "example.com/app:v2"
+	DefaultService(cfg, changed, old, "bob")
+	if err := ValidateService(cfg, changed, old).Errors(); err == nil || !strings.Contains(err.Error(), "Saw the following changes without a name change (-old +new): spec.template.metadata.name") {
+		t.Errorf("template changed without a name change: %v", err)
+	}
+	if changed.Annotations[modifierAnnotation] != "bob" || changed.Annotations[creatorAnnotation] != "alice" {
+		t.Errorf("annotations after an update by bob: %v", changed.Annotations)
+	}
+
+	renamed := changed.DeepCopy()
+	renamed.Spec.Template.ObjectMeta.Name = "hello-v2"
+	if err := ValidateService(cfg, renamed, old).Errors(); err != nil {
+		t.Errorf("template and name changed: %v", err)
+	}
+
+	forged := old.DeepCopy()
+	forged.Annotations[creatorAnnotation] = "mallory"
+	if err := ValidateService(cfg, forged, old).Errors(); err == nil || !strings.Contains(err.Error(), "annotation value is immutable: metadata.annotations.serving.knative.dev/creator") {
+		t.Errorf("creator changed: %v", err)
+	}
+	modifier := old.DeepCopy()
+	modifier.Annotations[modifierAnnotation] = "mallory"
+	if err := ValidateService(cfg, modifier, old).Errors(); err == nil || !strings.Contains(err.Error(), "invalid value: mallory: metadata.annotations.serving.knative.dev/lastModifier") {
+		t.Errorf("lastModifier changed without a spec change: %v", err)
+	}
+}
+
+func TestValidateConfigurationRevisionRoute(t *testing.T) {
+	cfg := config.Default()
+	c := &servingv1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{servingv1.ServiceLabelKey: "s"}},
+		Spec: service(nil).Spec.ConfigurationSpec}
+	DefaultConfiguration(cfg, c, nil, "")
+	if err := ValidateConfiguration(cfg, c, nil); err == nil || !strings.Contains(err.Error(), "missing field(s): metadata.labels.serving.knative.dev/service") {
+		t.Errorf("service label without owner: %v", err)
+	}
+	c.OwnerReferences = []metav1.OwnerReference{{Kind: "Service", Name: "s", APIVersion: "serving.knative.dev/v1", UID: "u"}}
+	if err := ValidateConfiguration(cfg, c, nil).Errors(); err != nil {
+		t.Errorf("owned: %v", err)
+	}
+
+	r := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Annotations: map[string]string{"autoscaling.knative.dev/max-scale": "x"}},
+		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "example.com/a"}}}}}
+	DefaultRevision(cfg, r, nil)
+	if err := ValidateRevision(cfg, r, nil); err == nil || !strings.Contains(err.Error(), "invalid value: x: metadata.annotations.autoscaling.knative.dev/max-scale") {
+		t.Errorf("revision max-scale: %v", err)
+	}
+	r.Annotations = nil
+	r2 := r.DeepCopy()
+	r2.Spec.Containers[0].Image = "example.com/b"
+	if err := ValidateRevision(cfg, r2, r); err == nil || !strings.Contains(err.Error(), "Immutable fields changed (-old +new): spec") {
+		t.Errorf("revision spec changed: %v", err)
+	}
+
+	rt := &servingv1.Route{ObjectMeta: metav1.ObjectMeta{Name: "rt.x"}}
+	DefaultRoute(cfg, rt, nil, "alice")
+	err := ValidateRoute(cfg, rt, nil)
+	for _, w := range []string{"not a DNS 1035 label", "metadata.name", "Traffic targets sum to 0, want 100: spec.traffic"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("route: %v, want %q", err, w)
+		}
+	}
+	if rt.Annotations[creatorAnnotation] != "alice" {
+		t.Errorf("route annotations %v", rt.Annotations)
+	}
+	rt = &servingv1.Route{ObjectMeta: metav1.ObjectMeta{Name: "rt"}, Spec: servingv1.RouteSpec{Traffic: []servingv1.TrafficTarget{
+		{RevisionName: "a", ConfigurationName: "b", Percent: ptr(int64(100))}}}}
+	DefaultRoute(cfg, rt, nil, "")
+	if err := ValidateRoute(cfg, rt, nil); err == nil || !strings.Contains(err.Error(), "expected exactly one, got both: spec.traffic[0].configurationName, spec.traffic[0].revisionName") {
+		t.Errorf("route both names: %v", err)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	cfg := config.Default()
+	s := service(nil)
+	DefaultService(cfg, s, nil, "")
+	w := ValidateService(cfg, s, nil).Warnings()
+	if w == nil || !strings.Contains(w.Error(), "Kubernetes default value is insecure") {
+		t.Errorf("warnings: %v", w)
+	}
+	cfg.Features.SecurePodDefaults = config.Enabled
+	s = service(nil)
+	DefaultService(cfg, s, nil, "")
+	if errs := ValidateService(cfg, s, nil); errs != nil {
+		t.Errorf("secure-pod-defaults: %v", errs)
+	}
+}
+
+func TestFieldErrorFormat(t *testing.T) {
+	err := ErrDisallowedFields("b").ViaField("spec").Also(ErrDisallowedFields("a").ViaFieldIndex("containers", 0).ViaField("spec"),
+		ErrOutOfBoundsValue(7, 0, 5, "x").ViaKey("k").ViaField("m"))
+	want := "expected 0 <= 7 <= 5: m[k].x\nmust not set the field(s): spec.b, spec.containers[0].a"
+	if err.Error() != want {
+		t.Errorf("got %q, want %q", err.Error(), want)
+	}
+	if (*FieldError)(nil).Also(nil) != nil {
+		t.Error("nil.Also(nil) is not nil")
+	}
+}
