@@ -107,13 +107,17 @@ func TestValidateService(t *testing.T) {
 		{"automountServiceAccountToken false", nil, service(func(s *servingv1.Service) { podSpec(s).AutomountServiceAccountToken = ptr(false) }), nil},
 		{"automountServiceAccountToken true", nil, service(func(s *servingv1.Service) { podSpec(s).AutomountServiceAccountToken = ptr(true) }),
 			[]string{"must not set the field(s): spec.template.spec.automountServiceAccountToken"}},
-		{"pod securityContext off", nil, service(func(s *servingv1.Service) { podSpec(s).SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1))} }),
+		{"pod securityContext off", nil, service(func(s *servingv1.Service) {
+			podSpec(s).SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1))}
+		}),
 			[]string{"must not set the field(s): spec.template.spec.securityContext"}},
 		{"pod securityContext sysctls", withFeatures(func(f *config.Features) { f.PodSpecSecurityContext = config.Enabled }),
 			service(func(s *servingv1.Service) {
 				podSpec(s).SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1)), Sysctls: []corev1.Sysctl{{Name: "a"}}}
 			}), []string{"must not set the field(s): spec.template.spec.securityContext.sysctls"}},
-		{"runAsUser out of bounds", nil, service(func(s *servingv1.Service) { ctr(s).SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(-1))} }),
+		{"runAsUser out of bounds", nil, service(func(s *servingv1.Service) {
+			ctr(s).SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(-1))}
+		}),
 			[]string{"expected 0 <= -1 <= 2147483647: spec.template.spec.containers[0].securityContext.runAsUser"}},
 		{"privileged", nil, service(func(s *servingv1.Service) { ctr(s).SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)} }),
 			[]string{"must not set the field(s): spec.template.spec.containers[0].securityContext.privileged"}},
@@ -133,9 +137,13 @@ func TestValidateService(t *testing.T) {
 			[]string{"Port name web is not allowed: spec.template.spec.containers[0].ports"}},
 		{"hostPort", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 80}} }),
 			[]string{"must not set the field(s): spec.template.spec.containers[0].ports.hostPort"}},
-		{"UDP", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolUDP}} }),
+		{"UDP", nil, service(func(s *servingv1.Service) {
+			ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080, Protocol: corev1.ProtocolUDP}}
+		}),
 			[]string{"invalid value: UDP: spec.template.spec.containers[0].ports.protocol"}},
-		{"two ports", nil, service(func(s *servingv1.Service) { ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081}} }),
+		{"two ports", nil, service(func(s *servingv1.Service) {
+			ctr(s).Ports = []corev1.ContainerPort{{ContainerPort: 8080}, {ContainerPort: 8081}}
+		}),
 			[]string{"more than one container port is set: spec.template.spec.containers[*].ports"}},
 		{"multi-container without a port", nil, service(func(s *servingv1.Service) {
 			podSpec(s).Containers = append(podSpec(s).Containers, corev1.Container{Image: "example.com/side"})
@@ -189,7 +197,9 @@ func TestValidateService(t *testing.T) {
 		{"volume not mounted", nil, service(func(s *servingv1.Service) {
 			podSpec(s).Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}}
 		}), []string{`volume with name "s" not mounted: spec.template.spec.volumes[0].name`}},
-		{"mount without volume", nil, service(func(s *servingv1.Service) { ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/etc/s"}} }),
+		{"mount without volume", nil, service(func(s *servingv1.Service) {
+			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/etc/s"}}
+		}),
 			[]string{"volumeMount has no matching volume: spec.template.spec.containers[0].volumeMounts[0].name"}},
 		{"reserved mount path", nil, service(func(s *servingv1.Service) {
 			podSpec(s).Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "x"}}}}
@@ -220,10 +230,14 @@ func TestValidateService(t *testing.T) {
 			podSpec(s).Volumes = []corev1.Volume{{Name: "p", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
 			ctr(s).VolumeMounts = []corev1.VolumeMount{{Name: "p", MountPath: "/data"}}
 		}), []string{"Persistent volume write support is disabled, but found persistent volume claim c that is not read-only"}},
-		{"init containers off", nil, service(func(s *servingv1.Service) { podSpec(s).InitContainers = []corev1.Container{{Image: "example.com/init"}} }),
+		{"init containers off", nil, service(func(s *servingv1.Service) {
+			podSpec(s).InitContainers = []corev1.Container{{Image: "example.com/init"}}
+		}),
 			[]string{"must not set the field(s): spec.template.spec.initContainers"}},
 		{"init containers on", withFeatures(func(f *config.Features) { f.PodSpecInitContainers = config.Enabled }),
-			service(func(s *servingv1.Service) { podSpec(s).InitContainers = []corev1.Container{{Image: "example.com/init"}} }), nil},
+			service(func(s *servingv1.Service) {
+				podSpec(s).InitContainers = []corev1.Container{{Image: "example.com/init"}}
+			}), nil},
 		{"serviceAccountName", nil, service(func(s *servingv1.Service) { podSpec(s).ServiceAccountName = "Not_Valid" }),
 			[]string{"spec.template.spec.serviceAccountName"}},
 		{"resources claims", nil, service(func(s *servingv1.Service) { ctr(s).Resources.Claims = []corev1.ResourceClaim{{Name: "c"}} }),
