@@ -3,6 +3,7 @@
 //	ferry up          a local cluster with Ferry inside, for trying it out
 //	ferry controller  Ferry's reconcilers against a cluster
 //	ferry gateway     Ferry's gateway against a cluster
+//	ferry explain     why a Knative object is not Ready or routed (also kubectl ferry explain)
 //	ferry version
 package main
 
@@ -26,6 +27,8 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newScaleCommand(), newVersionCommand())
+	root.AddCommand(newExplainCommand())
+	asKubectlPlugin(root)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)
 		os.Exit(1)

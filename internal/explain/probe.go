@@ -51,3 +51,22 @@ func HostOf(statusURL string) string {
 	}
 	return u.Host
 }
+
+// ProbeGateway sends one request to the gateway at gatewayURL with the Route's host,
+// when the Route is Ready, and records the answer in the chain.
+func (c *Chain) ProbeGateway(ctx context.Context, hc *http.Client, gatewayURL string) {
+	if c.Route == nil || !c.Route.IsReady() {
+		return
+	}
+	c.Probed, c.GatewayURL = true, gatewayURL
+	host := HostOf(c.Route.Status.URL)
+	if host == "" {
+		c.LastAnswer = "the Route has no status.url"
+		return
+	}
+	if routed, answer := Probe(ctx, hc, gatewayURL, host); routed {
+		c.RoutedAnswer = answer
+	} else {
+		c.LastAnswer = answer
+	}
+}

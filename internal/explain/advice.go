@@ -1,0 +1,137 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+// Advise says what to do about an explanation's culprit, in a line or two. The rules
+// go by the culprit's kind (the reasons the kubelet, the API server and Ferry give),
+// most specific first.
+func Advise(c Chain, e Explanation) []string {
+	kind := e.Kind
+	ns := c.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	has := func(subs ...string) bool {
+		for _, s := range subs {
+			if strings.Contains(kind, s) {
+				return true
+			}
+		}
+		return false
+	}
+	image, container, revName := latestImage(c)
+	pod := culpritName(e.Culprit, "Pod ")
+	controller := "Is Ferry's controller running? (`ferry up` runs it; on a cluster: `kubectl -n ferry-system get pods` and its log.)"
+	switch {
+	case has("not created"):
+		return []string{"The API server refused the Service: the message above names the field. Fix the manifest and apply it again."}
+	case has("ksvc not found", "Configuration not found", "Revision not found", "Route not found"):
+		return []string{fmt.Sprintf("Check the name and the namespace (-n): `kubectl get ksvc,configuration,revision,route -n %s`.", ns)}
+	case has("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ContainerMissing"):
+		return []string{
+			fmt.Sprintf("The image %s cannot be pulled: check its name and tag, and that the cluster can reach the registry.", quoteOr(image, "of the Revision")),
+			"For a private registry add imagePullSecrets (spec.template.spec, or the namespace's ServiceAccount); then change the Service's image: a new Revision is created and the old one keeps serving.",
+		}
+	case has("OOMKilled"):
+		return []string{fmt.Sprintf("The container %s runs out of memory: raise spec.template.spec.containers[].resources.limits.memory.", quoteOr(container, ""))}
+	case has("CrashLoopBackOff", "ExitCode", "RunContainerError", "CreateContainerConfigError", "CreateContainerError"),
+		strings.HasPrefix(kind, "Pod ") && has(" Error", " ContainerCannotRun"):
+		logs := fmt.Sprintf("`kubectl logs -n %s %s -c %s --previous`", ns, orPlaceholder(pod, "POD"), orPlaceholder(container, v1.DefaultUserContainerName))
+		return []string{
+			"The container does not start or exits: its log says why: " + logs + ".",
+			"Check the command, env and that it listens on $PORT (8080 unless containerPort says otherwise).",
+		}
+	case has("Unschedulable"):
+		return []string{"No node can run the pod: the scheduler's message above says why (resources, node selectors, taints). Lower the template's resource requests or add capacity."}
+	case has("ReplicaSet ReplicaFailure", "FailedCreate"):
+		return []string{
+			"The API server refused the pods (message above): a ResourceQuota, a LimitRange or an admission policy.",
+			fmt.Sprintf("`kubectl describe resourcequota,limitrange -n %s`; raise the quota or lower the template's requests and limits.", ns),
+		}
+	case has("Deployment no pods"):
+		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
+	case has("ProgressDeadlineExceeded"):
+		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
+	case has("Revision ResourcesAvailable=False", "Revision Ready=False"):
+		return []string{
+			"The Revision's resources could not be created or did not become available: the message above is the API server's or the kubelet's.",
+			"Fix the Service's template and apply it: a new Revision is created; traffic stays on the last Ready one meanwhile.",
+		}
+	case has("not owned"):
+		what := strings.Fields(kind)[0]
+		return []string{fmt.Sprintf("Another %s has the Service's name and the Service does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or name the Service differently.",
+			what, strings.ToLower(what), c.Name, ns)}
+	case has("Route AllTrafficAssigned=False", "Route AllTrafficAssigned=Unknown"):
+		return []string{"The Route's traffic names a Configuration or Revision that does not exist or has no Ready Revision: fix spec.traffic, or make that Revision Ready (above)."}
+	case has("KIngress missing"):
+		return []string{"The Route has not created its KIngress: the Route's conditions above say why. " + controller}
+	case has("KIngress"):
+		return []string{
+			"Ferry's gateway has not programmed the KIngress. Is the gateway running? (`ferry up` runs one; on a cluster: `ferry gateway`, or `kubectl -n ferry-system get pods`.)",
+			"The gateway serves the class ferry.ingress.networking.knative.dev (networking.knative.dev/ingress.class) and marks each KIngress Ready once it routes it.",
+		}
+	case has("gateway not routing"):
+		return []string{
+			fmt.Sprintf("The gateway at %s did not route the Route's host: check that it is Ferry's gateway's external address, and that the Route is public (a cluster-local Route is served on the gateway's local listener only).", orPlaceholder(c.GatewayURL, "the URL")),
+		}
+	case has("not reconciled", "no Ready condition", "Configuration missing", "Route missing", "Revision missing", "Deployment missing",
+		"(its Deployment is available)", "Ready late"):
+		return []string{"Ferry has not acted on the latest change yet. " + controller}
+	case strings.HasPrefix(kind, "ksvc "), strings.HasPrefix(kind, "Configuration "), strings.HasPrefix(kind, "Route "):
+		return []string{"Everything below is Ready; Ferry has not recorded it yet. Run this again in a few seconds. " + controller}
+	case strings.HasPrefix(kind, "Pod "), strings.HasPrefix(kind, "Deployment "):
+		return []string{"The pods are starting: run this again in a few seconds; if it stays so, the pod's Events above say why."}
+	}
+	return []string{"Read the conditions and Warning Events above from the bottom up: the deepest ✗ holds up the rest."}
+}
+
+// latestImage is the first container's image and name of the Revision the chain
+// explains, and that Revision's name.
+func latestImage(c Chain) (image, container, revision string) {
+	var rev *v1.Revision
+	switch {
+	case c.Configuration != nil:
+		rev = LatestRevision(c.Configuration, c.Revisions)
+	case len(c.Revisions) > 0:
+		rev = &c.Revisions[0]
+	}
+	if rev != nil {
+		revision = rev.Name
+		if len(rev.Spec.Containers) > 0 {
+			image, container = rev.Spec.Containers[0].Image, rev.Spec.Containers[0].Name
+		}
+	}
+	if image == "" && c.Service != nil && len(c.Service.Spec.Template.Spec.Containers) > 0 {
+		image = c.Service.Spec.Template.Spec.Containers[0].Image
+	}
+	return image, container, revision
+}
+
+// culpritName is the object's name in a culprit line "Pod name: …" (prefix "Pod ").
+func culpritName(culprit, prefix string) string {
+	rest, ok := strings.CutPrefix(culprit, prefix)
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	return name
+}
+
+func quoteOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func orPlaceholder(s, placeholder string) string {
+	if s == "" {
+		return placeholder
+	}
+	return s
+}
