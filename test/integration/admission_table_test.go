@@ -263,11 +263,13 @@ func defaultConfigCases() []admissionCase {
 		rej("service generateName starting with a digit", svcMeta("{generateName: 1svc-}"), "metadata.generateName"),
 		rej("configuration name with dots", cfgMeta("{name: a.b}"), "metadata.name"),
 		rej("configuration name starting with a digit", cfgMeta("{name: 9cfg}"), "metadata.name"),
+		rej("configuration generateName starting with a digit", cfgMeta("{generateName: 9cfg-}"), "metadata.generateName"),
 		rej("route name with dots", routeMeta("{name: a.b}"), "metadata.name"),
 		rej("route name of 64 characters", routeMeta("{name: "+strings.Repeat("r", 64)+"}"), "metadata.name"),
 		rej("route generateName with dots", routeMeta("{generateName: a.b-}"), "metadata.generateName"),
 		rej("revision name with dots", revMeta("{name: a.b}"), "metadata.name"),
 		rej("revision name starting with a digit", revMeta("{name: 0rev}"), "metadata.name"),
+		rej("revision generateName with dots", revMeta("{generateName: a.b-}"), "metadata.generateName"),
 
 		// ---- BYO revision names.
 		rej("template name without the service's prefix", svcTmplMeta("{name: foo}"), "spec.template.metadata.name"),
@@ -283,6 +285,7 @@ func defaultConfigCases() []admissionCase {
 			"spec.template.metadata.name"),
 		rej("configuration template name without prefix", cfgTmplMeta("{name: foo}"), "spec.template.metadata.name"),
 		rej("configuration template name not DNS-1035", cfgTmplMeta("{name: cfg-a.b}"), "spec.template.metadata.name"),
+		rej("configuration template name of the bare prefix", cfgTmplMeta("{name: cfg-}"), "spec.template.metadata.name"),
 		rej("configuration template generateName with dots", cfgTmplMeta("{generateName: cfg.x-}"), "spec.template.metadata.generateName"),
 		rej("configuration template name beside generateName",
 			object("Configuration", "{generateName: cfg-}", "{template: {metadata: {name: cfg-v1}, spec: {containers: ["+ctr("")+"]}}}"),
@@ -495,8 +498,8 @@ func defaultConfigCases() []admissionCase {
 		// ---- Ports.
 		rej("two ports on one container", svcCtr("ports: [{containerPort: 8080}, {containerPort: 8081}]"), pod+"containers[*].ports|"+c0+"ports"),
 		rej("two named ports on one container", svcCtr("ports: [{name: h2c, containerPort: 8080}, {name: http1, containerPort: 8081}]"), pod+"containers[*].ports|"+c0+"ports"),
-		rej("a port on each of two containers", svcPod("{containers: ["+ctr("name: a, ports: [{containerPort: 8080}]")+", {name: b, image: example.com/b, ports: [{containerPort: 9000}]}]}"), pod+"containers[*].ports|"+c1+"ports"),
-		rej("no port among two containers", svcPod("{containers: ["+ctr("name: a")+", {name: b, image: example.com/b}]}"), pod+"containers[*].ports|"+c0+"ports|"+c1+"ports"),
+		rej("a port on each of two containers", svcPod("{containers: ["+ctr("name: a, ports: [{containerPort: 8080}]")+", {name: b, image: example.com/second, ports: [{containerPort: 9000}]}]}"), pod+"containers[*].ports|"+c1+"ports"),
+		rej("no port among two containers", svcPod("{containers: ["+ctr("name: a")+", {name: b, image: example.com/second}]}"), pod+"containers[*].ports|"+c0+"ports|"+c1+"ports"),
 		rej("reserved port 8012", svcCtr("ports: [{containerPort: 8012}]"), c0+"ports.containerPort|"+c0+"ports[0].containerPort"),
 		rej("reserved port 8013", svcCtr("ports: [{containerPort: 8013}]"), c0+"ports.containerPort|"+c0+"ports[0].containerPort"),
 		rej("reserved port 8022", svcCtr("ports: [{containerPort: 8022}]"), c0+"ports.containerPort|"+c0+"ports[0].containerPort"),
@@ -667,6 +670,8 @@ spec:
 		acc("route owned by its service", routeMeta("{name: rt, labels: {serving.knative.dev/service: svc}, ownerReferences: ["+owner("Service", "svc")+"]}")),
 		acc("revision owned by its configuration", revMeta("{name: cfg-00001, labels: {serving.knative.dev/configuration: cfg, serving.knative.dev/configurationGeneration: '1'}, ownerReferences: ["+owner("Configuration", "cfg")+"], annotations: {autoscaling.knative.dev/min-scale: '1'}}")),
 		acc("minimal revision", revMeta("{name: rev}")),
+		acc("revision with a service label and no owner (only the configuration label is checked)", revMeta("{name: rev, labels: {serving.knative.dev/service: svc}}")),
+		acc("cluster-local route", routeMeta("{name: rt, labels: {networking.knative.dev/visibility: cluster-local}}")),
 		acc("sidecar without probes beside a probed serving container", svcPod("{containers: ["+ctr("name: app, ports: [{containerPort: 8080}], readinessProbe: {httpGet: {path: /}}")+", {name: side, image: example.com/side, env: [{name: K, value: v}]}]}")),
 	)
 	return cases
@@ -777,6 +782,8 @@ func flagGroups() []flagGroup {
 			rej("init container lifecycle", init("lifecycle: {postStart: {exec: {command: ['true']}}}"), pod+"initContainers[0].lifecycle|"+c0+"lifecycle"),
 			rej("init container named like the serving container", svcPod("{containers: ["+ctr("name: app")+"], initContainers: [{name: app, image: example.com/init}]}"), pod+"initContainers[0].name|"+c0+"name"),
 			rej("init container with reserved env K_SERVICE", init("env: [{name: K_SERVICE, value: x}]"), pod+"initContainers[0].env[0].name|"+c0+"env[0].name"),
+			rej("init container on a reserved port", init("ports: [{containerPort: 8012}]"), pod+"initContainers[0].ports[0].containerPort|"+pod+"initContainers[0].ports.containerPort|"+c0+"ports.containerPort"),
+			acc("init container with two ports and env PORT", init("ports: [{containerPort: 7000}, {containerPort: 7001}], env: [{name: PORT, value: '7000'}]")),
 			rej("init container with a bad image", svcPod("{containers: ["+ctr("name: app")+"], initContainers: [{name: init, image: 'Bad Image'}]}"), pod+"initContainers[0].image|"+c0+"image"),
 			rej("writable persistentVolumeClaim without the write flag", svcVolume("persistentVolumeClaim: {claimName: data}", ""), "Persistent volume write support is disabled|"+pod+"volumes[0].persistentVolumeClaim"),
 			rej("read-only persistentVolumeClaim mounted read-write", svcVolume("persistentVolumeClaim: {claimName: data, readOnly: true}", "readOnly: false"), c0+"volumeMounts[0].readOnly"),
@@ -986,6 +993,7 @@ func runAdmissionCase(t *testing.T, ns string, tc admissionCase) {
 		t.Errorf("refused, but not as a denial (want 422, 400 or 403): %v", err)
 	}
 	msg := err.Error()
+	t.Logf("rejected: %s", msg)
 	for _, w := range tc.want {
 		if !containsAny(msg, w) {
 			t.Errorf("rejected, but the message does not name %q:\n%s\n%s", w, msg, tc.obj)
