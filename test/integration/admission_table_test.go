@@ -30,8 +30,10 @@ package integration
 //
 // Cases that need config-features (or config-defaults) values run in serial groups
 // after the default-config cases: each group writes the ConfigMaps in ferry-system,
-// waits until its first case (the probe) flips, runs its cases, and restores the
-// ConfigMaps.
+// waits until a case whose outcome must change (the probe) flips, runs its cases
+// in parallel, and restores the ConfigMaps. The ConfigMaps are the only way in, as
+// for a user of ferry up or of a real cluster: if admission does not read them, the
+// group fails once and its cases are reported as not judged.
 
 import (
 	"context"
@@ -58,6 +60,9 @@ type admissionCase struct {
 	// update, when set, makes this an update case: obj is created, read back, passed
 	// to update, and the result is submitted as a dry-run update.
 	update func(*unstructured.Unstructured)
+	// owner, for an update case, is an object created for real before obj; obj's
+	// ownerReferences naming it get its UID (so the garbage collector keeps obj).
+	owner  string
 	reject bool
 	// want: strings that must all appear in the API server's message; "a|b" means
 	// either a or b.
@@ -690,6 +695,20 @@ func updateCases() []admissionCase {
 	upd := func(name, obj string, update func(*unstructured.Unstructured), reject bool, want ...string) admissionCase {
 		return admissionCase{name: name, obj: obj, update: update, reject: reject, want: want}
 	}
+	// ownedUpd: Knative checks creator and lastModifier only on objects that no
+	// Service owns.
+	ownedUpd := func(name, kind, objName string) admissionCase {
+		spec := "{template: {spec: {containers: [{image: example.com/app:v1}]}}}"
+		if kind == "Route" {
+			spec = "{traffic: [{configurationName: cfg, percent: 100}]}"
+		}
+		return admissionCase{
+			name:   name,
+			owner:  f(plainSvc, objName+"-svc"),
+			obj:    object(kind, "{name: "+objName+", annotations: {example.com/note: x}, labels: {serving.knative.dev/service: "+objName+"-svc}, ownerReferences: ["+owner("Service", objName+"-svc")+"]}", spec),
+			update: both(setAnnotation("serving.knative.dev/creator", "mallory"), setAnnotation("serving.knative.dev/lastModifier", "mallory")),
+		}
+	}
 	return []admissionCase{
 		upd("service template changed without a new BYO name", f(byoSvc, "byo-a"), setImage("example.com/app:v2", templateContainers...), true, "spec.template.metadata.name"),
 		upd("service template annotations changed without a new BYO name", f(byoSvc, "byo-b"), setField(map[string]any{"autoscaling.knative.dev/min-scale": "1"}, "spec", "template", "metadata", "annotations"), true, "spec.template.metadata.name"),
@@ -714,6 +733,8 @@ func updateCases() []admissionCase {
 		upd("service labels changed, BYO name kept", f(byoSvc, "byo-g"), setLabel("team", "a"), false),
 		upd("service spec and lastModifier changed", f(plainSvc, "modifier-c"), both(setImage("example.com/app:v3", templateContainers...), setAnnotation("serving.knative.dev/lastModifier", "mallory")), false),
 		upd("revision labels changed", f(plainRev, "frozen-d"), setLabel("serving.knative.dev/routingState", "active"), false),
+		ownedUpd("creator of a configuration owned by a service may change", "Configuration", "owned-a"),
+		ownedUpd("creator of a route owned by a service may change", "Route", "owned-b"),
 	}
 }
 
@@ -787,6 +808,8 @@ func flagGroups() []flagGroup {
 			rej("init container with a bad image", svcPod("{containers: ["+ctr("name: app")+"], initContainers: [{name: init, image: 'Bad Image'}]}"), pod+"initContainers[0].image|"+c0+"image"),
 			rej("writable persistentVolumeClaim without the write flag", svcVolume("persistentVolumeClaim: {claimName: data}", ""), "Persistent volume write support is disabled|"+pod+"volumes[0].persistentVolumeClaim"),
 			rej("read-only persistentVolumeClaim mounted read-write", svcVolume("persistentVolumeClaim: {claimName: data, readOnly: true}", "readOnly: false"), c0+"volumeMounts[0].readOnly"),
+			rej("image volume without a reference", svcVolume("image: {pullPolicy: Always}", "readOnly: true"), pod+"volumes[0].image.reference"),
+			rej("image volume with an unknown pullPolicy", svcVolume("image: {reference: example.com/data, pullPolicy: Sometimes}", "readOnly: true"), pod+"volumes[0].image.pullPolicy"),
 			rej("mountPropagation Bidirectional", svcVolume("emptyDir: {}", "mountPropagation: Bidirectional"), c0+"volumeMounts[0].mountPropagation"),
 			rej("sidecar tcp probe without a port under multi-container-probing", svcSidecar("readinessProbe: {tcpSocket: {port: 0}}"), c1+"readinessProbe.tcpSocket.port"),
 			rej("sidecar http probe without a port under multi-container-probing", svcSidecar("livenessProbe: {httpGet: {path: /, port: 0}}"), c1+"livenessProbe.httpGet.port"),
@@ -834,6 +857,27 @@ func flagGroups() []flagGroup {
 			rej("capabilities.add beyond NET_BIND_SERVICE", svcCtr("securityContext: {capabilities: {add: [NET_ADMIN]}}"), c0+"securityContext.capabilities.add"),
 			rej("pod runAsUser still needs the securitycontext flag", svcPodField("securityContext: {runAsUser: 1000}"), pod+"securityContext.runAsUser"),
 			rej("pod seccompProfile Localhost still needs the securitycontext flag", svcPodField("securityContext: {seccompProfile: {type: Localhost, localhostProfile: p.json}}"), pod+"securityContext.seccompProfile"),
+		},
+	}, {
+		name: "persistent volume write enabled",
+		configMaps: map[string]map[string]string{"config-features": {
+			"kubernetes.podspec-persistent-volume-claim": "Enabled",
+			"kubernetes.podspec-persistent-volume-write": "Enabled",
+		}},
+		cases: []admissionCase{
+			acc("writable persistentVolumeClaim", svcVolume("persistentVolumeClaim: {claimName: data}", "")),
+			rej("read-only claim still needs a read-only mount", svcVolume("persistentVolumeClaim: {claimName: data, readOnly: true}", "readOnly: false"), c0+"volumeMounts[0].readOnly"),
+		},
+	}, {
+		name: "container-concurrency zero not allowed",
+		configMaps: map[string]map[string]string{"config-defaults": {
+			"allow-container-concurrency-zero": "false",
+			"container-concurrency":            "1",
+		}},
+		cases: []admissionCase{
+			rej("containerConcurrency 0 when zero is not allowed", svcRevSpec("containerConcurrency: 0"), "spec.template.spec.containerConcurrency"),
+			acc("containerConcurrency defaulted to 1", svcCtr("")),
+			acc("containerConcurrency 1", svcRevSpec("containerConcurrency: 1")),
 		},
 	}, {
 		name: "config-defaults limits",
@@ -961,6 +1005,26 @@ func submit(t *testing.T, ns string, tc admissionCase) error {
 	}
 	if tc.update == nil {
 		return testClient.Create(ctx, obj, append(opts, client.DryRunAll)...)
+	}
+	if tc.owner != "" {
+		owner := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(tc.owner), &owner.Object); err != nil {
+			t.Fatalf("bad owner YAML: %v\n%s", err, tc.owner)
+		}
+		owner.SetNamespace(ns)
+		if err := testClient.Create(ctx, owner); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating the owner: %v", err)
+		}
+		if err := testClient.Get(ctx, client.ObjectKeyFromObject(owner), owner); err != nil {
+			t.Fatal(err)
+		}
+		refs := obj.GetOwnerReferences()
+		for i := range refs {
+			if refs[i].Name == owner.GetName() && refs[i].Kind == owner.GetKind() {
+				refs[i].UID = owner.GetUID()
+			}
+		}
+		obj.SetOwnerReferences(refs)
 	}
 	if err := testClient.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating the object to update: %v\n%s", err, tc.obj)
