@@ -130,9 +130,12 @@ func DefaultFeatures() *Features {
 
 // Defaults is config-defaults: what admission fills into a Revision template.
 type Defaults struct {
-	RevisionTimeoutSeconds              int64
-	MaxRevisionTimeoutSeconds           int64
-	RevisionResponseStartTimeoutSeconds int64 // 0: unset
+	RevisionTimeoutSeconds    int64
+	MaxRevisionTimeoutSeconds int64
+	// RevisionResponseStartTimeoutSeconds defaults to RevisionTimeoutSeconds as
+	// configured; as in Knative it is applied to a Revision only when it is positive and
+	// below the Revision's timeoutSeconds.
+	RevisionResponseStartTimeoutSeconds int64
 	RevisionIdleTimeoutSeconds          int64
 	ContainerConcurrency                int64
 	ContainerConcurrencyMaxLimit        int64
@@ -156,12 +159,13 @@ type Defaults struct {
 func DefaultDefaults() *Defaults {
 	f := false
 	return &Defaults{
-		RevisionTimeoutSeconds:        300,
-		MaxRevisionTimeoutSeconds:     600,
-		ContainerConcurrencyMaxLimit:  1000,
-		AllowContainerConcurrencyZero: true,
-		UserContainerNameTemplate:     "user-container",
-		InitContainerNameTemplate:     "init-container",
-		EnableServiceLinks:            &f,
+		RevisionTimeoutSeconds:              300,
+		MaxRevisionTimeoutSeconds:           600,
+		RevisionResponseStartTimeoutSeconds: 300,
+		ContainerConcurrencyMaxLimit:        1000,
+		AllowContainerConcurrencyZero:       true,
+		UserContainerNameTemplate:           "user-container",
+		InitContainerNameTemplate:           "init-container",
+		EnableServiceLinks:                  &f,
 	}
 }

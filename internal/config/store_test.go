@@ -1,0 +1,179 @@
+package config
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+)
+
+// startStore runs a Store on a fake clientset holding objs until the test ends.
+func startStore(t *testing.T, ov Overrides, objs ...*corev1.ConfigMap) (*Store, *fake.Clientset, *events.FakeRecorder) {
+	t.Helper()
+	cs := fake.NewClientset()
+	for _, o := range objs {
+		if _, err := cs.CoreV1().ConfigMaps(o.Namespace).Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := events.NewFakeRecorder(100)
+	s := NewStore(cs, StoreOptions{Overrides: ov, Recorder: rec, Logger: logr.Discard()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	if !s.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("not synced")
+	}
+	return s, cs, rec
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func update(t *testing.T, cs *fake.Clientset, c *corev1.ConfigMap) {
+	t.Helper()
+	if _, err := cs.CoreV1().ConfigMaps(c.Namespace).Update(context.Background(), c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStoreNoConfigMapsIsDefaults(t *testing.T) {
+	s, _, rec := startStore(t, Overrides{})
+	if got := s.Load(); got.Domain.LookupDomainForLabels(nil) != DefaultDomainName || *got.GC != *DefaultGC() ||
+		got.Deployment.ProgressDeadline != 600*time.Second || *got.Features != *DefaultFeatures() {
+		t.Errorf("Load() = %+v", got)
+	}
+	if len(rec.Events) != 0 {
+		t.Errorf("events: %v", <-rec.Events)
+	}
+}
+
+func TestStoreLoadsAtStart(t *testing.T) {
+	s, _, _ := startStore(t, Overrides{},
+		cm(DomainConfigName, map[string]string{"ferry.test": ""}),
+		cm(GCConfigName, map[string]string{"min-non-active-revisions": "3"}),
+		cm("unrelated", map[string]string{"x": "y"}))
+	c := s.Load()
+	if c.Domain.LookupDomainForLabels(nil) != "ferry.test" || c.GC.MinNonActiveRevisions != 3 {
+		t.Errorf("Load() = %+v %+v", c.Domain, c.GC)
+	}
+}
+
+func TestStoreBadValueKeepsTheLastGood(t *testing.T) {
+	gc := cm(GCConfigName, map[string]string{"min-non-active-revisions": "3"})
+	s, cs, rec := startStore(t, Overrides{}, gc)
+	var mu sync.Mutex
+	var changes []*Config
+	s.OnChange(func(old, new *Config) {
+		mu.Lock()
+		defer mu.Unlock()
+		if old == new {
+			t.Error("OnChange without a change")
+		}
+		changes = append(changes, new)
+	})
+	before := s.Load()
+
+	bad := gc.DeepCopy()
+	bad.Data["min-non-active-revisions"] = "lots"
+	update(t, cs, bad)
+	var ev string
+	select {
+	case ev = <-rec.Events:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Event")
+	}
+	if !strings.Contains(ev, "Warning "+ReasonInvalidConfig) || !strings.Contains(ev, "min-non-active-revisions") || !strings.Contains(ev, GCConfigName) {
+		t.Errorf("event %q", ev)
+	}
+	if s.Load() != before || s.Load().GC.MinNonActiveRevisions != 3 {
+		t.Errorf("the bad value replaced the config: %+v", s.Load().GC)
+	}
+
+	// A good value again, in another ConfigMap and in this one.
+	update(t, cs, cm(GCConfigName, map[string]string{"min-non-active-revisions": "4"}))
+	waitFor(t, "min 4", func() bool { return s.Load().GC.MinNonActiveRevisions == 4 })
+	if s.Load().Domain != before.Domain {
+		t.Error("an unchanged part was replaced")
+	}
+	mu.Lock()
+	if len(changes) != 1 {
+		t.Errorf("%d changes, want 1", len(changes))
+	}
+	mu.Unlock()
+
+	// Deleted: the defaults.
+	if err := cs.CoreV1().ConfigMaps(SystemNamespace).Delete(context.Background(), GCConfigName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "defaults", func() bool { return *s.Load().GC == *DefaultGC() })
+}
+
+func TestStoreBadValueAtStartIsTheDefaults(t *testing.T) {
+	s, _, rec := startStore(t, Overrides{}, cm(NetworkConfigName, map[string]string{"domain-template": "{{.Nope}}"}),
+		cm(FeaturesConfigName, map[string]string{"kubernetes.podspec-affinity": "enabled"}))
+	if s.Load().Network.DomainTemplate != DefaultDomainTemplate || s.Load().Features.PodSpecAffinity != Enabled {
+		t.Errorf("Load() = %+v %+v", s.Load().Network, s.Load().Features)
+	}
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "domain-template") {
+			t.Errorf("event %q", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no Event")
+	}
+}
+
+func TestStoreOverrides(t *testing.T) {
+	s, cs, _ := startStore(t, Overrides{Domain: "flag.test", ProgressDeadline: time.Minute},
+		cm(DomainConfigName, map[string]string{"cm.test": ""}), cm(DeploymentConfigName, map[string]string{"progress-deadline": "20s"}))
+	if got := s.Load().Domain.LookupDomainForLabels(nil); got != "flag.test" {
+		t.Errorf("domain = %q", got)
+	}
+	if got := s.Load().Deployment.ProgressDeadline; got != time.Minute {
+		t.Errorf("progress deadline = %v", got)
+	}
+	update(t, cs, cm(DeploymentConfigName, map[string]string{"progress-deadline": "20s", "digest-resolution-timeout": "1s"}))
+	waitFor(t, "digest timeout", func() bool { return s.Load().Deployment.DigestResolutionTimeout == time.Second })
+	if got := s.Load().Deployment.ProgressDeadline; got != time.Minute {
+		t.Errorf("progress deadline after an update = %v", got)
+	}
+}
+
+func TestOverridesWrap(t *testing.T) {
+	c := Default()
+	load := func() *Config { return c }
+	if got := (Overrides{}).Wrap(load)(); got != c {
+		t.Error("no overrides: not the same snapshot")
+	}
+	w := Overrides{Domain: "x.test"}.Wrap(load)
+	a, b := w(), w()
+	if a != b || a.Domain.LookupDomainForLabels(nil) != "x.test" || a.Network != c.Network {
+		t.Errorf("Wrap: %p %p %+v", a, b, a.Domain)
+	}
+	if c.Domain.LookupDomainForLabels(nil) != DefaultDomainName {
+		t.Error("Wrap changed its input")
+	}
+}
