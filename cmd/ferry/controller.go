@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -56,16 +57,24 @@ func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
 func newControllerCommand() *cobra.Command {
 	var flags clusterFlags
 	var opts reconciler.Options
+	var webhookAddr string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Ferry's Knative Serving reconcilers against a cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return flags.run(cmd, manager.Options{Reconcilers: true, ReconcilerOptions: opts})
+			mopts := manager.Options{Reconcilers: true, ReconcilerOptions: opts}
+			if webhookAddr != "" {
+				// In the cluster: behind the Service ferry-webhook, with the certificate in
+				// the Secret ferry-webhook-certs (config/webhook).
+				mopts.Admission = &admission.Options{InCluster: true, Addr: webhookAddr}
+			}
+			return flags.run(cmd, mopts)
 		},
 	}
 	flags.add(cmd)
 	cmd.Flags().StringVar(&opts.Domain, "domain", "example.com", "the domain of Route URLs")
+	cmd.Flags().StringVar(&webhookAddr, "webhook-addr", "", "serve Knative's validation and defaulting webhooks here (e.g. :8443) and register them by the Service ferry-webhook in ferry-system; only for a controller running in that cluster (config/webhook)")
 	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/manager"
@@ -54,6 +55,8 @@ directory across restarts.`,
 
 			ferry, err := manager.New(cluster.RESTConfig(), manager.Options{
 				Reconcilers: true,
+				// Knative's validation and defaulting, by URL on 127.0.0.1.
+				Admission: &admission.Options{},
 				// kwok simulates every pod: the gateway answers for them instead of dialing.
 				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
 			})
@@ -64,6 +67,11 @@ directory across restarts.`,
 			defer cancel()
 			g, ctx := errgroup.WithContext(ctx)
 			g.Go(func() error { return ferry.Start(ctx) })
+			// Users' first requests must already go through admission.
+			select {
+			case <-ferry.Admission.Ready():
+			case <-ctx.Done():
+			}
 
 			gw := ferry.Gateway.ExternalAddr()
 			fmt.Fprintf(out, `Ferry is up (%.1fs). Logs: %s, %s

@@ -62,6 +62,9 @@ func walk(s *apiextensionsv1.JSONSchemaProps) {
 			atomic := "atomic"
 			p.XListType, p.XListMapKeys = &atomic, nil
 		}
+		if name == "template" {
+			addTemplateMetadata(&p)
+		}
 		walk(&p)
 		s.Properties[name] = p
 	}
@@ -71,4 +74,21 @@ func walk(s *apiextensionsv1.JSONSchemaProps) {
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		walk(s.AdditionalProperties.Schema)
 	}
+}
+
+// addTemplateMetadata lets a Revision template's metadata carry generateName (Knative
+// allows it) and creationTimestamp (null in every template Knative has defaulted, so in
+// every exported Service): controller-gen's embedded ObjectMeta has neither, and
+// kubectl's strict field validation would refuse them.
+func addTemplateMetadata(t *apiextensionsv1.JSONSchemaProps) {
+	md, ok := t.Properties["metadata"]
+	if !ok || md.Properties == nil {
+		return
+	}
+	if _, ok := t.Properties["spec"]; !ok {
+		return
+	}
+	md.Properties["generateName"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	md.Properties["creationTimestamp"] = apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time", Nullable: true}
+	t.Properties["metadata"] = md
 }

@@ -148,6 +148,11 @@ func (fe *FieldError) ViaKey(key string) *FieldError { return fe.ViaField("[" + 
 func flattenPath(parts []string) string {
 	var out []string
 	for _, part := range parts {
+		// A map key ([serving.knative.dev/x]) is glued whole: its dots are not fields.
+		if len(out) > 0 && strings.HasPrefix(part, "[") && strings.HasSuffix(part, "]") && !strings.Contains(part[1:], "[") {
+			out[len(out)-1] += part
+			continue
+		}
 		for _, p := range strings.Split(part, ".") {
 			switch {
 			case p == CurrentField:

@@ -89,7 +89,9 @@ func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Res
 		return admission.Allowed("")
 	}
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		// A value of the wrong type: leave it to the schema validation that follows,
+		// which names the field.
+		return admission.Allowed("")
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {

@@ -386,3 +386,11 @@ func TestFieldErrorFormat(t *testing.T) {
 		t.Error("nil.Also(nil) is not nil")
 	}
 }
+
+func TestKeyPaths(t *testing.T) {
+	err := validateQueueSidecarAnnotations(map[string]string{"queue.sidecar.serving.knative.dev/cpu-resource-limit": "one"}).
+		ViaField("metadata.annotations").ViaField("spec", "template")
+	if want := "invalid value: one: spec.template.metadata.annotations[queue.sidecar.serving.knative.dev/cpu-resource-limit]"; err.Error() != want {
+		t.Errorf("got %q, want %q", err.Error(), want)
+	}
+}

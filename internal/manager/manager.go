@@ -9,6 +9,7 @@ import (
 
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,9 @@ type Options struct {
 	ReconcilerOptions reconciler.Options
 	// Gateway, if set, runs the data plane with these options.
 	Gateway *gateway.Options
+	// Admission, if set, serves Knative's validation and defaulting as admission
+	// webhooks (on every replica) and registers them.
+	Admission *admission.Options
 	// MetricsAddr serves Prometheus metrics; "0" turns them off.
 	MetricsAddr string
 	// LeaderElection makes only one replica reconcile (the gateway serves on every one).
@@ -38,6 +42,9 @@ type Ferry struct {
 	mgr         ctrl.Manager
 	Gateway     *gateway.Gateway
 	Controllers *reconciler.Controllers
+	// Admission is set when Options.Admission is: its Ready channel closes once the
+	// webhooks are registered.
+	Admission *admission.Runner
 }
 
 // Scheme returns a scheme with Kubernetes' kinds and Ferry's.
@@ -71,6 +78,12 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.Reconcilers {
 		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
 			return nil, fmt.Errorf("setting up the reconcilers: %w", err)
+		}
+	}
+	if opts.Admission != nil {
+		f.Admission = admission.NewRunner(cfg, *opts.Admission)
+		if err := mgr.Add(f.Admission); err != nil {
+			return nil, fmt.Errorf("setting up admission: %w", err)
 		}
 	}
 	if opts.Gateway != nil {

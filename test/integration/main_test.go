@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -84,8 +85,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Every test goes through Ferry's admission webhooks, as with ferry up.
-	if _, err := admission.Start(ctx, testConfig, admission.Options{Config: testAdmissionConfig.Load}); err != nil {
+	// Every test goes through Ferry's admission webhooks, as with ferry up, reading the
+	// ConfigMaps in ferry-system (unless a test sets testAdmissionConfig).
+	store := ferryconfig.NewStore(kubernetes.NewForConfigOrDie(testConfig), ferryconfig.StoreOptions{})
+	go func() { _ = store.Start(ctx) }()
+	store.WaitForSync(ctx)
+	admissionConfig := func() *ferryconfig.Config {
+		if c := testAdmissionConfig.Load(); c != nil {
+			return c
+		}
+		return store.Load()
+	}
+	if _, err := admission.Start(ctx, testConfig, admission.Options{Config: admissionConfig}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the admission webhooks:", err)
 		return 1
 	}

@@ -39,8 +39,6 @@ type RevisionTemplateSpec struct {
 }
 
 // RevisionSpec holds the desired state of the Revision: a PodSpec plus Knative's knobs.
-//
-// +kubebuilder:validation:XValidation:rule="self.containers.all(c, has(c.image) && size(c.image) > 0)",message="containers[].image is required"
 type RevisionSpec struct {
 	corev1.PodSpec `json:",inline"`
 

@@ -20,7 +20,6 @@ type Route struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.traffic) || self.traffic.all(t, (has(t.revisionName) && size(t.revisionName) > 0) != (has(t.configurationName) && size(t.configurationName) > 0))",message="exactly one of revisionName or configurationName must be set in each traffic target",fieldPath=".traffic"
 	Spec RouteSpec `json:"spec,omitempty"`
 	// +optional
 	Status RouteStatus `json:"status,omitempty"`

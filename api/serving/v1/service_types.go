@@ -22,7 +22,6 @@ type Service struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.traffic) || self.traffic.all(t, !has(t.configurationName) || size(t.configurationName) == 0)",message="configurationName is not allowed in a Service's traffic; the Service's own Configuration is implied",fieldPath=".traffic"
 	Spec ServiceSpec `json:"spec,omitempty"`
 	// +optional
 	Status ServiceStatus `json:"status,omitempty"`

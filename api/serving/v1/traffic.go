@@ -40,12 +40,13 @@ type TrafficTarget struct {
 type RouteSpec struct {
 	// Traffic specifies how to distribute traffic over a collection of revisions and
 	// configurations.
+	// The per-target rules (latestRevision against revisionName, no url in spec, unique
+	// tags, exactly one of revisionName/configurationName) are Ferry's admission
+	// webhook's, which names the target's index as Knative does; CEL, which runs first,
+	// could only name spec.traffic.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.latestRevision) || t.latestRevision == (!has(t.revisionName) || size(t.revisionName) == 0))",message="latestRevision must be true exactly when revisionName is not set"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.url))",message="url is not allowed in spec; it is set in status"
 	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.map(t, has(t.percent) ? t.percent : 0).sum() == 100",message="traffic percents must sum to 100"
-	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.tag) || self.exists_one(u, has(u.tag) && u.tag == t.tag))",message="traffic tags must be unique"
 	Traffic []TrafficTarget `json:"traffic,omitempty"`
 }
