@@ -18,6 +18,16 @@ build:
 up: build
 	./bin/ferry up
 
+# kubectl runs an executable named kubectl-ferry from PATH as `kubectl ferry`: this links
+# one to bin/ferry in PLUGIN_DIR ($(go env GOPATH)/bin; `make plugin PLUGIN_DIR=bin` to
+# keep it in the tree and put bin/ on PATH). Then: kubectl ferry explain ksvc NAME.
+PLUGIN_DIR ?= $(shell go env GOPATH)/bin
+.PHONY: plugin
+plugin: build
+	mkdir -p $(PLUGIN_DIR)
+	ln -sf $(abspath bin/ferry) $(PLUGIN_DIR)/kubectl-ferry
+	@echo "kubectl ferry → $(PLUGIN_DIR)/kubectl-ferry → $(abspath bin/ferry); $(PLUGIN_DIR) must be on PATH"
+
 vet:
 	go vet ./...
 
