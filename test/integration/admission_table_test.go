@@ -584,6 +584,15 @@ func defaultConfigCases() []admissionCase {
 		rej("emptyDir medium not Memory", svcVolume("emptyDir: {medium: HugePages}", ""), pod+"volumes[0].emptyDir.medium"),
 		rej("emptyDir sizeLimit negative", svcVolume("emptyDir: {sizeLimit: '-1'}", ""), pod+"volumes[0].emptyDir.sizeLimit"),
 
+		// ---- Pod validation. For a dry-run request Knative's webhook also dry-runs the
+		// Pod that the Revision would make, so Kubernetes' own Pod rules apply; the
+		// field is named in the Pod's terms (spec.containers[0]...), which Ferry's own
+		// path (spec.template.spec.containers[0]...) contains.
+		rej("container name not a DNS-1123 label (Pod validation)", svcCtr("name: Bad_Name"), "spec.containers[0].name"),
+		rej("cpu request above its limit (Pod validation)", svcCtr("resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}"), "spec.containers[0].resources.requests"),
+		rej("env name with '=' (Pod validation)", svcCtr("env: [{name: 'A=B', value: x}]"), "spec.containers[0].env[0].name"),
+		rej("absolute subPath (Pod validation)", svcVolume("secret: {secretName: s}", "readOnly: true, subPath: /abs"), "spec.containers[0].volumeMounts[0].subPath"),
+
 		// ---- Multi-container.
 		rej("duplicate container names", svcPod("{containers: ["+ctr("name: same, ports: [{containerPort: 8080}]")+", {name: same, image: example.com/side}]}"), c1+"name"),
 		rej("sidecar with a lifecycle", svcSidecar("lifecycle: {preStop: {exec: {command: [sleep, '1']}}}"), c1+"lifecycle"),
@@ -825,6 +834,7 @@ func flagGroups() []flagGroup {
 			"kubernetes.podspec-volumes-hostpath":        "Allowed",
 			"kubernetes.containerspec-addcapabilities":   "Allowed",
 			"kubernetes.podspec-fieldref":                "Allowed",
+			"multi-container":                            "Allowed",
 		}},
 		cases: []admissionCase{
 			acc("nodeSelector with the flag allowed", svcPodField("nodeSelector: {disk: ssd}")),
@@ -834,6 +844,7 @@ func flagGroups() []flagGroup {
 			rej("persistentVolumeClaim needs Enabled", svcVolume("persistentVolumeClaim: {claimName: data, readOnly: true}", "readOnly: true"), "Persistent volume claim support is disabled|"+pod+"volumes[0].persistentVolumeClaim"),
 			rej("hostPath needs Enabled", svcVolume("hostPath: {path: /var/log}", "readOnly: true"), "HostPath volume support is disabled|"+pod+"volumes[0].hostPath"),
 			rej("capabilities.add needs Enabled", svcCtr("securityContext: {capabilities: {add: [NET_ADMIN]}}"), c0+"securityContext.capabilities.add"),
+			rej("two containers need multi-container Enabled", svcSidecar("env: [{name: A, value: b}]"), "multi-container is off|"+pod+"containers"),
 			rej("tolerations still off", svcPodField("tolerations: [{key: a, operator: Exists}]"), pod+"tolerations"),
 		},
 	}, {
@@ -857,6 +868,32 @@ func flagGroups() []flagGroup {
 			rej("capabilities.add beyond NET_BIND_SERVICE", svcCtr("securityContext: {capabilities: {add: [NET_ADMIN]}}"), c0+"securityContext.capabilities.add"),
 			rej("pod runAsUser still needs the securitycontext flag", svcPodField("securityContext: {runAsUser: 1000}"), pod+"securityContext.runAsUser"),
 			rej("pod seccompProfile Localhost still needs the securitycontext flag", svcPodField("securityContext: {seccompProfile: {type: Localhost, localhostProfile: p.json}}"), pod+"securityContext.seccompProfile"),
+		},
+	}, {
+		name: "secure-pod-defaults AllowRootBounded, unknown values ignored",
+		configMaps: map[string]map[string]string{"config-features": {
+			"secure-pod-defaults":             "AllowRootBounded",
+			"kubernetes.podspec-affinity":     "Yes",
+			"kubernetes.podspec-tolerations":  "",
+			"kubernetes.podspec-nodeselector": "ENABLED",
+		}},
+		cases: []admissionCase{
+			acc("pod seccompProfile Unconfined", svcPodField("securityContext: {seccompProfile: {type: Unconfined}}")),
+			acc("nodeSelector with the flag in capitals", svcPodField("nodeSelector: {disk: ssd}")),
+			rej("affinity with an unknown flag value stays off", svcPodField("affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, podAffinityTerm: {topologyKey: kubernetes.io/hostname}}]}}"), pod+"affinity"),
+			rej("tolerations with an empty flag value stay off", svcPodField("tolerations: [{key: a, operator: Exists}]"), pod+"tolerations"),
+			rej("pod seccompProfile Localhost needs the securitycontext flag", svcPodField("securityContext: {seccompProfile: {type: Localhost, localhostProfile: p.json}}"), pod+"securityContext.seccompProfile"),
+		},
+	}, {
+		name: "secure-pod-defaults Allowed is ignored",
+		configMaps: map[string]map[string]string{"config-features": {
+			"secure-pod-defaults":              "Allowed",
+			"kubernetes.podspec-schedulername": "Enabled",
+		}},
+		cases: []admissionCase{
+			acc("schedulerName (shows the ConfigMap was read)", svcPodField("schedulerName: custom")),
+			rej("pod seccompProfile RuntimeDefault still needs a flag", svcPodField("securityContext: {seccompProfile: {type: RuntimeDefault}}"), pod+"securityContext"),
+			rej("capabilities.add NET_BIND_SERVICE still needs a flag", svcCtr("ports: [{containerPort: 80}], securityContext: {capabilities: {add: [NET_BIND_SERVICE]}}"), c0+"securityContext.capabilities.add"),
 		},
 	}, {
 		name: "persistent volume write enabled",
