@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/admission"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/manager"
+	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,7 +20,7 @@ import (
 )
 
 func newUpCommand() *cobra.Command {
-	var dataDir, externalAddr, localAddr string
+	var dataDir, externalAddr, localAddr, domain string
 	var port int
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -45,6 +47,10 @@ directory across restarts.`,
 				return err
 			}
 			defer cluster.Stop()
+			// Knative's ConfigMaps (config-domain, ...) go in ferry-system: kubectl apply works at once.
+			if err := ensureNamespace(ctx, cluster.RESTConfig(), config.SystemNamespace); err != nil {
+				return err
+			}
 
 			logFile, err := os.OpenFile(filepath.Join(dataDir, "ferry.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 			if err != nil {
@@ -54,7 +60,8 @@ directory across restarts.`,
 			ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 
 			ferry, err := manager.New(cluster.RESTConfig(), manager.Options{
-				Reconcilers: true,
+				Reconcilers:       true,
+				ReconcilerOptions: reconciler.Options{Domain: domain},
 				// Knative's validation and defaulting, by URL on 127.0.0.1.
 				Admission: &admission.Options{},
 				// kwok simulates every pod: the gateway answers for them instead of dialing.
@@ -98,5 +105,6 @@ Ctrl-C stops it.
 	cmd.Flags().IntVar(&port, "port", 0, "kube-apiserver port on 127.0.0.1 (default: a free one)")
 	cmd.Flags().StringVar(&externalAddr, "gateway-addr", "127.0.0.1:8080", "the gateway's external listener")
 	cmd.Flags().StringVar(&localAddr, "gateway-local-addr", "127.0.0.1:8081", "the gateway's cluster-local listener")
+	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	return cmd
 }

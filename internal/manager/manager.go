@@ -10,6 +10,7 @@ import (
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/admission"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,9 @@ type Options struct {
 
 // Ferry is a configured manager, ready to Start.
 type Ferry struct {
+	// Config is the live configuration from Knative's ConfigMaps in ferry-system, set
+	// when the reconcilers or admission run.
+	Config      *config.Store
 	mgr         ctrl.Manager
 	Gateway     *gateway.Gateway
 	Controllers *reconciler.Controllers
@@ -75,6 +79,19 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
 	f := &Ferry{mgr: mgr}
+	if opts.Reconcilers || opts.Admission != nil {
+		if f.Config, err = addConfigStore(mgr); err != nil {
+			return nil, err
+		}
+		if opts.ReconcilerOptions.Config == nil {
+			opts.ReconcilerOptions.Config, opts.ReconcilerOptions.OnConfigChange = f.Config.Load, f.Config.OnChange
+		}
+		if opts.Admission != nil && opts.Admission.Config == nil {
+			a := *opts.Admission
+			a.Config = f.Config.Load
+			opts.Admission = &a
+		}
+	}
 	if opts.Reconcilers {
 		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
 			return nil, fmt.Errorf("setting up the reconcilers: %w", err)

@@ -9,15 +9,14 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
-	revresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
-	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
@@ -38,16 +37,29 @@ const DefaultStatusSettle = 2 * time.Second
 
 // Options configure the reconcilers. The zero value means Knative's defaults.
 type Options struct {
-	// Domain is the external domain of Route hosts (default example.com).
+	// Domain, if set, is the domain of every external Route host, overriding
+	// config-domain (the --domain flag).
 	Domain string
 	// GatewayHost is the ExternalName of Routes' placeholder Services.
 	GatewayHost string
 	// ProgressDeadline is how long a Revision's Deployment may go without progress
-	// before the Revision fails (default 600s).
+	// before the Revision fails. If set, it overrides config-deployment's
+	// progress-deadline; else withDefaults takes the configuration's at setup.
 	ProgressDeadline time.Duration
-	// GC is the Revision garbage collection policy (nil: Knative's defaults; in a
-	// non-nil one a zero field means zero, gc.Disabled turns a rule off).
+	// GC, if set, is the Revision garbage collection policy, overriding config-gc (in
+	// it a zero field means zero, gc.Disabled turns a rule off).
 	GC *gc.Options
+	// Config returns the current configuration from Ferry's ConfigMaps
+	// (config.Store.Load); nil means config.Default() for ever. Within
+	// SetupWithManager it is wrapped so that it returns the configuration with the
+	// overrides above (Domain, GC, ProgressDeadline) applied: reconcilers call
+	// opts.Config() for the live, effective configuration.
+	Config func() *config.Config
+	// OnConfigChange subscribes a function to configuration changes
+	// (config.Store.OnChange); nil when the configuration never changes. A change of
+	// config-domain or config-network reconciles every Route, one of config-gc every
+	// Configuration's collection.
+	OnConfigChange func(func(old, new *config.Config))
 	// TrackerLease bounds how long a Route's reference lives if nothing renews or
 	// drops it (0: the tracker's default).
 	TrackerLease time.Duration
@@ -102,30 +114,29 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return nil, err
 	}
 	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller"), Refused: refused(), Tracker: t,
-		Domain: opts.Domain, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
-	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers); err != nil {
+		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
+	log := mgr.GetLogger().WithName("config")
+	routesOnChange := &configChanges{name: "route", register: opts.OnConfigChange, matters: routingChanged, list: allRoutes(c),
+		onError: func(err error) { log.Error(err, "Listing Routes after a configuration change") }}
+	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers, routesOnChange); err != nil {
 		return nil, err
 	}
-	collector := &gc.Reconciler{Client: c, Options: *opts.GC}
-	if err := collector.SetupWithManager(mgr, 1); err != nil {
+	collector := &gc.Reconciler{Client: c, Policy: func() gc.Options { return gc.OptionsFromConfig(opts.Config().GC) }}
+	gcOnChange := &configChanges{name: "revision-gc", register: opts.OnConfigChange, matters: gcChanged, list: allConfigurations(c),
+		onError: func(err error) { log.Error(err, "Listing Configurations after a configuration change") }}
+	if err := collector.SetupWithManager(mgr, 1, gcOnChange); err != nil {
 		return nil, err
 	}
 	return &Controllers{Tracker: t}, nil
 }
 
 func withDefaults(o Options) Options {
-	if o.Domain == "" {
-		o.Domain = routeresources.DefaultDomain
-	}
+	o.Config, o.OnConfigChange = withOverrides(o)
 	if o.GatewayHost == "" {
 		o.GatewayHost = DefaultGatewayHost
 	}
 	if o.ProgressDeadline <= 0 {
-		o.ProgressDeadline = time.Duration(revresources.DefaultProgressDeadline) * time.Second
-	}
-	if o.GC == nil {
-		d := gc.DefaultOptions()
-		o.GC = &d
+		o.ProgressDeadline = o.Config().Deployment.ProgressDeadline
 	}
 	if o.StatusSettle == 0 {
 		o.StatusSettle = DefaultStatusSettle

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 )
 
 // Disabled turns off the rule it is given to.
@@ -133,4 +134,24 @@ func untilStale(now time.Time, o Options, rev *v1.Revision) (time.Duration, bool
 
 func since(t metav1.Time, retain time.Duration, now time.Time) time.Duration {
 	return t.Add(retain).Sub(now)
+}
+
+// OptionsFromConfig are config-gc's rules (config.GCDisabled is Disabled).
+func OptionsFromConfig(c *config.GC) Options {
+	return Options{
+		MinNonActive:          int(c.MinNonActiveRevisions),
+		MaxNonActive:          int(c.MaxNonActiveRevisions),
+		RetainSinceCreate:     c.RetainSinceCreateTime,
+		RetainSinceLastActive: c.RetainSinceLastActiveTime,
+	}
+}
+
+// ConfigFromOptions is the config-gc that gives o (for a flag that overrides it).
+func ConfigFromOptions(o Options) *config.GC {
+	return &config.GC{
+		MinNonActiveRevisions:     int64(o.MinNonActive),
+		MaxNonActiveRevisions:     int64(o.MaxNonActive),
+		RetainSinceCreateTime:     o.RetainSinceCreate,
+		RetainSinceLastActiveTime: o.RetainSinceLastActive,
+	}
 }

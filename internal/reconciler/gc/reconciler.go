@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
@@ -23,17 +24,25 @@ const maxRecheck = time.Hour
 // Reconciler collects one Configuration's Revisions per call.
 type Reconciler struct {
 	// Client reads from the manager's cache and deletes through the API server.
-	Client  client.Client
+	Client client.Client
+	// Options are the collection rules, unless Policy is set.
 	Options Options
+	// Policy, if set, returns the current rules (config-gc).
+	Policy func() Options
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
 
 // SetupWithManager registers the collector. It runs on Configuration events (a new
-// Revision always comes with one: latestCreatedRevisionName changes) and on Route
-// events, for the Configurations of the Revisions a Route routes or stopped routing.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+// Revision always comes with one: latestCreatedRevisionName changes), on Route
+// events, for the Configurations of the Revisions a Route routes or stopped routing,
+// and on more (a change of config-gc, which wakes every Configuration).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, more ...source.Source) error {
+	b := ctrl.NewControllerManagedBy(mgr)
+	for _, src := range more {
+		b = b.WatchesRawSource(src)
+	}
+	return b.
 		Named("revision-gc").
 		For(&v1.Configuration{}).
 		Watches(&v1.Route{}, handler.EnqueueRequestsFromMapFunc(r.routeToConfigurations)).
@@ -43,7 +52,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 
 // Reconcile deletes the Revisions Collect picks.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Options.disabled() {
+	opts := r.Options
+	if r.Policy != nil {
+		opts = r.Policy()
+	}
+	if opts.disabled() {
 		return ctrl.Result{}, nil
 	}
 	cfg := &v1.Configuration{}
@@ -68,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Listing Routes costs more than the rest; most Configurations never have more
 	// Revisions than the minimum kept, and need not.
-	if len(revs) <= r.Options.MinNonActive {
+	if len(revs) <= opts.MinNonActive {
 		return ctrl.Result{}, nil
 	}
 	routed, err := r.routed(ctx, cfg.Namespace)
@@ -79,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.Now != nil {
 		now = r.Now
 	}
-	plan := Collect(now(), r.Options, cfg, revs, routed)
+	plan := Collect(now(), opts, cfg, revs, routed)
 	for _, rev := range plan.Delete {
 		uid := rev.UID
 		err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &uid})

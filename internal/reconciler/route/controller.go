@@ -19,13 +19,18 @@ import (
 // SetupWithManager registers the Route controller. Routes are woken by their own
 // changes, by the KIngress and placeholder Service they own, by the tracker for the
 // Configurations and Revisions they read (tracked), and by enqueue (the tracker's
-// requeue of an observer that starts tracking something).
+// requeue of an observer that starts tracking something), and by more (a change of
+// config-domain or config-network, which wakes every Route).
 //
 // Updates of a Configuration or Revision that leave alone what traffic resolution reads
 // of it (a Revision's replicas, a Configuration's latest created Revision) are dropped
 // before the tracker: they would wake every Route that names the object for nothing.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHandler, enqueue source.Source, workers int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHandler, enqueue source.Source, workers int, more ...source.Source) error {
+	b := ctrl.NewControllerManagedBy(mgr)
+	for _, src := range more {
+		b = b.WatchesRawSource(src)
+	}
+	return b.
 		Named("route").
 		// Its own status writes cannot change the outcome; spec and metadata can.
 		For(&v1.Route{}, builder.WithPredicates(predicate.Or[client.Object](

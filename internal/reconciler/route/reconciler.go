@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
@@ -31,8 +32,11 @@ const (
 	reasonNotOwned             = "NotOwned"
 	reasonIngressNotConfigured = "IngressNotConfigured"
 	reasonTLSNotEnabled        = "TLSNotEnabled"
-	msgTLSNotEnabled           = "external-domain-tls is not enabled"
-	msgIngressNotConfigured    = "Ingress has not yet been reconciled."
+	// reasonErrorConfig: the configuration gives the Route a host that is not a valid
+	// domain name (Knative's reason).
+	reasonErrorConfig       = "ErrorConfig"
+	msgTLSNotEnabled        = "external-domain-tls is not enabled"
+	msgIngressNotConfigured = "Ingress has not yet been reconciled."
 )
 
 // Reconciler reconciles one Route per call.
@@ -49,8 +53,9 @@ type Reconciler struct {
 	Status *statuswriter.Writer
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
-	// Domain is the external domain of Route hosts.
-	Domain string
+	// Config returns the current configuration: config-domain and config-network make
+	// the Route's hosts.
+	Config func() *config.Config
 	// GatewayHost is where placeholder Services point (ExternalName).
 	GatewayHost string
 	// AfterRead, if set, runs between reading the Route and acting on it (tests use it
@@ -89,7 +94,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := v1.RouteConditions.Manage(&status.Status)
 	m.InitializeConditions()
 	m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
-	status.URL = resources.URL(route, "", r.Domain)
+	// A configuration that gives no valid host leaves the URLs as they were.
+	hosts, hostErr := resources.MakeHosts(r.Config(), route, want.Spec.Traffic)
+	if hostErr == nil {
+		status.URL = hosts.URL("")
+	}
 	status.Address = &duck.Addressable{URL: resources.AddressURL(route)}
 
 	// Refused children show on IngressReady; the Route is reconciled again when
@@ -108,6 +117,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if problem == nil && hostErr != nil {
+		// Permanent until the configuration changes, which wakes every Route.
+		problem = &traffic.Problem{Status: corev1.ConditionFalse, Reason: reasonErrorConfig, Message: hostErr.Error()}
+	}
 	if problem != nil {
 		setCondition(m, v1.RouteConditionAllTrafficAssigned, problem.Status, problem.Reason, problem.Message)
 	} else {
@@ -118,8 +131,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// its KIngress and status.traffic are left as they are.
 	var ing *netv1alpha1.Ingress
 	if problem == nil {
-		ing, err = r.reconcileIngress(ctx, route, resources.MakeIngress(want, targets, r.Domain))
-		status.Traffic = withURLs(route, targets, r.Domain)
+		ing, err = r.reconcileIngress(ctx, route, resources.MakeIngress(want, targets, hosts))
+		status.Traffic = withURLs(targets, hosts)
 	} else {
 		ing, err = r.getIngress(ctx, route)
 	}
@@ -245,10 +258,10 @@ func markIngress(m duck.ConditionManager, ing *netv1alpha1.Ingress) {
 }
 
 // withURLs gives each tagged target its URL, as status.traffic shows it.
-func withURLs(route *v1.Route, targets []v1.TrafficTarget, domain string) []v1.TrafficTarget {
+func withURLs(targets []v1.TrafficTarget, hosts *resources.Hosts) []v1.TrafficTarget {
 	for i := range targets {
 		if targets[i].Tag != "" {
-			targets[i].URL = resources.URL(route, targets[i].Tag, domain)
+			targets[i].URL = hosts.URL(targets[i].Tag)
 		}
 	}
 	return targets

@@ -23,18 +23,19 @@ const RevisionServicePort = 80
 // MakeIngress builds the KIngress named after the Route that serves the resolved
 // targets: one rule for the Route's own hosts splitting traffic by percent, and one
 // per tag sending everything to the tag's Revision. Each set of hosts gets an
-// ExternalIP rule (unless the Route is cluster-local) and a ClusterLocal rule.
-func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, domain string) *netv1alpha1.Ingress {
+// ExternalIP rule (unless the Route is cluster-local) and a ClusterLocal rule. hosts
+// must have been made for these targets' tags.
+func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts) *netv1alpha1.Ingress {
 	var rules []netv1alpha1.IngressRule
 	if splits := mergeSplits(r.Namespace, targets); len(splits) > 0 {
-		rules = append(rules, makeRules(r, "", domain, splits)...)
+		rules = append(rules, makeRules(hosts, "", splits)...)
 	}
 	for _, t := range targets {
 		if t.Tag == "" {
 			continue
 		}
 		one := []netv1alpha1.IngressBackendSplit{makeSplit(r.Namespace, t.RevisionName, 100)}
-		rules = append(rules, makeRules(r, t.Tag, domain, one)...)
+		rules = append(rules, makeRules(hosts, t.Tag, one)...)
 	}
 	return &netv1alpha1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{
@@ -48,18 +49,18 @@ func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, domain string) *netv1a
 	}
 }
 
-func makeRules(r *v1.Route, tag, domain string, splits []netv1alpha1.IngressBackendSplit) []netv1alpha1.IngressRule {
+func makeRules(hosts *Hosts, tag string, splits []netv1alpha1.IngressBackendSplit) []netv1alpha1.IngressRule {
 	http := &netv1alpha1.HTTPIngressRuleValue{Paths: []netv1alpha1.HTTPIngressPath{{Splits: splits}}}
 	local := netv1alpha1.IngressRule{
-		Hosts:      clusterLocalHosts(r, tag),
+		Hosts:      hosts.ClusterLocalHosts(tag),
 		Visibility: netv1alpha1.IngressVisibilityClusterLocal,
 		HTTP:       http,
 	}
-	if IsClusterLocal(r) {
+	if hosts.ClusterLocal {
 		return []netv1alpha1.IngressRule{local}
 	}
 	external := netv1alpha1.IngressRule{
-		Hosts:      []string{Host(r, tag, domain)},
+		Hosts:      []string{hosts.Host(tag)},
 		Visibility: netv1alpha1.IngressVisibilityExternalIP,
 		HTTP:       http.DeepCopy(),
 	}

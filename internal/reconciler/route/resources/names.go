@@ -6,52 +6,105 @@ import (
 	"strings"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 )
 
 // ClusterDomain is the cluster's DNS suffix for Services.
-const ClusterDomain = "svc.cluster.local"
+const ClusterDomain = config.ClusterLocalDomain
 
-// DefaultDomain is the external domain when none is configured, as in Knative.
-const DefaultDomain = "example.com"
+// DefaultDomain is the external domain when none is configured (Ferry's; Knative's is
+// svc.cluster.local).
+const DefaultDomain = config.DefaultDomainName
 
-// IsClusterLocal reports whether the Route is reachable only from inside the cluster.
+// IsClusterLocal reports whether the Route is labelled reachable only from inside the
+// cluster. (Hosts.ClusterLocal also counts a config-domain entry of svc.cluster.local.)
 func IsClusterLocal(r *v1.Route) bool {
 	return r.Labels[v1.VisibilityLabelKey] == v1.VisibilityClusterLocal
 }
 
-// Host is the Route's host for a tag ("" for the Route itself): Knative's templates
-// {{.Name}}.{{.Namespace}}.{{.Domain}} and {{.Tag}}-{{.Name}}, with the cluster domain
-// for a cluster-local Route.
-func Host(r *v1.Route, tag, domain string) string {
-	if IsClusterLocal(r) {
-		return ClusterLocalHost(r, tag)
+// Hosts are a Route's names under one configuration, for the Route itself (tag "") and
+// for each of its tags, computed as Knative does: config-domain picks the domain by the
+// Route's labels, tag-template names each tag, and domain-template makes the host
+// (Knative's default template for cluster-local Routes); every host must be a fully
+// qualified domain name.
+type Hosts struct {
+	// ClusterLocal: the Route has no external hosts (the visibility label, or
+	// config-domain gave it svc.cluster.local).
+	ClusterLocal bool
+	namespace    string
+	scheme       string
+	names        map[string]string // tag → first label: the Route's name or tag-template's output
+	hosts        map[string]string // tag → the external host, or the in-cluster one if ClusterLocal
+}
+
+// MakeHosts computes the Route's hosts for itself and for every tag in traffic. An
+// error (a template that fails, a host that is no valid FQDN) is a configuration
+// problem: Knative marks the Route ErrorConfig.
+func MakeHosts(cfg *config.Config, r *v1.Route, traffic []v1.TrafficTarget) (*Hosts, error) {
+	domain := cfg.Domain.LookupDomainForLabels(r.Labels)
+	h := &Hosts{
+		ClusterLocal: IsClusterLocal(r) || domain == ClusterDomain,
+		namespace:    r.Namespace,
+		scheme:       cfg.Network.DefaultExternalScheme,
+		names:        map[string]string{},
+		hosts:        map[string]string{},
 	}
-	return join(hostName(r, tag), r.Namespace, domain)
+	if h.ClusterLocal {
+		domain, h.scheme = ClusterDomain, "http"
+	}
+	if h.scheme == "" {
+		h.scheme = "http"
+	}
+	tags := []string{""}
+	for _, t := range traffic {
+		if t.Tag != "" {
+			tags = append(tags, t.Tag)
+		}
+	}
+	for _, tag := range tags {
+		name, err := cfg.Network.HostName(r.Name, tag)
+		if err != nil {
+			return nil, err
+		}
+		host, err := cfg.Network.DomainName(config.DomainTemplateValues{
+			Name: name, Namespace: r.Namespace, Domain: domain, Annotations: r.Annotations, Labels: r.Labels,
+		}, h.ClusterLocal)
+		if err != nil {
+			return nil, err
+		}
+		h.names[tag], h.hosts[tag] = name, host
+	}
+	return h, nil
 }
 
-// ClusterLocalHost is the fully qualified in-cluster host for a tag ("" for the Route).
-func ClusterLocalHost(r *v1.Route, tag string) string {
-	return join(hostName(r, tag), r.Namespace, ClusterDomain)
+// DefaultHosts are the hosts under Ferry's default configuration (tests).
+func DefaultHosts(r *v1.Route, traffic []v1.TrafficTarget) *Hosts {
+	h, err := MakeHosts(config.Default(), r, traffic)
+	if err != nil {
+		panic(err)
+	}
+	return h
 }
 
-// clusterLocalHosts are all the names an in-cluster client may use, as Knative lists
+// Host is the Route's host for a tag ("" for the Route itself): the external one, or
+// the in-cluster one for a cluster-local Route.
+func (h *Hosts) Host(tag string) string { return h.hosts[tag] }
+
+// URL is the Route's URL (status.url) or a tag's (status.traffic[].url): with
+// default-external-scheme for external hosts, http for cluster-local ones.
+func (h *Hosts) URL(tag string) string { return h.scheme + "://" + h.hosts[tag] }
+
+// ClusterLocalHosts are all the names an in-cluster client may use, as Knative lists
 // them: name.ns, name.ns.svc, name.ns.svc.cluster.local.
-func clusterLocalHosts(r *v1.Route, tag string) []string {
-	n := hostName(r, tag)
-	return []string{join(n, r.Namespace), join(n, r.Namespace, "svc"), join(n, r.Namespace, ClusterDomain)}
+func (h *Hosts) ClusterLocalHosts(tag string) []string {
+	n := h.names[tag]
+	return []string{join(n, h.namespace), join(n, h.namespace, "svc"), join(n, h.namespace, ClusterDomain)}
 }
 
-func hostName(r *v1.Route, tag string) string {
-	if tag == "" {
-		return r.Name
-	}
-	return tag + "-" + r.Name
-}
-
-// URL is the Route's URL (status.url) or a tag's (status.traffic[].url).
-func URL(r *v1.Route, tag, domain string) string { return "http://" + Host(r, tag, domain) }
+// ClusterLocalHost is the fully qualified in-cluster host of the Route (no tag).
+func ClusterLocalHost(r *v1.Route) string { return join(r.Name, r.Namespace, ClusterDomain) }
 
 // AddressURL is status.address.url: always the in-cluster name.
-func AddressURL(r *v1.Route) string { return "http://" + ClusterLocalHost(r, "") }
+func AddressURL(r *v1.Route) string { return "http://" + ClusterLocalHost(r) }
 
 func join(parts ...string) string { return strings.Join(parts, ".") }

@@ -31,7 +31,8 @@ func TestURLs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := URL(route(tc.labels), tc.tag, DefaultDomain); got != tc.want {
+			r := route(tc.labels)
+			if got := DefaultHosts(r, []v1.TrafficTarget{{Tag: tc.tag}}).URL(tc.tag); got != tc.want {
 				t.Errorf("URL = %q, want %q", got, tc.want)
 			}
 		})
@@ -97,7 +98,7 @@ func TestMakeIngress(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ing := MakeIngress(route(tc.labels), tc.targets, DefaultDomain)
+			ing := MakeIngress(route(tc.labels), tc.targets, DefaultHosts(route(tc.labels), tc.targets))
 			if got := rulesOf(ing); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("rules:\n got %+v\nwant %+v", got, tc.want)
 			}

@@ -1,0 +1,131 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/gc"
+)
+
+// configChanges is a controller-runtime source that, after each configuration change
+// that matters to a controller, enqueues every object of the kind it reconciles (read
+// from the manager's cache): reconciles are level-based, so a new domain reaches every
+// Route by reconciling them all.
+type configChanges struct {
+	name string
+	// register subscribes to configuration changes (config.Store.OnChange).
+	register func(func(old, new *config.Config))
+	// matters says whether a change concerns the controller.
+	matters func(old, new *config.Config) bool
+	// list returns every object to reconcile.
+	list func(ctx context.Context) ([]reconcile.Request, error)
+	// onError reports a failed list.
+	onError func(error)
+}
+
+func (s *configChanges) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.register(func(old, new *config.Config) {
+		if ctx.Err() != nil || !s.matters(old, new) {
+			return
+		}
+		reqs, err := s.list(ctx)
+		if err != nil {
+			if s.onError != nil {
+				s.onError(err)
+			}
+			return
+		}
+		for _, r := range reqs {
+			q.Add(r)
+		}
+	})
+	return nil
+}
+
+func (s *configChanges) String() string { return fmt.Sprintf("config changes (%s)", s.name) }
+
+// routingChanged: config-domain or config-network changed what makes Route hosts.
+func routingChanged(old, new *config.Config) bool {
+	if old.Domain != new.Domain && !sameDomains(old.Domain, new.Domain) {
+		return true
+	}
+	o, n := old.Network, new.Network
+	return o.DomainTemplate != n.DomainTemplate || o.TagTemplate != n.TagTemplate || o.DefaultExternalScheme != n.DefaultExternalScheme
+}
+
+func sameDomains(a, b *config.Domain) bool {
+	if len(a.Domains) != len(b.Domains) {
+		return false
+	}
+	for k, va := range a.Domains {
+		vb, ok := b.Domains[k]
+		if !ok || va.Type != vb.Type || len(va.Selector) != len(vb.Selector) {
+			return false
+		}
+		for lk, lv := range va.Selector {
+			if vb.Selector[lk] != lv {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// gcChanged: config-gc changed.
+func gcChanged(old, new *config.Config) bool { return *old.GC != *new.GC }
+
+func allRoutes(c client.Reader) func(context.Context) ([]reconcile.Request, error) {
+	return func(ctx context.Context) ([]reconcile.Request, error) {
+		list := &v1.RouteList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs, nil
+	}
+}
+
+func allConfigurations(c client.Reader) func(context.Context) ([]reconcile.Request, error) {
+	return func(ctx context.Context) ([]reconcile.Request, error) {
+		list := &v1.ConfigurationList{}
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs, nil
+	}
+}
+
+// withOverrides returns o's configuration and change subscription with o's flag
+// overrides (Domain, GC, ProgressDeadline) applied on top of what the ConfigMaps say.
+func withOverrides(o Options) (func() *config.Config, func(func(old, new *config.Config))) {
+	ov := config.Overrides{Domain: o.Domain, ProgressDeadline: o.ProgressDeadline}
+	if o.GC != nil {
+		ov.GC = gc.ConfigFromOptions(*o.GC)
+	}
+	load := o.Config
+	if load == nil {
+		d := config.Default()
+		load = func() *config.Config { return d }
+	}
+	subscribe := func(func(old, new *config.Config)) {}
+	if o.OnConfigChange != nil {
+		register := o.OnConfigChange
+		subscribe = func(f func(old, new *config.Config)) {
+			register(func(old, new *config.Config) { f(ov.Apply(old), ov.Apply(new)) })
+		}
+	}
+	return ov.Wrap(load), subscribe
+}

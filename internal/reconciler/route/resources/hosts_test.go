@@ -1,0 +1,136 @@
+package resources
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
+)
+
+// configWith is Ferry's default configuration with config-domain and config-network
+// parsed from data (nil: the defaults).
+func configWith(t *testing.T, domain, network map[string]string) *config.Config {
+	t.Helper()
+	c := config.Default()
+	if domain != nil {
+		d, err := config.NewDomainFromConfigMap(&corev1.ConfigMap{Data: domain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Domain = d
+	}
+	if network != nil {
+		n, err := config.NewNetworkFromConfigMap(&corev1.ConfigMap{Data: network})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Network = n
+	}
+	return c
+}
+
+func TestMakeHosts(t *testing.T) {
+	domains := map[string]string{
+		"ferry.test":        "",
+		"example.org":       "selector:\n  app: nonprofit",
+		"prod.example.org":  "selector:\n  app: nonprofit\n  env: prod",
+		"svc.cluster.local": "selector:\n  app: secret",
+	}
+	local := map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal}
+	tests := []struct {
+		name         string
+		domain       map[string]string
+		network      map[string]string
+		labels       map[string]string
+		annotations  map[string]string
+		url, tagURL  string // tag "v2"
+		clusterLocal bool
+		localHosts   []string // of tag v2
+		wantErr      string
+	}{{
+		name: "no ConfigMaps: example.com",
+		url:  "http://hello.ns.example.com", tagURL: "http://v2-hello.ns.example.com",
+		localHosts: []string{"v2-hello.ns", "v2-hello.ns.svc", "v2-hello.ns.svc.cluster.local"},
+	}, {
+		name: "catch-all", domain: domains,
+		url: "http://hello.ns.ferry.test", tagURL: "http://v2-hello.ns.ferry.test",
+	}, {
+		name: "selector", domain: domains, labels: map[string]string{"app": "nonprofit"},
+		url: "http://hello.ns.example.org", tagURL: "http://v2-hello.ns.example.org",
+	}, {
+		name: "the most specific selector", domain: domains, labels: map[string]string{"app": "nonprofit", "env": "prod"},
+		url: "http://hello.ns.prod.example.org", tagURL: "http://v2-hello.ns.prod.example.org",
+	}, {
+		name: "svc.cluster.local entry makes it cluster-local", domain: domains, labels: map[string]string{"app": "secret"},
+		network: map[string]string{"domain-template": "{{.Name}}-{{.Namespace}}.{{.Domain}}", "default-external-scheme": "https"},
+		url:     "http://hello.ns.svc.cluster.local", tagURL: "http://v2-hello.ns.svc.cluster.local", clusterLocal: true,
+	}, {
+		name: "visibility label wins over config-domain", domain: domains, labels: map[string]string{"app": "nonprofit", v1.VisibilityLabelKey: v1.VisibilityClusterLocal},
+		url: "http://hello.ns.svc.cluster.local", tagURL: "http://v2-hello.ns.svc.cluster.local", clusterLocal: true,
+	}, {
+		name: "domain-template and scheme", domain: domains,
+		network: map[string]string{"domain-template": "{{.Name}}-{{.Namespace}}.{{.Domain}}", "default-external-scheme": "https"},
+		url:     "https://hello-ns.ferry.test", tagURL: "https://v2-hello-ns.ferry.test",
+	}, {
+		name:        "domain-template with annotations and labels",
+		network:     map[string]string{"domain-template": `{{.Name}}.{{index .Annotations "team"}}.{{index .Labels "env"}}.{{.Domain}}`},
+		labels:      map[string]string{"env": "dev"},
+		annotations: map[string]string{"team": "blue"},
+		url:         "http://hello.blue.dev.example.com", tagURL: "http://v2-hello.blue.dev.example.com",
+	}, {
+		name:    "tag-template names the tag's hosts, in-cluster ones too",
+		network: map[string]string{"tag-template": "{{.Name}}-{{.Tag}}"},
+		url:     "http://hello.ns.example.com", tagURL: "http://hello-v2.ns.example.com",
+		localHosts: []string{"hello-v2.ns", "hello-v2.ns.svc", "hello-v2.ns.svc.cluster.local"},
+	}, {
+		name: "cluster-local ignores domain-template but not tag-template", labels: local,
+		network: map[string]string{"domain-template": "{{.Name}}.{{.Domain}}", "tag-template": "{{.Name}}-{{.Tag}}"},
+		url:     "http://hello.ns.svc.cluster.local", tagURL: "http://hello-v2.ns.svc.cluster.local", clusterLocal: true,
+	}, {
+		name:    "a host that is no FQDN",
+		network: map[string]string{"domain-template": "{{.Name}}.{{.Namespace}}.Example.com"},
+		wantErr: `invalid domain name "hello.ns.Example.com"`,
+	}, {
+		name:    "a missing annotation leaves an empty label",
+		network: map[string]string{"domain-template": `{{.Name}}.{{index .Annotations "team"}}.{{.Domain}}`},
+		wantErr: "invalid domain name",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := configWith(t, tc.domain, tc.network)
+			r := &v1.Route{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", Labels: tc.labels, Annotations: tc.annotations}}
+			h, err := MakeHosts(cfg, r, []v1.TrafficTarget{{Tag: "v2"}, {RevisionName: "x"}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.URL("") != tc.url || h.URL("v2") != tc.tagURL || h.ClusterLocal != tc.clusterLocal {
+				t.Errorf("URL = %q, tag URL = %q, cluster-local %v", h.URL(""), h.URL("v2"), h.ClusterLocal)
+			}
+			if tc.localHosts != nil && !reflect.DeepEqual(h.ClusterLocalHosts("v2"), tc.localHosts) {
+				t.Errorf("ClusterLocalHosts = %v", h.ClusterLocalHosts("v2"))
+			}
+			ing := MakeIngress(r, []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}, {RevisionName: "x", Tag: "v2", Percent: p(0)}}, h)
+			var external []string
+			for _, rule := range ing.Spec.Rules {
+				if rule.Visibility == netv1alpha1.IngressVisibilityExternalIP {
+					external = append(external, rule.Hosts...)
+				}
+			}
+			if tc.clusterLocal != (len(external) == 0) || (!tc.clusterLocal && !reflect.DeepEqual(external, []string{h.Host(""), h.Host("v2")})) {
+				t.Errorf("external hosts %v", external)
+			}
+		})
+	}
+}
