@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -22,8 +23,13 @@ const (
 // Mutator is the defaulting webhook: Knative's SetDefaults for the four kinds.
 type Mutator struct{ Config func() *config.Config }
 
-// Validator is the validating webhook: Knative's Validate for the four kinds.
-type Validator struct{ Config func() *config.Config }
+// Validator is the validating webhook: Knative's Validate for the four kinds. With a
+// Client, a server-side dry run of a Service or an unowned Configuration also has the
+// API server judge the Pod it would run (dryRunPodSpec).
+type Validator struct {
+	Config func() *config.Config
+	Client kubernetes.Interface
+}
 
 var _, _ admission.Handler = (*Mutator)(nil), (*Validator)(nil)
 
@@ -102,7 +108,7 @@ func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Res
 
 // Handle validates the object; a denial carries Knative's message, in which every
 // diagnostic names its field.
-func (v *Validator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if !applies(req) {
 		return admission.Allowed("")
 	}
@@ -114,11 +120,17 @@ func (v *Validator) Handle(_ context.Context, req admission.Request) admission.R
 		var s, old *servingv1.Service
 		if s, old, err = decode[servingv1.Service](req); err == nil {
 			errs = ValidateService(cfg, s, old)
+			if dryRun(req) && errs.Errors() == nil {
+				errs = dryRunPodSpec(ctx, v.Client, cfg.Features, req.Namespace, &s.Spec.Template)
+			}
 		}
 	case "Configuration":
 		var c, old *servingv1.Configuration
 		if c, old, err = decode[servingv1.Configuration](req); err == nil {
 			errs = ValidateConfiguration(cfg, c, old)
+			if dryRun(req) && errs.Errors() == nil && c.Labels[servingv1.ServiceLabelKey] == "" {
+				errs = dryRunPodSpec(ctx, v.Client, cfg.Features, req.Namespace, &c.Spec.Template)
+			}
 		}
 	case "Revision":
 		var r, old *servingv1.Revision
@@ -159,6 +171,8 @@ func response(errs *FieldError) admission.Response {
 	resp.Warnings = errs.Warnings().Lines()
 	return resp
 }
+
+func dryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
 
 // applies: only creates and updates of the objects themselves (never their status).
 func applies(req admission.Request) bool {

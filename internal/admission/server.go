@@ -111,7 +111,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Server, error)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MutatePath, &admission.Webhook{Handler: &Mutator{Config: opts.Config}})
-	mux.Handle(ValidatePath, &admission.Webhook{Handler: &Validator{Config: opts.Config}})
+	mux.Handle(ValidatePath, &admission.Webhook{Handler: &Validator{Config: opts.Config, Client: client}})
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
