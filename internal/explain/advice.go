@@ -57,6 +57,11 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
 	case has("ProgressDeadlineExceeded"):
 		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
+	case has("CreationFailed", "UpdateFailed"), has("KIngress missing") && refused(c):
+		return []string{
+			"The API server refused an object Ferry creates for it; the message above is the API server's: an invalid field, a ResourceQuota, an admission policy or Ferry's missing RBAC (config/rbac).",
+			"Fix what it names; Ferry retries with a back-off (2s doubling to 5m).",
+		}
 	case has("Revision ResourcesAvailable=False", "Revision Ready=False"):
 		return []string{
 			"The Revision's resources could not be created or did not become available: the message above is the API server's or the kubelet's.",
@@ -88,6 +93,15 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{"The pods are starting: run this again in a few seconds; if it stays so, the pod's Events above say why."}
 	}
 	return []string{"Read the conditions and Warning Events above from the bottom up: the deepest ✗ holds up the rest."}
+}
+
+// refused says the Route reports that the API server refused its KIngress.
+func refused(c Chain) bool {
+	if c.Route == nil {
+		return false
+	}
+	cond := c.Route.Status.GetCondition(v1.RouteConditionIngressReady)
+	return cond != nil && (cond.Reason == "CreationFailed" || cond.Reason == "UpdateFailed")
 }
 
 // latestImage is the first container's image and name of the Revision the chain

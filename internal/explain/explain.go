@@ -402,6 +402,10 @@ func (x *explainer) routeBranch(c Chain, depth int, withReady, described bool) b
 	switch {
 	case ing == nil:
 		line := fmt.Sprintf("KIngress %s: missing", rt.Name)
+		if cond := rt.Status.GetCondition(v1.RouteConditionIngressReady); cond.IsFalse() {
+			// The Route says why: the API server refused it.
+			line += " (the Route's " + formatCondition(string(cond.Type), string(cond.Status), cond.Reason, cond.Message) + ")"
+		}
 		x.add(depth+1, line)
 		x.blame(line, "KIngress missing")
 	case !ing.IsReady():

@@ -223,6 +223,57 @@ func TestExplain(t *testing.T) {
 		chain:       func() Chain { return Chain{Name: svcName} },
 		wantCulprit: "ksvc " + svcName + ": not found (deleted, or never seen by the watch)",
 		wantKind:    "ksvc not found",
+	}, {
+		name: "KIngress refused by the API server",
+		chain: func() Chain {
+			c := readyAll()
+			c.Ingress = nil
+			c.Service.Status.Status = status(1, cond(duck.ConditionReady, F, "CreationFailed", "forbidden"), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
+				cond(v1.ServiceConditionRoutesReady, F, "CreationFailed", "forbidden"))
+			c.Route.Status.Status = status(1, cond(duck.ConditionReady, F, "CreationFailed", ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
+				cond(v1.RouteConditionIngressReady, F, "CreationFailed", `ingresses.networking.internal.knative.dev "x" is forbidden: exceeded quota`))
+			return c
+		},
+		wantCulprit: "KIngress " + svcName + `: missing (the Route's IngressReady=False CreationFailed "ingresses.networking.internal.knative.dev \"x\" is forbidden: exceeded quota")`,
+		wantKind:    "KIngress missing",
+	}, {
+		name: "Configuration root: latest Revision fails",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Root, c.Service, c.Route = KindConfiguration, nil, nil
+			return c
+		},
+		wantCulprit: "Pod " + svcName + "-00001-deployment-7d9f-x2x: Pending",
+		wantKind:    "Pod Pending PodScheduled=False Unschedulable",
+		wantLines:   []string{"Configuration " + svcName + ": Ready=Unknown Deploying", "  → Revision " + svcName + "-00001: "},
+	}, {
+		name: "Revision root, Ready",
+		chain: func() Chain {
+			c := readyAll()
+			c.Root = KindRevision
+			return c
+		},
+		wantLines: []string{"Revision " + svcName + "-00001: Ready"},
+	}, {
+		name: "Route root: waits for its Configuration",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Root, c.Service = KindRoute, nil
+			return c
+		},
+		wantCulprit: "Pod " + svcName + "-00001-deployment-7d9f-x2x: Pending",
+		wantKind:    "Pod Pending PodScheduled=False Unschedulable",
+		wantLines:   []string{"Route " + svcName + ": ", "  → Configuration " + svcName, "      → Deployment", "  → KIngress " + svcName + ": missing"},
+	}, {
+		name: "Route root: Ready but not routed",
+		chain: func() Chain {
+			c := readyAll()
+			c.Root, c.Probed, c.LastAnswer = KindRoute, true, "404 ferry: no route"
+			return c
+		},
+		wantCulprit: "gateway: no routed answer for Route " + svcName + ": 404 ferry: no route",
+		wantKind:    "gateway not routing",
+		wantLines:   []string{"Route " + svcName + ": Ready", "  → KIngress " + svcName + ": Ready", "  → gateway: did not route"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Explain(tc.chain())

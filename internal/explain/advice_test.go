@@ -1,0 +1,46 @@
+package explain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+func TestAdvise(t *testing.T) {
+	routeRefused := func() Chain {
+		c := waitingChain()
+		*c.Route.Status.GetCondition(v1.RouteConditionIngressReady) = duck.Condition{Type: v1.RouteConditionIngressReady,
+			Status: F, Reason: "CreationFailed", Message: "ingresses.networking.internal.knative.dev is forbidden"}
+		return c
+	}
+	for _, tc := range []struct {
+		kind  string
+		chain func() Chain
+		want  string
+	}{
+		{"Pod Pending PodScheduled=False Unschedulable", waitingChain, "No node can run the pod"},
+		{"Pod Running Ready=False ContainersNotReady OOMKilled", waitingChain, "runs out of memory"},
+		{"Pod Running Ready=False ContainersNotReady Error", waitingChain, "`kubectl logs -n ns POD -c user-container --previous`"},
+		{"Revision ContainerHealthy=False ExitCode1", waitingChain, "its log says why"},
+		{"Revision ResourcesAvailable=False CreationFailed", waitingChain, "The API server refused an object Ferry creates"},
+		{"Revision ResourcesAvailable=False ProgressDeadlineExceeded", waitingChain, "progress deadline"},
+		{"KIngress missing", routeRefused, "The API server refused an object Ferry creates"},
+		{"KIngress missing", waitingChain, "The Route has not created its KIngress"},
+		{"KIngress Ready=False InternalError", waitingChain, "Is the gateway running?"},
+		{"Route AllTrafficAssigned=False ConfigurationMissing", waitingChain, "fix spec.traffic"},
+		{"not reconciled", waitingChain, "Is Ferry's controller running?"},
+		{"Configuration not owned", waitingChain, "`kubectl get configuration " + svcName + " -n ns -o yaml`"},
+		{"Deployment no pods", waitingChain, "`kubectl describe rs -n ns -l serving.knative.dev/revision=" + svcName + "-00001`"},
+		{"ksvc RoutesReady=Unknown TrafficNotMigrated", waitingChain, "Everything below is Ready"},
+		{"something new", waitingChain, "from the bottom up"},
+	} {
+		c := tc.chain()
+		c.Namespace = "ns"
+		got := strings.Join(Advise(c, Explanation{Kind: tc.kind}), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("Advise(%q) = %q, want it to hold %q", tc.kind, got, tc.want)
+		}
+	}
+}
