@@ -7,6 +7,7 @@
 //
 // The package does not start Ferry: the caller runs the control plane (in-process or
 // not) and hands Run a rest.Config and a namespace. The pure parts — names,
-// percentiles, the metrics parser, the stuck-Service explanation and the reports —
-// are separate functions with table tests.
+// percentiles, the metrics parser and the reports — are separate functions with
+// table tests. A stuck Service is explained by internal/explain, which `ferry
+// explain` shares.
 package scale
