@@ -10,7 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 )
 
@@ -23,6 +25,15 @@ func startStore(t *testing.T, ov Overrides, objs ...*corev1.ConfigMap) (*Store, 
 			t.Fatal(err)
 		}
 	}
+	// The fake clientset does not replay what happens between the list and the watch:
+	// know when the watch is there, so that the tests' updates reach it.
+	watching := make(chan struct{})
+	var once sync.Once
+	cs.PrependWatchReactor("configmaps", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	rec := events.NewFakeRecorder(100)
 	s := NewStore(cs, StoreOptions{Overrides: ov, Recorder: rec, Logger: logr.Discard()})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -36,6 +47,11 @@ func startStore(t *testing.T, ov Overrides, objs ...*corev1.ConfigMap) (*Store, 
 	})
 	if !s.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("not synced")
+	}
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch")
 	}
 	return s, cs, rec
 }
