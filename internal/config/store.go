@@ -22,6 +22,10 @@ import (
 // does not parse.
 const ReasonInvalidConfig = "InvalidConfig"
 
+// maxEventMessage bounds the parse error in an Event (the API server refuses an Event
+// note over 1 kB).
+const maxEventMessage = 800
+
 // Names are the ConfigMaps a Store watches.
 var Names = []string{DomainConfigName, NetworkConfigName, DefaultsConfigName, GCConfigName, DeploymentConfigName, FeaturesConfigName}
 
@@ -228,8 +232,12 @@ func (s *Store) sync(cm *corev1.ConfigMap, err error) {
 	if err := parseInto(&s.parts, cm); err != nil {
 		s.log.Error(err, "Invalid configuration: the last good one stays in force", "configmap", key)
 		if s.recorder != nil {
+			msg := err.Error()
+			if len(msg) > maxEventMessage {
+				msg = msg[:maxEventMessage] + "..."
+			}
 			s.recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "LoadConfig",
-				"Invalid %s, the last good configuration stays in force: %s", cm.Name, err.Error())
+				"Invalid %s, the last good configuration stays in force: %s", cm.Name, msg)
 		}
 		return
 	}
