@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"strings"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
@@ -32,15 +31,15 @@ func dryRunPodSpec(ctx context.Context, client kubernetes.Interface, f *config.F
 		Spec:       revresources.MakeDeployment(rev, 600).Spec.Template.Spec,
 	}
 	_, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	switch {
-	case err == nil:
-		return nil
-	case strings.Contains(err.Error(), "does not support dry run"):
-		return nil // another webhook on Pods has side effects: as Knative, let it be
-	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), `cannot create resource "pods"`):
-		// The webhook's own identity may not create Pods (config/rbac grants it no such
-		// right on a cluster): the check is skipped, not the user's request refused.
-		ctrl.Log.WithName("admission").V(1).Info("dry-run Pod check skipped: no RBAC to create pods", "namespace", namespace)
+	// Only the Pod's own validation (Invalid) refuses the request. A refusal that
+	// depends on the cluster's state (a ServiceAccount, PriorityClass or RuntimeClass
+	// not there yet, a quota, RBAC: the webhook's identity may not create Pods in a
+	// cluster, config/rbac does not grant it) or a webhook on Pods that cannot dry-run
+	// is no reason to refuse a Service that is valid.
+	if err == nil || !apierrors.IsInvalid(err) {
+		if err != nil {
+			ctrl.Log.WithName("admission").V(1).Info("dry-run Pod check skipped", "namespace", namespace, "error", err.Error())
+		}
 		return nil
 	}
 	return ErrGeneric("dry run failed with "+err.Error(), "spec.template")

@@ -121,6 +121,24 @@ spec:
 	if err := testClient.Get(ctx, client.ObjectKeyFromObject(good), &servingv1.Service{}); err == nil {
 		t.Error("a dry run stored the Service")
 	}
+
+	// As in Knative, a dry run also has the API server judge the Pod the Revision would
+	// run: a request above its limit passes Knative's rules but not the Pod's.
+	pod := manifest(t, `
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: dry-pod}
+spec:
+  template:
+    spec:
+      containers:
+      - image: example.com/app
+        resources: {requests: {cpu: "2"}, limits: {cpu: "1"}}`)
+	pod.SetNamespace(ns)
+	err = testClient.Create(ctx, pod, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "dry run failed with") || !strings.Contains(err.Error(), "spec.template") {
+		t.Errorf("dry run of a Pod the API server refuses: %v", err)
+	}
 }
 
 // TestAdmissionFeatureFlags flips config-features and config-defaults through the
