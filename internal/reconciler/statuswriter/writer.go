@@ -97,13 +97,14 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
-	w.warnOnNewFailure(obj, cached, desired)
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	w.mu.Lock()
 	w.last[key] = this
 	w.mu.Unlock()
+	// After the write, so that a write that failed and is retried warns once.
+	w.warnOnNewFailure(obj, cached, desired)
 	return reconcile.Result{}, nil
 }
 
