@@ -591,7 +591,7 @@ func defaultConfigCases() []admissionCase {
 		rej("container name not a DNS-1123 label (Pod validation)", svcCtr("name: Bad_Name"), "spec.containers[0].name"),
 		rej("cpu request above its limit (Pod validation)", svcCtr("resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}"), "spec.containers[0].resources.requests"),
 		rej("env name with '=' (Pod validation)", svcCtr("env: [{name: 'A=B', value: x}]"), "spec.containers[0].env[0].name"),
-		rej("absolute subPath (Pod validation)", svcVolume("secret: {secretName: s}", "readOnly: true, subPath: /abs"), "spec.containers[0].volumeMounts[0].subPath"),
+		rej("absolute subPath (Pod validation)", svcVolume("secret: {secretName: s}", "readOnly: true, subPath: /abs"), "spec.containers[0].volumeMounts[0].subPath|spec.containers[0].volumeMounts.subPath"),
 
 		// ---- Multi-container.
 		rej("duplicate container names", svcPod("{containers: ["+ctr("name: same, ports: [{containerPort: 8080}]")+", {name: same, image: example.com/side}]}"), c1+"name"),
