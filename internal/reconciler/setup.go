@@ -44,7 +44,7 @@ type Options struct {
 	GatewayHost string
 	// ProgressDeadline is how long a Revision's Deployment may go without progress
 	// before the Revision fails. If set, it overrides config-deployment's
-	// progress-deadline; else withDefaults takes the configuration's at setup.
+	// progress-deadline, which the Revision reconciler reads at each reconcile.
 	ProgressDeadline time.Duration
 	// GC, if set, is the Revision garbage collection policy, overriding config-gc (in
 	// it a zero field means zero, gc.Disabled turns a rule off).
@@ -109,7 +109,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return nil, err
 	}
 	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller"), Refused: refused(),
-		ProgressDeadline: int32(opts.ProgressDeadline / time.Second), AfterRead: opts.AfterRead}
+		ProgressDeadline: func() time.Duration { return opts.Config().Deployment.ProgressDeadline }, AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
@@ -134,9 +134,6 @@ func withDefaults(o Options) Options {
 	o.Config, o.OnConfigChange = withOverrides(o)
 	if o.GatewayHost == "" {
 		o.GatewayHost = DefaultGatewayHost
-	}
-	if o.ProgressDeadline <= 0 {
-		o.ProgressDeadline = o.Config().Deployment.ProgressDeadline
 	}
 	if o.StatusSettle == 0 {
 		o.StatusSettle = DefaultStatusSettle

@@ -16,6 +16,7 @@ const (
 	CreatorAnnotation               = "serving.knative.dev/creator"
 	LastModifierAnnotation          = "serving.knative.dev/lastModifier"
 	RoutingStateModifiedAnnotation  = "serving.knative.dev/routingStateModified"
+	ProgressDeadlineAnnotationKey   = "serving.knative.dev/progress-deadline"
 	VisibilityLabelKey              = "networking.knative.dev/visibility"
 	VisibilityClusterLocal          = "cluster-local"
 	MinScaleAnnotationKey           = "autoscaling.knative.dev/min-scale"

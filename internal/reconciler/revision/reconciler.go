@@ -5,6 +5,7 @@ package revision
 import (
 	"context"
 	"errors"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,8 +41,9 @@ type Reconciler struct {
 	Status *statuswriter.Writer
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
-	// ProgressDeadline is the Deployment's progressDeadlineSeconds.
-	ProgressDeadline int32
+	// ProgressDeadline returns config-deployment's progress-deadline now; a
+	// Revision's own annotation overrides it.
+	ProgressDeadline func() time.Duration
 	AfterRead        func()
 }
 
@@ -120,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// reconcile, creating them side by side takes one API round trip instead of two.
 	svcErr := make(chan error, 1)
 	go func() { svcErr <- r.reconcileService(ctx, rev, resources.MakeService(want)) }()
-	d, depErr := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, r.ProgressDeadline))
+	d, depErr := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, resources.ProgressDeadline(rev, r.ProgressDeadline())))
 	for _, e := range []struct {
 		err  error
 		kind string

@@ -4,6 +4,7 @@ package resources
 
 import (
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,12 +17,18 @@ import (
 // DefaultUserPort is the port a container serves on when it names none (Knative's).
 const DefaultUserPort int32 = 8080
 
-// DefaultProgressDeadline is how long a Deployment may take to make progress before
-// the Revision is marked ProgressDeadlineExceeded.
-const DefaultProgressDeadline int32 = 600
-
 // userPortName is the name Knative gives the serving container's port.
 const userPortName = "user-port"
+
+// ProgressDeadline is the Revision's progress deadline in whole seconds: its
+// serving.knative.dev/progress-deadline annotation (admission checked it is a
+// non-negative whole-second duration), else def (config-deployment's).
+func ProgressDeadline(rev *v1.Revision, def time.Duration) int32 {
+	if d, err := time.ParseDuration(rev.Annotations[v1.ProgressDeadlineAnnotationKey]); err == nil && d > 0 {
+		def = d
+	}
+	return int32(def / time.Second)
+}
 
 // DeploymentName is the name of the Revision's Deployment.
 func DeploymentName(rev *v1.Revision) string { return rev.Name + "-deployment" }

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,5 +132,17 @@ func TestProbePorts(t *testing.T) {
 				t.Error("MakeDeployment changed the Revision's probe")
 			}
 		})
+	}
+}
+
+func TestProgressDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		annotation string
+		want       int32
+	}{{"", 600}, {"30s", 30}, {"10m", 600}, {"2m", 120}, {"0s", 600}} {
+		rev := revision(map[string]string{v1.ProgressDeadlineAnnotationKey: tc.annotation})
+		if got := ProgressDeadline(rev, 10*time.Minute); got != tc.want {
+			t.Errorf("ProgressDeadline(%q) = %d, want %d", tc.annotation, got, tc.want)
+		}
 	}
 }
