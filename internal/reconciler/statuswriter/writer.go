@@ -97,14 +97,18 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
+	// Decided before the write (which refreshes obj, and cached with it), recorded
+	// after it succeeds, so that a write that failed and is retried warns once.
+	failure := newFailure(cached, desired)
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	w.mu.Lock()
 	w.last[key] = this
 	w.mu.Unlock()
-	// After the write, so that a write that failed and is retried warns once.
-	w.warnOnNewFailure(obj, cached, desired)
+	if failure != nil && w.recorder != nil {
+		w.recorder.Eventf(obj, nil, corev1.EventTypeWarning, failure.Reason, "Reconcile", "%s", failure.Message)
+	}
 	return reconcile.Result{}, nil
 }
 
@@ -128,15 +132,16 @@ func (w *Writer) Forget(key types.NamespacedName) {
 	w.mu.Unlock()
 }
 
-// warnOnNewFailure records a Warning Event when Ready turns False or fails for a new
-// reason, so that one failure makes one Event however often it is reconciled.
-func (w *Writer) warnOnNewFailure(obj client.Object, cached, desired Status) {
+// newFailure is desired's Ready condition when it turns False or fails for a new
+// reason, so that one failure makes one Warning Event however often it is reconciled;
+// nil otherwise.
+func newFailure(cached, desired Status) *duck.Condition {
 	c := desired.GetCondition(duck.ConditionReady)
-	if w.recorder == nil || !c.IsFalse() {
-		return
+	if !c.IsFalse() {
+		return nil
 	}
 	if o := cached.GetCondition(duck.ConditionReady); o.IsFalse() && o.Reason == c.Reason && o.Message == c.Message {
-		return
+		return nil
 	}
-	w.recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+	return c
 }
