@@ -51,6 +51,9 @@ type written struct {
 	uid types.UID
 	sum uint64
 	at  time.Time
+	// from is the resourceVersion the write was computed from: while the cache still
+	// shows it, the cache is behind the write.
+	from string
 }
 
 // New returns a Writer that writes through c and records Events with recorder (which
@@ -62,7 +65,7 @@ func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *
 
 // Write makes obj's status desired, given cached, the status obj has in the cache. It
 // writes nothing when they are equal, or when desired is what this Writer last wrote
-// for obj (the cache is behind). When it holds desired back, the result requeues the
+// for obj from the version the cache still shows (the cache is behind). When it holds desired back, the result requeues the
 // object for the end of the wait; a reconciler returns what Write returns.
 //
 // The write replaces the whole status (a JSON patch "add /status") without a
@@ -82,7 +85,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	h := fnv.New64a()
 	h.Write(patch)
 	now := w.now()
-	this := written{uid: obj.GetUID(), sum: h.Sum64(), at: now}
+	this := written{uid: obj.GetUID(), sum: h.Sum64(), at: now, from: obj.GetResourceVersion()}
 
 	w.mu.Lock()
 	last, seen := w.last[key]
@@ -90,7 +93,10 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	if seen && last.uid != this.uid {
 		seen = false
 	}
-	if seen && last.sum == this.sum {
+	if seen && last.sum == this.sum && last.from == this.from {
+		// The cache has not caught up with this Writer's write yet. Once it shows a
+		// later version whose status still differs, someone else wrote it (another
+		// controller, a stale write across a failover), and it is written again.
 		return reconcile.Result{}, nil
 	}
 	if wait := w.holdBack(obj, desired, last, seen, now); wait > 0 {
