@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 )
@@ -80,29 +80,21 @@ func sameDomains(a, b *config.Domain) bool {
 // gcChanged: config-gc changed.
 func gcChanged(old, new *config.Config) bool { return *old.GC != *new.GC }
 
-func allRoutes(c client.Reader) func(context.Context) ([]reconcile.Request, error) {
+// every lists every object of a kind from the cache (newList makes its list) as
+// reconcile requests.
+func every(c client.Reader, newList func() client.ObjectList) func(context.Context) ([]reconcile.Request, error) {
 	return func(ctx context.Context) ([]reconcile.Request, error) {
-		list := &v1.RouteList{}
+		list := newList()
 		if err := c.List(ctx, list); err != nil {
 			return nil, err
 		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs, nil
-	}
-}
-
-func allConfigurations(c client.Reader) func(context.Context) ([]reconcile.Request, error) {
-	return func(ctx context.Context) ([]reconcile.Request, error) {
-		list := &v1.ConfigurationList{}
-		if err := c.List(ctx, list); err != nil {
+		items, err := meta.ExtractList(list)
+		if err != nil {
 			return nil, err
 		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, o := range items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o.(client.Object))})
 		}
 		return reqs, nil
 	}

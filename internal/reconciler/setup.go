@@ -8,7 +8,9 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
@@ -116,13 +118,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller"), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
 	log := mgr.GetLogger().WithName("config")
-	routesOnChange := &configChanges{name: "route", register: opts.OnConfigChange, matters: routingChanged, list: allRoutes(c),
+	routesOnChange := &configChanges{name: "route", register: opts.OnConfigChange, matters: routingChanged, list: every(c, func() client.ObjectList { return &v1.RouteList{} }),
 		onError: func(err error) { log.Error(err, "Listing Routes after a configuration change") }}
 	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers, routesOnChange); err != nil {
 		return nil, err
 	}
 	collector := &gc.Reconciler{Client: c, Policy: func() gc.Options { return gc.OptionsFromConfig(opts.Config().GC) }}
-	gcOnChange := &configChanges{name: "revision-gc", register: opts.OnConfigChange, matters: gcChanged, list: allConfigurations(c),
+	gcOnChange := &configChanges{name: "revision-gc", register: opts.OnConfigChange, matters: gcChanged, list: every(c, func() client.ObjectList { return &v1.ConfigurationList{} }),
 		onError: func(err error) { log.Error(err, "Listing Configurations after a configuration change") }}
 	if err := collector.SetupWithManager(mgr, 1, gcOnChange); err != nil {
 		return nil, err

@@ -77,14 +77,6 @@ type problem struct {
 	refused         *refusal.Error
 }
 
-// apiMessage is the API server's own message for err.
-func apiMessage(err error) string {
-	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
-		return s.Status().Message
-	}
-	return err.Error()
-}
-
 // Reconcile makes sure the current generation has its Revision and reports the latest
 // created and latest ready ones.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -174,7 +166,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 		case isRefused:
 			// Asking again at once cannot help: the template or the cluster's rules
 			// must change first. Try again after the back-off.
-			return nil, &problem{ReasonRevisionFailed, fmt.Sprintf("Revision creation failed with message: %s.", apiMessage(refused.Err)),
+			return nil, &problem{ReasonRevisionFailed, fmt.Sprintf("Revision creation failed with message: %s.", refused.Message()),
 				refused}, nil
 		case !apierrors.IsAlreadyExists(err):
 			return nil, nil, err

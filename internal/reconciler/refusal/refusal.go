@@ -44,7 +44,15 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	return fmt.Sprintf("failed to %s %s %q: %v", e.Verb, e.Kind, e.Name, apiMessage(e.Err))
+	return fmt.Sprintf("failed to %s %s %q: %v", e.Verb, e.Kind, e.Name, e.Message())
+}
+
+// Message is the API server's own message for the refusal.
+func (e *Error) Message() string {
+	if s, ok := e.Err.(apierrors.APIStatus); ok && s.Status().Message != "" {
+		return s.Status().Message
+	}
+	return e.Err.Error()
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -74,13 +82,6 @@ func IsRefusal(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
 		apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsMethodNotSupported(err) ||
 		apierrors.IsUnsupportedMediaType(err) || apierrors.IsNotAcceptable(err)
-}
-
-func apiMessage(err error) string {
-	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
-		return s.Status().Message
-	}
-	return err.Error()
 }
 
 // Writes is one reconciler's memory of refused writes. It is safe for concurrent use.
