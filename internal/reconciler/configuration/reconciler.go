@@ -56,9 +56,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configuration").
-		// Its own status writes cannot change the outcome; spec and metadata can.
-		For(&v1.Configuration{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Its own status writes cannot change the outcome; anything else can, a stale
+		// status another controller wrote included.
+		For(&v1.Configuration{}, builder.WithPredicates(r.Status.Changes())).
 		// A Revision's replicas and the like do not change which is latest or ready.
 		Owns(&v1.Revision{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*v1.Revision), e.ObjectNew.(*v1.Revision)

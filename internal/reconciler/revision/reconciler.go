@@ -57,8 +57,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("revision").
-		For(&v1.Revision{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Its own status writes cannot change the outcome; anything else can, a stale
+		// status another controller wrote included.
+		For(&v1.Revision{}, builder.WithPredicates(r.Status.Changes())).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
 		Owns(&corev1.Service{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToRevision), builder.WithPredicates(predicate.Funcs{

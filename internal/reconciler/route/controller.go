@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -32,9 +31,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHan
 	}
 	return b.
 		Named("route").
-		// Its own status writes cannot change the outcome; spec and metadata can.
-		For(&v1.Route{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Its own status writes cannot change the outcome; anything else can, a stale
+		// status another controller wrote included.
+		For(&v1.Route{}, builder.WithPredicates(r.Status.Changes())).
 		Owns(&netv1alpha1.Ingress{}).
 		Owns(&corev1.Service{}).
 		Watches(&v1.Configuration{}, tracked, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {

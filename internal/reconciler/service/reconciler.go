@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
@@ -41,9 +40,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("service").
-		// Its own status writes cannot change the outcome; spec and metadata can.
-		For(&v1.Service{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Its own status writes cannot change the outcome; anything else can, a stale
+		// status another controller wrote included.
+		For(&v1.Service{}, builder.WithPredicates(r.Status.Changes())).
 		Owns(&v1.Configuration{}).
 		Owns(&v1.Route{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).

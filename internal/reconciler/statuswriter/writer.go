@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/api/duck"
@@ -54,6 +56,9 @@ type written struct {
 	// from is the resourceVersion the write was computed from: while the cache still
 	// shows it, the cache is behind the write.
 	from string
+	// to is the resourceVersion the write made: the watch event that brings it is
+	// this Writer's echo.
+	to string
 }
 
 // New returns a Writer that writes through c and records Events with recorder (which
@@ -109,6 +114,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	this.to = obj.GetResourceVersion()
 	w.mu.Lock()
 	w.last[key] = this
 	w.mu.Unlock()
@@ -116,6 +122,21 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 		w.recorder.Eventf(obj, nil, corev1.EventTypeWarning, failure.Reason, "Reconcile", "%s", failure.Message)
 	}
 	return reconcile.Result{}, nil
+}
+
+// Changes is the predicate for the watch of the Writer's own kind. It passes every
+// update but the echo of this Writer's own status write, which cannot change what the
+// reconciler decides. A status someone else wrote does pass: another controller
+// during a failover may have written one computed from an older view, and only a
+// reconcile puts it right.
+func (w *Writer) Changes() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		obj := e.ObjectNew
+		w.mu.Lock()
+		last, seen := w.last[client.ObjectKeyFromObject(obj)]
+		w.mu.Unlock()
+		return !seen || last.uid != obj.GetUID() || last.to != obj.GetResourceVersion()
+	}}
 }
 
 // holdBack returns how much longer an in-progress status should wait: the settle time

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
@@ -149,5 +150,56 @@ func TestSettle(t *testing.T) {
 	}
 	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "Deploying" {
 		t.Fatalf("Ready = %+v", c)
+	}
+}
+
+// TestChanges: the Writer's own status write does not wake its reconciler again; a
+// status another writer puts over it does.
+func TestChanges(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stored := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	w := New(c, nil, 0)
+	ctx := context.Background()
+	changes := w.Changes()
+	update := func(old, new *v1.Route) bool {
+		return changes.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+	}
+
+	before := &v1.Route{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), before); err != nil {
+		t.Fatal(err)
+	}
+	desired := before.Status.DeepCopy()
+	desired.ObservedGeneration = 1
+	obj := before.DeepCopy()
+	if _, err := w.Write(ctx, obj, &before.Status, desired); err != nil {
+		t.Fatal(err)
+	}
+	echo := &v1.Route{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), echo); err != nil {
+		t.Fatal(err)
+	}
+	if update(before, echo) {
+		t.Error("the Writer's own status write passes")
+	}
+
+	// Another controller writes an older status over it.
+	other := echo.DeepCopy()
+	other.Status.ObservedGeneration = 0
+	if err := c.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if !update(echo, other) {
+		t.Error("a status another writer wrote is dropped")
+	}
+	spec := other.DeepCopy()
+	spec.Generation = 2
+	spec.ResourceVersion = "999"
+	if !update(other, spec) {
+		t.Error("a spec change is dropped")
 	}
 }
