@@ -32,5 +32,8 @@ units=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' 
 if [ -n "$units" ]; then go test -race -count=1 $units; fi
 
 step "integration tests (embedded kube-apiserver, etcd, controller-manager, scheduler, kwok)"
-# -ldflags gives the embedded API server its real version, as `make build` does.
-go test -count=1 -timeout 40m -ldflags "$(make --no-print-directory -s print-ldflags)" ./test/integration/
+# Some tests run `ferry controller` and `ferry gateway` as their own processes, as on a
+# cluster: they use bin/ferry. -ldflags gives the embedded API server its real version,
+# as `make build` does.
+make --no-print-directory build
+FERRY_BIN="$PWD/bin/ferry" go test -count=1 -timeout 40m -ldflags "$(make --no-print-directory -s print-ldflags)" ./test/integration/

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
@@ -20,6 +21,7 @@ type clusterFlags struct {
 	metricsAddr string
 	leaderElect bool
 	namespace   string
+	lease       time.Duration
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -27,6 +29,7 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", ":9090", "where Prometheus metrics are served; 0 turns them off")
 	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect one active replica (for more than one replica)")
 	cmd.Flags().StringVar(&f.namespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	cmd.Flags().DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the lease before another replica takes over")
 }
 
 func (f *clusterFlags) restConfig() (*rest.Config, error) {
@@ -46,7 +49,7 @@ func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
 	if err != nil {
 		return err
 	}
-	opts.MetricsAddr, opts.LeaderElection, opts.LeaderElectionNamespace = f.metricsAddr, f.leaderElect, f.namespace
+	opts.MetricsAddr, opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaseDuration = f.metricsAddr, f.leaderElect, f.namespace, f.lease
 	ferry, err := manager.New(cfg, opts)
 	if err != nil {
 		return err

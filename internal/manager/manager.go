@@ -6,6 +6,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -36,6 +37,11 @@ type Options struct {
 	// LeaderElection makes only one replica reconcile (the gateway serves on every one).
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaseDuration is how long a leader that stopped renewing (killed, partitioned)
+	// keeps the lease before another replica takes over; 0 is controller-runtime's 15 s.
+	// The renew deadline and retry period follow from it in controller-runtime's
+	// proportions (2/3 and 2/15).
+	LeaseDuration time.Duration
 }
 
 // Ferry is a configured manager, ready to Start.
@@ -74,6 +80,12 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "ferry-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// A replica that is stopped hands the lease over at once instead of making the
+		// next leader wait out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 leaseFraction(opts.LeaseDuration, 1, 1),
+		RenewDeadline:                 leaseFraction(opts.LeaseDuration, 2, 3),
+		RetryPeriod:                   leaseFraction(opts.LeaseDuration, 2, 15),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
@@ -110,6 +122,16 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		}
 	}
 	return f, nil
+}
+
+// leaseFraction is num/den of the lease duration d, or nil (controller-runtime's
+// default) when d is 0.
+func leaseFraction(d time.Duration, num, den int64) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	f := d * time.Duration(num) / time.Duration(den)
+	return &f
 }
 
 // Start runs everything until ctx is cancelled.
