@@ -9,9 +9,11 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/metrics"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
@@ -94,28 +96,28 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	requeue := tracker.NewQueueSource()
 	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())
 
-	status := func(name string) *statuswriter.Writer {
-		return statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle)
+	status := func(name, kind string) *statuswriter.Writer {
+		return statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle).OnReady(metrics.TimeToReady(kind))
 	}
 
 	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax) }
 
-	svc := &service.Reconciler{Client: c, Children: created.New(c), Status: status("service-controller"),
+	svc := &service.Reconciler{Client: c, Children: created.New(c), Status: status("service-controller", "Service"),
 		Refused: refused(), AfterRead: opts.AfterRead}
 	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Children: created.New(c),
-		Status: status("configuration-controller"), Refused: refused(), AfterRead: opts.AfterRead}
+		Status: status("configuration-controller", "Configuration"), Refused: refused(), AfterRead: opts.AfterRead}
 	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller"), Refused: refused(),
+	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller", "Revision"), Refused: refused(),
 		ProgressDeadline: func() time.Duration { return opts.Config().Deployment.ProgressDeadline }, AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
-	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller"), Refused: refused(), Tracker: t,
+	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
 	log := mgr.GetLogger().WithName("config")
 	routesOnChange := &configChanges{name: "route", register: opts.OnConfigChange, matters: routingChanged, list: every(c, func() client.ObjectList { return &v1.RouteList{} }),
@@ -128,6 +130,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		onError: func(err error) { log.Error(err, "Listing Configurations after a configuration change") }}
 	if err := collector.SetupWithManager(mgr, 1, gcOnChange); err != nil {
 		return nil, err
+	}
+	// Exported while the controllers run: on the leader only, like them.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		metrics.ExportTracker(ctx, t)
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("exporting the tracker's size: %w", err)
 	}
 	return &Controllers{Tracker: t}, nil
 }

@@ -10,6 +10,9 @@
 // longer still shows its progress. Knative's readiness rule (observedGeneration equals
 // generation and Ready is True) makes an object whose status is held back read as not
 // ready, as it is.
+//
+// Because it sees every status before and after its write, the Writer is also where
+// an object's time to Ready is measured (OnReady), once per generation.
 package statuswriter
 
 import (
@@ -43,10 +46,23 @@ type Writer struct {
 	settle   time.Duration
 	now      func() time.Time
 
+	// onReady, if set, receives each object's time to Ready.
+	onReady func(time.Duration)
+
 	mu sync.Mutex
 	// last holds what was last written for each object, so that a reconcile reading a
 	// cache that has not caught up with that write does not write it again.
 	last map[types.NamespacedName]written
+	// since holds when the watch brought each object's current generation, while it
+	// is not yet Ready: the API server records no time for a generation change.
+	since map[types.NamespacedName]arrival
+}
+
+// arrival is when the Writer's watch brought generation of the object with uid.
+type arrival struct {
+	uid        types.UID
+	generation int64
+	at         time.Time
 }
 
 type written struct {
@@ -59,13 +75,27 @@ type written struct {
 	// to is the resourceVersion the write made: the watch event that brings it is
 	// this Writer's echo.
 	to string
+	// readyGeneration is the generation this Writer last wrote Ready=True for, so that
+	// a generation's time to Ready is observed once.
+	readyGeneration int64
 }
 
 // New returns a Writer that writes through c and records Events with recorder (which
 // may be nil), holding back statuses on their way for settle (none if settle <= 0).
 func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *Writer {
 	return &Writer{client: c, recorder: recorder, settle: settle, now: time.Now,
-		last: make(map[types.NamespacedName]written)}
+		last: make(map[types.NamespacedName]written), since: make(map[types.NamespacedName]arrival)}
+}
+
+// OnReady makes the Writer call f with an object's time to Ready when it writes
+// Ready=True for a generation for the first time. The time runs from when the watch of
+// Changes brought that generation: the object's creation or the update that raised its
+// generation. An object created while no Writer watched (the controller was down or
+// not the leader) counts from its creationTimestamp instead, and a later generation
+// that no Writer saw arrive is not observed. Call it before the Writer is used.
+func (w *Writer) OnReady(f func(time.Duration)) *Writer {
+	w.onReady = f
+	return w
 }
 
 // Write makes obj's status desired, given cached, the status obj has in the cache. It
@@ -87,6 +117,8 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 		return reconcile.Result{}, err
 	}
 	key := client.ObjectKeyFromObject(obj)
+	// Read before the write, which refreshes obj with whatever generation is current.
+	generation, created := obj.GetGeneration(), obj.GetCreationTimestamp().Time
 	h := fnv.New64a()
 	h.Write(patch)
 	now := w.now()
@@ -97,6 +129,9 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	w.mu.Unlock()
 	if seen && last.uid != this.uid {
 		seen = false
+	}
+	if seen {
+		this.readyGeneration = last.readyGeneration
 	}
 	if seen && last.sum == this.sum && last.from == this.from {
 		// The cache has not caught up with this Writer's write yet. Once it shows a
@@ -111,32 +146,88 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	// Decided before the write (which refreshes obj, and cached with it), recorded
 	// after it succeeds, so that a write that failed and is retried warns once.
 	failure := newFailure(cached, desired)
+	wasReady := cached.GetCondition(duck.ConditionReady).IsTrue()
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	this.to = obj.GetResourceVersion()
+	becameReady := desired.GetCondition(duck.ConditionReady).IsTrue() && this.readyGeneration != generation
+	if becameReady {
+		this.readyGeneration = generation
+	}
+	var start time.Time
+	measured := false
 	w.mu.Lock()
 	w.last[key] = this
+	if becameReady {
+		start, measured = w.readySinceLocked(key, this.uid, generation, created, !wasReady)
+	}
 	w.mu.Unlock()
+	if measured && w.onReady != nil {
+		// Ready from the moment the write succeeded, when readers can see it.
+		w.onReady(w.now().Sub(start))
+	}
 	if failure != nil && w.recorder != nil {
 		w.recorder.Eventf(obj, nil, corev1.EventTypeWarning, failure.Reason, "Reconcile", "%s", failure.Message)
 	}
 	return reconcile.Result{}, nil
 }
 
+// readySinceLocked returns when generation, which has just become Ready, began, if
+// that is known, and forgets the arrival. wasNotReady allows creationTimestamp for a
+// first generation whose creation the watch did not bring: the cached status was not
+// Ready, so this is its becoming Ready, not the rewrite of a Ready status that a
+// restarted controller no longer remembers writing.
+func (w *Writer) readySinceLocked(key types.NamespacedName, uid types.UID, generation int64, created time.Time, wasNotReady bool) (time.Time, bool) {
+	a, ok := w.since[key]
+	if ok && (a.uid != uid || a.generation <= generation) {
+		// Used now, or left by an older object or generation: never needed again.
+		delete(w.since, key)
+	}
+	if ok && a.uid == uid && a.generation == generation {
+		return a.at, true
+	}
+	return created, wasNotReady && generation <= 1
+}
+
+// createdWatchSlack is how long after an object's creationTimestamp its create event
+// may arrive and still be taken for the creation itself: the timestamp is truncated to
+// the second. Older objects arrive in a (re)list, not as they are created.
+const createdWatchSlack = 2 * time.Second
+
 // Changes is the predicate for the watch of the Writer's own kind. It passes every
 // update but the echo of this Writer's own status write, which cannot change what the
 // reconciler decides. A status someone else wrote does pass: another controller
 // during a failover may have written one computed from an older view, and only a
 // reconcile puts it right.
+//
+// It also notes when a creation or a new generation arrives, for OnReady: the watch
+// sees it before any queue wait, and more precisely than creationTimestamp's seconds.
 func (w *Writer) Changes() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		obj := e.ObjectNew
-		w.mu.Lock()
-		last, seen := w.last[client.ObjectKeyFromObject(obj)]
-		w.mu.Unlock()
-		return !seen || last.uid != obj.GetUID() || last.to != obj.GetResourceVersion()
-	}}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			if now := w.now(); w.onReady != nil && now.Sub(e.Object.GetCreationTimestamp().Time) < createdWatchSlack {
+				w.arrived(e.Object, now)
+			}
+			return true
+		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			obj := e.ObjectNew
+			if w.onReady != nil && obj.GetGeneration() != e.ObjectOld.GetGeneration() {
+				w.arrived(obj, w.now())
+			}
+			w.mu.Lock()
+			last, seen := w.last[client.ObjectKeyFromObject(obj)]
+			w.mu.Unlock()
+			return !seen || last.uid != obj.GetUID() || last.to != obj.GetResourceVersion()
+		},
+	}
+}
+
+func (w *Writer) arrived(obj client.Object, at time.Time) {
+	w.mu.Lock()
+	w.since[client.ObjectKeyFromObject(obj)] = arrival{uid: obj.GetUID(), generation: obj.GetGeneration(), at: at}
+	w.mu.Unlock()
 }
 
 // holdBack returns how much longer an in-progress status should wait: the settle time
@@ -156,6 +247,7 @@ func (w *Writer) holdBack(obj client.Object, desired Status, last written, seen 
 func (w *Writer) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	delete(w.last, key)
+	delete(w.since, key)
 	w.mu.Unlock()
 }
 
