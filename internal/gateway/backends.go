@@ -16,6 +16,8 @@ type service struct {
 	endpoints atomic.Pointer[serviceEndpoints]
 	// refs counts the compiled splits that point here; guarded by serviceRegistry.mu.
 	refs int
+	// metrics are the series children of requests routed here, made once.
+	metrics serviceMetrics
 }
 
 // serviceEndpoints is an immutable snapshot of a Service's ready endpoints.

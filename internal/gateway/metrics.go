@@ -3,6 +3,8 @@ package gateway
 import (
 	"errors"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -51,6 +53,99 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 	return c, err
 }
 
-func (m *metrics) countRequest(host string, code int, revision string) {
-	m.requests.WithLabelValues(host, strconv.Itoa(code), revision).Inc()
+// countRequest counts a request's answer. svc is the Service it was routed to, nil for
+// requests that matched no route: those take the vector's slower lookup, the others
+// the counters svc keeps.
+func (m *metrics) countRequest(svc *service, host string, code int, revision string) {
+	if svc == nil {
+		m.requests.WithLabelValues(host, codeLabel(code), revision).Inc()
+		return
+	}
+	svc.metrics.requests.get(m.requests, host, code, revision).Inc()
+}
+
+// observeUpstream records the time to response headers of a request routed to svc.
+func (m *metrics) observeUpstream(svc *service, revision string, seconds float64) {
+	o := svc.metrics.upstream.Load()
+	if o == nil || o.revision != revision {
+		o = &upstreamObserver{revision: revision, observer: m.upstream.WithLabelValues(revision)}
+		svc.metrics.upstream.Store(o)
+	}
+	o.observer.Observe(seconds)
+}
+
+// serviceMetrics are the series children of the requests routed to one Service, so
+// that counting a request neither formats its code nor hashes and looks up labels: a
+// few comparisons, no lock and no allocation once the children exist.
+type serviceMetrics struct {
+	requests requestCounters
+	// upstream is the latency child of the Service's revision, replaced if the
+	// revision label changes.
+	upstream atomic.Pointer[upstreamObserver]
+}
+
+type upstreamObserver struct {
+	revision string
+	observer prometheus.Observer
+}
+
+// requestCounters are copy-on-write: readers load the slice, writers (the first
+// request of a host, code and revision) copy it under mu. A Service has a handful of
+// entries, its Route's hosts times the codes its revision answers.
+type requestCounters struct {
+	mu      sync.Mutex
+	entries atomic.Pointer[[]requestCounter]
+}
+
+type requestCounter struct {
+	host, revision string
+	code           int
+	counter        prometheus.Counter
+}
+
+func (rc *requestCounters) get(vec *prometheus.CounterVec, host string, code int, revision string) prometheus.Counter {
+	if c := rc.find(host, code, revision); c != nil {
+		return c
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if c := rc.find(host, code, revision); c != nil {
+		return c
+	}
+	var next []requestCounter
+	if p := rc.entries.Load(); p != nil {
+		next = append(make([]requestCounter, 0, len(*p)+1), *p...)
+	}
+	c := vec.WithLabelValues(host, codeLabel(code), revision)
+	next = append(next, requestCounter{host: host, revision: revision, code: code, counter: c})
+	rc.entries.Store(&next)
+	return c
+}
+
+func (rc *requestCounters) find(host string, code int, revision string) prometheus.Counter {
+	p := rc.entries.Load()
+	if p == nil {
+		return nil
+	}
+	for i := range *p {
+		if e := &(*p)[i]; e.code == code && e.host == host && e.revision == revision {
+			return e.counter
+		}
+	}
+	return nil
+}
+
+// codeLabels are the label values of the valid HTTP status codes, made once.
+var codeLabels = func() (labels [600]string) {
+	for code := 100; code < len(labels); code++ {
+		labels[code] = strconv.Itoa(code)
+	}
+	return labels
+}()
+
+func codeLabel(code int) string {
+	if code >= 100 && code < len(codeLabels) {
+		return codeLabels[code]
+	}
+	return strconv.Itoa(code)
 }

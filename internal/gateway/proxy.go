@@ -40,17 +40,17 @@ type routedRequestKey struct{}
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host, ok := canonicalHost(r.Host)
 	if !ok {
-		p.reject(w, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
+		p.reject(w, nil, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
 		return
 	}
 	routes := p.table().lookup(host).routes(p.external)
 	if len(routes) == 0 {
-		p.reject(w, "", "", http.StatusNotFound, "ferry: no route for host %q\n", host)
+		p.reject(w, nil, "", "", http.StatusNotFound, "ferry: no route for host %q\n", host)
 		return
 	}
 	rt := matchRoute(routes, r)
 	if rt == nil {
-		p.reject(w, host, "", http.StatusNotFound, "ferry: no route for %s%s\n", host, r.URL.Path)
+		p.reject(w, nil, host, "", http.StatusNotFound, "ferry: no route for %s%s\n", host, r.URL.Path)
 		return
 	}
 	sp := rt.pick(p.roll)
@@ -58,13 +58,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	revision := sp.service.revisionName(endpoints)
 	targets := endpoints.targets(sp.port)
 	if targets.empty() {
-		p.reject(w, host, revision, http.StatusServiceUnavailable,
+		p.reject(w, sp.service, host, revision, http.StatusServiceUnavailable,
 			"ferry: routed to revision %s, which has no ready endpoints\n", revision)
 		return
 	}
 	t := targets.pick()
 	if t.simulated {
-		p.reject(w, host, revision, http.StatusServiceUnavailable,
+		p.reject(w, sp.service, host, revision, http.StatusServiceUnavailable,
 			"ferry: routed to revision %s (pod %s is simulated by kwok; no process serves it)\n", revision, t.ip)
 		return
 	}
@@ -72,13 +72,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rr := &routedRequest{route: rt, split: sp, target: t, revision: revision}
 	// Deferred: the forwarder aborts the handler with a panic when the upstream body
 	// breaks off after the headers went out.
-	defer func() { p.metrics.countRequest(host, rr.code, revision) }()
+	defer func() { p.metrics.countRequest(sp.service, host, rr.code, revision) }()
 	p.forwarder.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routedRequestKey{}, rr)))
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
-func (p *proxy) reject(w http.ResponseWriter, host, revision string, code int, format string, args ...any) {
-	p.metrics.countRequest(host, code, revision)
+func (p *proxy) reject(w http.ResponseWriter, svc *service, host, revision string, code int, format string, args ...any) {
+	p.metrics.countRequest(svc, host, code, revision)
 	writeError(w, code, format, args...)
 }
 
@@ -161,7 +161,7 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 func (f *forwarder) received(res *http.Response) error {
 	rr := res.Request.Context().Value(routedRequestKey{}).(*routedRequest)
 	rr.code = res.StatusCode
-	f.metrics.upstream.WithLabelValues(rr.revision).Observe(time.Since(rr.sent).Seconds())
+	f.metrics.observeUpstream(rr.split.service, rr.revision, time.Since(rr.sent).Seconds())
 	return nil
 }
 

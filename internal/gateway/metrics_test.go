@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
+	g := startGateway(t, Options{})
+	teapot := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	t.Cleanup(teapot.Close)
+	g.serve("app-1", newEchoBackend(t, "app-1"))
+	g.serve("app-2", teapot)
+	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
+		path("/two", splitTo("app-2", 100)),
+		path("", splitTo("app-1", 100)))))
+
+	for range 3 {
+		if code, body, _ := get(t, g.externalURL("/"), "app.example.com", nil); code != 200 {
+			t.Fatalf("GET / = %d %q", code, body)
+		}
+	}
+	if code, _, _ := get(t, g.externalURL("/two"), "app.example.com", nil); code != http.StatusTeapot {
+		t.Fatalf("GET /two = %d, want 418", code)
+	}
+	for _, c := range []struct {
+		code, revision string
+		want           float64
+	}{{"200", "app-1", 3}, {"418", "app-2", 1}, {"200", "app-2", 0}} {
+		if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", c.code, c.revision)); got != c.want {
+			t.Errorf("requests of revision %s answered %s: %v, want %v", c.revision, c.code, got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(g.metrics.upstream); n != 2 {
+		t.Errorf("upstream latency series: %d, want one per revision (2)", n)
+	}
+}
+
+// Counting is on every request's path: once a host, code and revision have been seen,
+// it must not allocate.
+func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
+	m := newMetrics()
+	svc := &service{key: key("app-1")}
+	m.countRequest(svc, "app.example.com", 200, "app-1")
+	m.observeUpstream(svc, "app-1", 0.001)
+	if n := testing.AllocsPerRun(100, func() {
+		m.countRequest(svc, "app.example.com", 200, "app-1")
+		m.observeUpstream(svc, "app-1", 0.001)
+	}); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("app.example.com", "200", "app-1")); got != 102 {
+		t.Errorf("counted %v requests, want 102", got)
+	}
+	// A new revision label on the same Service gets its own series.
+	m.countRequest(svc, "app.example.com", 200, "app-2")
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("app.example.com", "200", "app-2")); got != 1 {
+		t.Errorf("revision app-2 counted %v requests, want 1", got)
+	}
+}
+
+// BenchmarkCountRequest compares the vector's lookup, which every request paid before
+// the per-Service children, with them.
+func BenchmarkCountRequest(b *testing.B) {
+	m := newMetrics()
+	svc := &service{key: key("app-1")}
+	hosts := []string{"app.ns.example.com", "app.ns.svc.cluster.local", "app.ns.svc", "app.ns"}
+	b.Run("vector", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			m.requests.WithLabelValues(hosts[i%len(hosts)], strconv.Itoa(200), "app-1").Inc()
+		}
+	})
+	b.Run("per-service", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			m.countRequest(svc, hosts[i%len(hosts)], 200, "app-1")
+		}
+	})
+}
