@@ -8,7 +8,9 @@ import (
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +21,8 @@ import (
 type clusterFlags struct {
 	kubeconfig  string
 	metricsAddr string
+	healthAddr  string
+	logFormat   string
 	leaderElect bool
 	namespace   string
 	lease       time.Duration
@@ -27,6 +31,8 @@ type clusterFlags struct {
 func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to use (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", ":9090", "where Prometheus metrics are served; 0 turns them off")
+	cmd.Flags().StringVar(&f.healthAddr, "health-addr", ":8082", "where /healthz and /readyz are served; 0 turns them off")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "json", "log format: json (one object per line) or console (for people)")
 	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect one active replica (for more than one replica)")
 	cmd.Flags().StringVar(&f.namespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
 	cmd.Flags().DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the lease before another replica takes over")
@@ -43,12 +49,34 @@ func (f *clusterFlags) restConfig() (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
+// logger is zap's production logger (info level, stack traces on errors) in the
+// chosen format, with readable timestamps. Reconciles log through the logger
+// controller-runtime puts in their context, which names the object.
+func (f *clusterFlags) logger() (logr.Logger, error) {
+	encoder := zap.JSONEncoder
+	switch f.logFormat {
+	case "json":
+	case "console":
+		encoder = zap.ConsoleEncoder
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
+	}
+	return zap.New(zap.UseDevMode(false), encoder(func(c *zapcore.EncoderConfig) {
+		c.EncodeTime = zapcore.ISO8601TimeEncoder
+	})), nil
+}
+
 func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
-	ctrl.SetLogger(zap.New())
+	log, err := f.logger()
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(log)
 	cfg, err := f.restConfig()
 	if err != nil {
 		return err
 	}
+	opts.HealthAddr = f.healthAddr
 	opts.MetricsAddr, opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaseDuration = f.metricsAddr, f.leaderElect, f.namespace, f.lease
 	ferry, err := manager.New(cfg, opts)
 	if err != nil {

@@ -34,6 +34,9 @@ type Options struct {
 	Admission *admission.Options
 	// MetricsAddr serves Prometheus metrics; "0" turns them off.
 	MetricsAddr string
+	// HealthAddr serves /healthz (the process answers) and /readyz (caches synced,
+	// the gateway's listeners and the webhooks serving); "" or "0" turns them off.
+	HealthAddr string
 	// LeaderElection makes only one replica reconcile (the gateway serves on every one).
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -73,10 +76,13 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.MetricsAddr == "" {
 		opts.MetricsAddr = "0"
 	}
+	if opts.HealthAddr == "" {
+		opts.HealthAddr = "0"
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
-		HealthProbeBindAddress:  "0",
+		HealthProbeBindAddress:  opts.HealthAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "ferry-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
@@ -119,6 +125,11 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		f.Gateway = gateway.New(*opts.Gateway)
 		if err := f.Gateway.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the gateway: %w", err)
+		}
+	}
+	if opts.HealthAddr != "0" {
+		if err := f.addProbes(mgr); err != nil {
+			return nil, fmt.Errorf("adding health probes: %w", err)
 		}
 	}
 	return f, nil

@@ -1,0 +1,84 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+)
+
+// probeTimeout keeps each readiness check within a kubelet probe's default 1 s.
+const probeTimeout = 500 * time.Millisecond
+
+// addProbes adds the checks behind the manager's /healthz and /readyz. Liveness is
+// only that the process answers: a dependency that is down must not restart it.
+// Readiness is that the caches have synced and, for what serves traffic, that it
+// serves: the gateway's listeners answer HTTP and the webhooks are registered.
+func (f *Ferry) addProbes(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	ready := map[string]healthz.Checker{"caches": cachesSynced(mgr.GetCache())}
+	if f.Gateway != nil {
+		ready["gateway"] = listenersServe(f.Gateway.ExternalAddr(), f.Gateway.LocalAddr())
+	}
+	if f.Admission != nil {
+		ready["admission"] = closed(f.Admission.Ready(), "the webhooks are not registered yet")
+	}
+	for name, check := range ready {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cachesSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), probeTimeout)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("the caches have not synced yet")
+		}
+		return nil
+	}
+}
+
+// listenersServe checks that each address answers "OPTIONS *", which net/http's
+// server answers itself: it proves the listener is being served without reaching the
+// proxy, so probes neither show up in the request metrics nor depend on a route.
+func listenersServe(addrs ...string) healthz.Checker {
+	client := &http.Client{Timeout: probeTimeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	return func(req *http.Request) error {
+		for _, addr := range addrs {
+			probe := (&http.Request{Method: http.MethodOptions, URL: &url.URL{Scheme: "http", Host: addr, Opaque: "*"},
+				Host: addr, Header: http.Header{}}).WithContext(req.Context())
+			res, err := client.Do(probe)
+			if err != nil {
+				return fmt.Errorf("listener %s: %w", addr, err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("listener %s answered OPTIONS * with %s", addr, res.Status)
+			}
+		}
+		return nil
+	}
+}
+
+func closed(ch <-chan struct{}, notYet string) healthz.Checker {
+	return func(*http.Request) error {
+		select {
+		case <-ch:
+			return nil
+		default:
+			return errors.New(notYet)
+		}
+	}
+}
