@@ -26,6 +26,10 @@ func RenderHTML(w io.Writer, r *Result) error {
 		{"total", fmtDur(r.Total), ""},
 		{"throughput", fmt.Sprintf("%.1f /s", r.Throughput()), ""},
 	}
+	if o := r.CreationOrder(); o != (CreationOrder{}) {
+		data.Cards = append(data.Cards, card{"p50 / total", fmt.Sprintf("%.2f", o.P50OverTotal), ""},
+			card{"creation-order ρ", fmt.Sprintf("%.2f", o.RankCorrelation), ""})
+	}
 	if r.WritesError == "" {
 		data.Cards = append(data.Cards, card{"API writes / ksvc", fmt.Sprintf("%.1f", r.WritesPerService()), ""})
 	}

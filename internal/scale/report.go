@@ -29,7 +29,11 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 	if r.TotalRouted > 0 {
 		fmt.Fprintf(w, "; all routed in %s", fmtDur(r.TotalRouted))
 	}
-	fmt.Fprintf(w, "; stuck: %d\n\n", len(stuck))
+	fmt.Fprintf(w, "; stuck: %d\n", len(stuck))
+	if o := r.CreationOrder(); o != (CreationOrder{}) {
+		fmt.Fprintf(w, "Creation order: p50 / total %.2f, rank correlation %.2f (1: Ready in the order created)\n", o.P50OverTotal, o.RankCorrelation)
+	}
+	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	first := leftColumn("time to", "created", "Ready", "routed")

@@ -277,20 +277,21 @@ func seriesOf(c Counts) []writeSeries {
 // MarshalJSON writes the run with its summaries, durations in seconds.
 func (r *Result) MarshalJSON() ([]byte, error) {
 	type summary struct {
-		TimeToCreated         distJSON     `json:"timeToCreated"`
-		TimeToReady           distJSON     `json:"timeToReady"`
-		TimeToRouted          distJSON     `json:"timeToRouted"`
-		TotalSeconds          float64      `json:"totalSeconds"`
-		TotalRoutedSeconds    float64      `json:"totalRoutedSeconds,omitempty"`
-		AllReady              bool         `json:"allReady"`
-		Ready                 int          `json:"ready"`
-		Stuck                 int          `json:"stuck"`
-		Throughput            float64      `json:"throughputPerSecond"`
-		Writes                int64        `json:"writes"`
-		WritesPerService      float64      `json:"writesPerService"`
-		FerryWrites           int64        `json:"ferryWrites,omitempty"`
-		FerryWritesPerService float64      `json:"ferryWritesPerService,omitempty"`
-		StuckGroups           []StuckGroup `json:"stuckGroups,omitempty"`
+		TimeToCreated         distJSON      `json:"timeToCreated"`
+		TimeToReady           distJSON      `json:"timeToReady"`
+		TimeToRouted          distJSON      `json:"timeToRouted"`
+		TotalSeconds          float64       `json:"totalSeconds"`
+		TotalRoutedSeconds    float64       `json:"totalRoutedSeconds,omitempty"`
+		AllReady              bool          `json:"allReady"`
+		Ready                 int           `json:"ready"`
+		Stuck                 int           `json:"stuck"`
+		Throughput            float64       `json:"throughputPerSecond"`
+		Writes                int64         `json:"writes"`
+		WritesPerService      float64       `json:"writesPerService"`
+		FerryWrites           int64         `json:"ferryWrites,omitempty"`
+		FerryWritesPerService float64       `json:"ferryWritesPerService,omitempty"`
+		StuckGroups           []StuckGroup  `json:"stuckGroups,omitempty"`
+		CreationOrder         CreationOrder `json:"creationOrder"`
 	}
 	return json.Marshal(struct {
 		RunID             string        `json:"runID"`
@@ -319,6 +320,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 			AllReady: r.AllReady, Ready: r.ReadyCount(), Stuck: len(r.Stuck()), Throughput: r.Throughput(),
 			Writes: r.Writes.Total(), WritesPerService: r.WritesPerService(), FerryWrites: r.FerryWrites.Total(),
 			FerryWritesPerService: r.FerryWritesPerService(), StuckGroups: r.StuckGroups(),
+			CreationOrder: r.CreationOrder(),
 		},
 		Writes: seriesOf(r.Writes), WritesError: r.WritesError, FerryWrites: seriesOf(r.FerryWrites),
 		Process: r.Process, Floor: r.Floor, Notes: r.Notes, Samples: r.Samples,

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -111,4 +112,80 @@ func countUpTo(s []time.Duration, at time.Duration) int {
 		i++
 	}
 	return i
+}
+
+// CreationOrder says whether Services became Ready in the order they were created,
+// which a user who creates one Service during a burst notices: in a convoy every
+// Service waits for the end of the burst, whatever its place in it.
+type CreationOrder struct {
+	// P50OverTotal is the median time-to-Ready over the run's total: near 1 in a
+	// convoy, near 1/2 or below when each Service takes about as long as any other.
+	P50OverTotal float64 `json:"p50OverTotal"`
+	// RankCorrelation is Spearman's ρ between the order of the create requests and the
+	// order in which Services became Ready: 1 when exactly in creation order, 0 when
+	// unrelated. Only Services that became Ready count.
+	RankCorrelation float64 `json:"rankCorrelation"`
+}
+
+// CreationOrder measures the run's creation order; zero without two Ready Services.
+func (r *Result) CreationOrder() CreationOrder {
+	var created, ready []float64
+	for _, s := range r.Samples {
+		if s.Ready > 0 {
+			created = append(created, s.Start.Seconds())
+			ready = append(ready, (s.Start + s.Ready).Seconds())
+		}
+	}
+	if len(ready) < 2 || r.Total <= 0 {
+		return CreationOrder{}
+	}
+	return CreationOrder{
+		P50OverTotal:    Summarize(r.ReadyTimes()).P50.Seconds() / r.Total.Seconds(),
+		RankCorrelation: spearman(created, ready),
+	}
+}
+
+// spearman is Spearman's rank correlation of xs and ys (of equal length ≥ 2): the
+// Pearson correlation of their ranks, ties given their mean rank.
+func spearman(xs, ys []float64) float64 {
+	rx, ry := ranks(xs), ranks(ys)
+	n := float64(len(rx))
+	var mx, my float64
+	for i := range rx {
+		mx += rx[i] / n
+		my += ry[i] / n
+	}
+	var cov, vx, vy float64
+	for i := range rx {
+		dx, dy := rx[i]-mx, ry[i]-my
+		cov += dx * dy
+		vx += dx * dx
+		vy += dy * dy
+	}
+	if vx == 0 || vy == 0 {
+		return 0
+	}
+	return cov / math.Sqrt(vx*vy)
+}
+
+// ranks gives each value its 1-based rank in vs, equal values their mean rank.
+func ranks(vs []float64) []float64 {
+	idx := make([]int, len(vs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(vs[a], vs[b]) })
+	out := make([]float64, len(vs))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && vs[idx[j+1]] == vs[idx[i]] {
+			j++
+		}
+		mean := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			out[idx[k]] = mean
+		}
+		i = j + 1
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -82,5 +83,42 @@ func TestTimeline(t *testing.T) {
 		if tl[i] != want[i] {
 			t.Errorf("point %d = %+v, want %+v", i, tl[i], want[i])
 		}
+	}
+}
+
+func TestCreationOrder(t *testing.T) {
+	s := time.Second
+	// Four Services created a second apart; Ready times are absolute (Start + Ready).
+	run := func(readyAt ...time.Duration) *Result {
+		r := &Result{}
+		for i, at := range readyAt {
+			start := time.Duration(i) * s
+			r.Samples = append(r.Samples, Sample{Index: i, Start: start, Ready: at - start})
+			r.Total = max(r.Total, at)
+		}
+		return r
+	}
+	tests := []struct {
+		name     string
+		r        *Result
+		rho, p50 float64
+	}{
+		// Each Ready 2 s after its create: in order, p50 2 s of a 5 s total.
+		{"in order", run(2*s, 3*s, 4*s, 5*s), 1, 0.4},
+		// A convoy: all Ready at the end, in reverse; the median waited 2.8 s of 5.
+		{"reversed convoy", run(5*s, 4900*time.Millisecond, 4800*time.Millisecond, 4700*time.Millisecond), -1, 0.56},
+		// Ties share their mean rank.
+		{"ties", run(5*s, 5*s, 6*s, 6*s), 0.8944, 4.0 / 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.r.CreationOrder()
+			if math.Abs(got.RankCorrelation-tc.rho) > 1e-3 || math.Abs(got.P50OverTotal-tc.p50) > 1e-3 {
+				t.Errorf("got %+v, want ρ %.4f p50/total %.2f", got, tc.rho, tc.p50)
+			}
+		})
+	}
+	if (&Result{Samples: []Sample{{Ready: s}}, Total: s}).CreationOrder() != (CreationOrder{}) {
+		t.Error("one Service has no order")
 	}
 }
