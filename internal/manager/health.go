@@ -24,7 +24,11 @@ func (f *Ferry) addProbes(mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	ready := map[string]healthz.Checker{"caches": cachesSynced(mgr.GetCache())}
+	started := make(startedGate)
+	if err := mgr.Add(started); err != nil {
+		return err
+	}
+	ready := map[string]healthz.Checker{"caches": cachesSynced(started, mgr.GetCache())}
 	if f.Gateway != nil {
 		ready["gateway"] = listenersServe(f.Gateway.ExternalAddr(), f.Gateway.LocalAddr())
 	}
@@ -39,8 +43,29 @@ func (f *Ferry) addProbes(mgr ctrl.Manager) error {
 	return nil
 }
 
-func cachesSynced(c cache.Cache) healthz.Checker {
+// startedGate closes when the manager starts the runnables that run on every replica.
+// controller-runtime starts them once its caches have synced, and the controllers
+// among them add the informers of their watches as they start, so until then a cache
+// that reports itself synced may simply not hold them yet.
+type startedGate chan struct{}
+
+func (g startedGate) Start(context.Context) error {
+	close(g)
+	return nil
+}
+
+func (g startedGate) NeedLeaderElection() bool { return false }
+
+// cachesSynced passes once the manager has started and every informer it runs has
+// synced; an informer added later (a watch of a controller that just started, or that
+// waited for leader election) fails it until it has synced too.
+func cachesSynced(started startedGate, c cache.Cache) healthz.Checker {
 	return func(req *http.Request) error {
+		select {
+		case <-started:
+		default:
+			return errors.New("the manager has not started its controllers yet")
+		}
 		ctx, cancel := context.WithTimeout(req.Context(), probeTimeout)
 		defer cancel()
 		if !c.WaitForCacheSync(ctx) {

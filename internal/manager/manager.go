@@ -18,6 +18,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	// The renew deadline and retry period follow from it in controller-runtime's
 	// proportions (2/3 and 2/15).
 	LeaseDuration time.Duration
+	// SkipNameValidation lets one process build Ferry more than once (tests):
+	// controller-runtime otherwise refuses a second controller of the same name.
+	SkipNameValidation bool
 }
 
 // Ferry is a configured manager, ready to Start.
@@ -92,6 +96,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		LeaseDuration:                 leaseFraction(opts.LeaseDuration, 1, 1),
 		RenewDeadline:                 leaseFraction(opts.LeaseDuration, 2, 3),
 		RetryPeriod:                   leaseFraction(opts.LeaseDuration, 2, 15),
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
