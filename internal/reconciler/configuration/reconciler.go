@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
@@ -58,9 +59,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named("configuration").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		For(&v1.Configuration{}, builder.WithPredicates(r.Status.Changes())).
+		Watches(&v1.Configuration{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
 		// A Revision's replicas and the like do not change which is latest or ready.
-		Owns(&v1.Revision{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		Watches(&v1.Revision{}, oldestfirst.Owner(mgr, &v1.Configuration{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*v1.Revision), e.ObjectNew.(*v1.Revision)
 			return o.IsReady() != n.IsReady() || o.IsFailed() != n.IsFailed() ||
 				!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||

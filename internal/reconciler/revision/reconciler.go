@@ -24,6 +24,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
@@ -59,10 +60,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named("revision").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		For(&v1.Revision{}, builder.WithPredicates(r.Status.Changes())).
-		Owns(&appsv1.Deployment{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
-		Owns(&corev1.Service{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToRevision), builder.WithPredicates(predicate.Funcs{
+		Watches(&v1.Revision{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&appsv1.Deployment{}, oldestfirst.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
+		Watches(&corev1.Service{}, oldestfirst.Owner(mgr, &v1.Revision{})).
+		Watches(&corev1.Pod{}, oldestfirst.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return troubled(e.ObjectOld.(*corev1.Pod)) != troubled(e.ObjectNew.(*corev1.Pod))

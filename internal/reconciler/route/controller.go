@@ -12,6 +12,7 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 )
 
@@ -33,13 +34,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHan
 		Named("route").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		For(&v1.Route{}, builder.WithPredicates(r.Status.Changes())).
-		Owns(&netv1alpha1.Ingress{}).
-		Owns(&corev1.Service{}).
-		Watches(&v1.Configuration{}, tracked, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		Watches(&v1.Route{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&netv1alpha1.Ingress{}, oldestfirst.Owner(mgr, &v1.Route{})).
+		Watches(&corev1.Service{}, oldestfirst.Owner(mgr, &v1.Route{})).
+		Watches(&v1.Configuration{}, oldestfirst.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return routingOfConfiguration(e.ObjectOld.(*v1.Configuration)) != routingOfConfiguration(e.ObjectNew.(*v1.Configuration))
 		}})).
-		Watches(&v1.Revision{}, tracked, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		Watches(&v1.Revision{}, oldestfirst.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return routingOfRevision(e.ObjectOld.(*v1.Revision)) != routingOfRevision(e.ObjectNew.(*v1.Revision))
 		}})).
 		WatchesRawSource(enqueue).

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
@@ -42,9 +43,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named("service").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		For(&v1.Service{}, builder.WithPredicates(r.Status.Changes())).
-		Owns(&v1.Configuration{}).
-		Owns(&v1.Route{}).
+		Watches(&v1.Service{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&v1.Configuration{}, oldestfirst.Owner(mgr, &v1.Service{})).
+		Watches(&v1.Route{}, oldestfirst.Owner(mgr, &v1.Service{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(terminating.Ignore(r))
 }
