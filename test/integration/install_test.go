@@ -33,13 +33,14 @@ func TestInstall(t *testing.T) {
 	start := time.Now()
 	manifests := buildInstall(t)
 	applyInstall(t, manifests)
+	t.Logf("built and applied %d objects in %v", len(manifests.objects), time.Since(start).Round(time.Millisecond))
 	controller := serviceAccountKubeconfig(t, manifests.serviceAccount["ferry-controller"])
 	gateway := serviceAccountKubeconfig(t, manifests.serviceAccount["ferry-gateway"])
 	// The processes start once both identities hold every right they need, so that a
 	// refusal they log means a missing rule, not RBAC catching up with the apply.
 	checkAccess(t, controller, controllerMay, nil)
 	checkAccess(t, gateway, gatewayMay, nil)
-	t.Logf("installed in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("both ServiceAccounts authorized %v after the install began", time.Since(start).Round(time.Millisecond))
 
 	// Created first so that it is deleted after the processes stop (cleanups run last
 	// first), before which they may be refused writes into it.
@@ -47,9 +48,9 @@ func TestInstall(t *testing.T) {
 	dumpOnFailure(t, testClient, ns)
 	addrs := loopbackAddrs(t, 2)
 	gw := startProcess(t, "ferry gateway", nil, "gateway", "--kubeconfig", gateway.path,
-		"--simulated-pods", "--addr", addrs[0], "--local-addr", addrs[1], "--metrics-addr", "0")
+		"--simulated-pods", "--addr", addrs[0], "--local-addr", addrs[1], "--metrics-addr", "0", "--health-addr", "0")
 	ctl := startProcess(t, "ferry controller", nil, "controller", "--kubeconfig", controller.path,
-		"--metrics-addr", "0", "--leader-elect", "--leader-election-namespace", systemNamespace)
+		"--metrics-addr", "0", "--health-addr", "0", "--leader-elect", "--leader-election-namespace", systemNamespace)
 	procs := []namedProcess{{"ferry controller", ctl}, {"ferry gateway", gw}}
 	watchProcesses(t, procs)
 	gatewayURL := "http://" + addrs[0]
