@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/ferry-serving/ferry/internal/scale"
@@ -93,6 +92,9 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	if f.gateway != "" && f.kubeconfig == "" {
 		return errors.New("scale: --gateway is for --kubeconfig; the local cluster's gateway is probed anyway")
 	}
+	if f.kubeconfig == "" && !withLocalCluster {
+		return fmt.Errorf("scale: pass --kubeconfig: %w", errNoLocalCluster)
+	}
 	started := time.Now()
 	if f.reportDir == "" {
 		f.reportDir = "ferry-scale-" + started.Format("20060102-150405")
@@ -119,9 +121,9 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		defer logs.Close()
 		// Profiler labels tell the control plane's, Ferry's and the run's own CPU
 		// apart in --cpuprofile (go tool pprof -tags): goroutines inherit them.
-		var cluster *localcluster.Cluster
+		var cluster localCluster
 		pprof.Do(ctx, pprof.Labels("component", "control-plane"), func(ctx context.Context) {
-			cluster, err = localcluster.Start(ctx, localcluster.Options{Log: logs})
+			cluster, err = startLocalCluster(ctx, localClusterOptions{log: logs})
 		})
 		if err != nil {
 			return err

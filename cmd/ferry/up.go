@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -10,7 +12,6 @@ import (
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/spf13/cobra"
@@ -22,15 +23,24 @@ import (
 func newUpCommand() *cobra.Command {
 	var dataDir, externalAddr, localAddr, domain string
 	var port int
+	var clusterOnly bool
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run a local Kubernetes control plane with Ferry inside, until Ctrl-C",
 		Long: `Run etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated
 pods on one fake node) in this process, with Ferry's CRDs, controllers and gateway, and
 write a kubeconfig so that kubectl and kn work against it. Objects persist in the data
-directory across restarts.`,
+directory across restarts.
+
+With --cluster-only, Ferry's controller, gateway and admission webhooks do not run:
+start ferry controller and ferry gateway against the kubeconfig, as separate processes.`,
 		Args: cobra.NoArgs,
+		// Images' ferry is built without the local cluster (make image).
+		Hidden: !withLocalCluster,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !withLocalCluster {
+				return errNoLocalCluster
+			}
 			start := time.Now()
 			if dataDir == "" {
 				home, err := os.UserHomeDir()
@@ -42,7 +52,7 @@ directory across restarts.`,
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Starting the local cluster in %s ...\n", dataDir)
-			cluster, err := localcluster.Start(ctx, localcluster.Options{DataDir: dataDir, APIServerPort: port})
+			cluster, err := startLocalCluster(ctx, localClusterOptions{dataDir: dataDir, port: port})
 			if err != nil {
 				return err
 			}
@@ -50,6 +60,12 @@ directory across restarts.`,
 			// Knative's ConfigMaps (config-domain, ...) go in ferry-system: kubectl apply works at once.
 			if err := ensureNamespace(ctx, cluster.RESTConfig(), config.SystemNamespace); err != nil {
 				return err
+			}
+			if clusterOnly {
+				printClusterOnly(out, time.Since(start), dataDir, cluster.KubeconfigPath(), externalAddr, localAddr, domain)
+				<-ctx.Done()
+				fmt.Fprintln(out, "Stopping ...")
+				return cluster.Stop()
 			}
 
 			logFile, err := os.OpenFile(filepath.Join(dataDir, "ferry.log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -106,5 +122,38 @@ Ctrl-C stops it.
 	cmd.Flags().StringVar(&externalAddr, "gateway-addr", "127.0.0.1:8080", "the gateway's external listener")
 	cmd.Flags().StringVar(&localAddr, "gateway-local-addr", "127.0.0.1:8081", "the gateway's cluster-local listener")
 	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
+	cmd.Flags().BoolVar(&clusterOnly, "cluster-only", false, "run the cluster with Ferry's CRDs but not Ferry: print how to start ferry controller and ferry gateway against it")
 	return cmd
+}
+
+// printClusterOnly tells how to run Ferry's components against a cluster started with
+// --cluster-only, with the addresses and domain given to ferry up, and metrics and
+// health ports that do not clash on one host.
+func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, externalAddr, localAddr, domain string) {
+	ferry := os.Args[0]
+	controllerDomain := ""
+	if domain != "" {
+		controllerDomain = " --domain " + domain
+	}
+	host := "hello.default." + cmp.Or(domain, "example.com")
+	fmt.Fprintf(out, `The local cluster is up (%.1fs), without Ferry. Log: %s
+
+  export KUBECONFIG=%s
+
+Start Ferry's components against it, each in its own terminal:
+
+  %s controller --kubeconfig %s \
+      --metrics-addr 127.0.0.1:9090 --health-addr 127.0.0.1:8082%s
+  %s gateway --kubeconfig %s --addr %s --local-addr %s --simulated-pods \
+      --metrics-addr 127.0.0.1:9091 --health-addr 127.0.0.1:8083
+
+then:
+
+  kubectl apply -f config/samples/hello-world.yaml
+  curl -H 'Host: %s' http://%s
+
+No admission webhooks: objects are neither validated nor defaulted. Pods are simulated by kwok.
+Ctrl-C stops it.
+`, took.Seconds(), filepath.Join(dataDir, "control-plane.log"), kubeconfig,
+		ferry, kubeconfig, controllerDomain, ferry, kubeconfig, externalAddr, localAddr, host, externalAddr)
 }

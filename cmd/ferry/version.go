@@ -13,7 +13,11 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print Ferry's version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "ferry %s (Knative Serving v1 API; embedded Kubernetes v1.37.2)\n", version.Version)
+			embedded := "; embedded Kubernetes v1.37.2"
+			if !withLocalCluster {
+				embedded = ""
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ferry %s (Knative Serving v1 API%s)\n", version.Version, embedded)
 		},
 	}
 }

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"errors"
+	"io"
+
+	"k8s.io/client-go/rest"
+)
+
+// localCluster is what the commands use of internal/localcluster's Cluster; naming it
+// here keeps the package out of binaries built with -tags nolocalcluster.
+type localCluster interface {
+	RESTConfig() *rest.Config
+	KubeconfigPath() string
+	Stop() error
+}
+
+type localClusterOptions struct {
+	dataDir string    // empty: a temporary directory that Stop removes
+	port    int       // the kube-apiserver's on 127.0.0.1; 0: a free one
+	log     io.Writer // the control plane's logs, besides control-plane.log in dataDir
+}
+
+// errNoLocalCluster is what ferry up and ferry scale without --kubeconfig say in a
+// binary built without the local cluster.
+var errNoLocalCluster = errors.New("this ferry is built without the local cluster (-tags nolocalcluster, as in Ferry's container images); `make build` builds one with it")

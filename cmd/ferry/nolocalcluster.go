@@ -1,0 +1,11 @@
+//go:build nolocalcluster
+
+package main
+
+import "context"
+
+const withLocalCluster = false
+
+func startLocalCluster(context.Context, localClusterOptions) (localCluster, error) {
+	return nil, errNoLocalCluster
+}
