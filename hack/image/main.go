@@ -4,12 +4,13 @@
 // differ in their default command. Everything in them, timestamps included, comes from
 // the flags, so the same commit gives the same image digests.
 //
-// It uses go-containerregistry rather than ko: the images need an empty base, the
-// build flags of `make build` plus a build tag, and two images from one binary, all
-// three a few lines here and each a configuration detour in ko, whose library would also
-// add a large dependency tree for what is an append of one layer. go-containerregistry
-// is the library ko and crane are built on, and already in Ferry's module graph.
-// No Docker daemon and no registry are needed to build.
+// It uses go-containerregistry, not ko. ko runs `go build` itself and pulls a base
+// image from a registry by default; here the binary must be built like `make build`
+// plus a build tag, there is no registry to pull from, and the two images share one
+// binary and differ in their command. Each is configuration around ko, while with
+// go-containerregistry (the library under ko and crane, already in Ferry's module
+// graph, without ko's signing and SBOM dependencies) the whole image is one appended
+// layer. No Docker daemon and no registry are needed to build.
 package main
 
 import (
@@ -33,15 +34,16 @@ import (
 // binaryPath is where the binary is in the images, and their entrypoint.
 const binaryPath = "/ferry"
 
-// nonRoot is the user and group the images run as: distroless's nonroot, so that
-// a pod security policy that requires a non-root user admits them without a runAsUser.
+// nonRoot is the user and group the images run as (distroless's nonroot): numeric, so
+// that the kubelet can check runAsNonRoot (Pod Security's restricted profile) without
+// an /etc/passwd.
 const nonRoot = "65532:65532"
 
 // components are ferry's commands that run in a cluster, each in its own image
 // ferry-<component> (config/deploy names them so).
-var components = map[string]string{
-	"controller": "Ferry's Knative Serving reconcilers and admission webhooks",
-	"gateway":    "Ferry's gateway: serves Knative Ingresses over HTTP",
+var components = []struct{ name, description string }{
+	{"controller", "Ferry's Knative Serving reconcilers and admission webhooks"},
+	{"gateway", "Ferry's gateway: serves Knative Ingresses over HTTP"},
 }
 
 // spec is what makes one image.
@@ -79,10 +81,10 @@ func main() {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		log.Fatal(err)
 	}
-	for component, description := range components {
-		s.component, s.description = component, description
-		if err := write(filepath.Join(*out, "ferry-"+component+".tar"), layer, s); err != nil {
-			log.Fatalf("ferry-%s: %v", component, err)
+	for _, c := range components {
+		s.component, s.description = c.name, c.description
+		if err := write(filepath.Join(*out, "ferry-"+c.name+".tar"), layer, s); err != nil {
+			log.Fatalf("ferry-%s: %v", c.name, err)
 		}
 	}
 }
