@@ -102,9 +102,9 @@ func applyInstall(t *testing.T, in install) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var created []func() error
+	var undo []func() error
 	t.Cleanup(func() {
-		for _, del := range created {
+		for _, del := range undo {
 			if err := del(); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("cleaning up the install: %v", err)
 			}
@@ -117,19 +117,17 @@ func applyInstall(t *testing.T, in install) {
 			t.Fatal(err)
 		}
 		res := dyn.Resource(mapping.Resource).Namespace(obj.GetNamespace())
-		_, getErr := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		existed := getErr == nil
+		_, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		existed := err == nil
 		if err := serverSideApply(dyn, obj); err != nil {
 			t.Fatalf("kubectl apply --server-side: %s %s: %v", obj.GetKind(), obj.GetName(), err)
 		}
-		switch kind := obj.GetKind(); {
-		case kind == "Namespace" || kind == "CustomResourceDefinition", kind == "ConfigMap" && existed:
-		default:
-			name := obj.GetName()
-			created = append(created, func() error { return res.Delete(ctx, name, metav1.DeleteOptions{}) })
+		kind, name := obj.GetKind(), obj.GetName()
+		if keep := kind == "Namespace" || kind == "CustomResourceDefinition" || kind == "ConfigMap" && existed; !keep {
+			undo = append(undo, func() error { return res.Delete(ctx, name, metav1.DeleteOptions{}) })
 		}
 	}
-	created = append(created, func() error {
+	undo = append(undo, func() error {
 		return kubernetes.NewForConfigOrDie(testConfig).CoordinationV1().Leases(systemNamespace).Delete(ctx, "ferry-controller", metav1.DeleteOptions{})
 	})
 }
