@@ -22,14 +22,14 @@ var apiServerInstances atomic.Int64
 // runAPIServer runs kube-apiserver on ln until ctx is cancelled. It is built from the
 // command's options rather than its cobra command, which would re-apply process-wide
 // logging settings and parse os.Args.
-func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *credentials) error {
+func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *credentials, extraFlags []string) error {
 	s := apiserveroptions.NewServerRunOptions()
 	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
 	for _, f := range s.Flags().FlagSets {
 		fs.AddFlagSet(f)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	err := fs.Parse([]string{
+	err := fs.Parse(append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -45,7 +45,7 @@ func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *c
 		"--service-account-signing-key-file=" + creds.saKeyFile,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--profiling=false",
-	})
+	}, extraFlags...))
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,11 @@ type Options struct {
 	// Log receives the control plane's logs; nil discards them. The logs also go to
 	// DataDir/control-plane.log when DataDir is set.
 	Log io.Writer
+	// APIServerFlags are appended to kube-apiserver's command line. Only the fault
+	// tests use them: with --watch-cache=false and a short --etcd-compaction-interval a
+	// watch resuming from an old resourceVersion gets 410 Gone from etcd, which the
+	// watch cache would otherwise hide.
+	APIServerFlags []string
 }
 
 // Cluster is a running local control plane.
@@ -89,7 +94,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("kube-apiserver cannot listen on 127.0.0.1:%d: %w", opts.APIServerPort, err)
 	}
-	c.run(ctx, "kube-apiserver", func() error { return runAPIServer(ctx, ln, etcdURL, creds) })
+	c.run(ctx, "kube-apiserver", func() error { return runAPIServer(ctx, ln, etcdURL, creds, opts.APIServerFlags) })
 
 	c.restConfig = &rest.Config{
 		Host:            "https://" + ln.Addr().String(),

@@ -56,6 +56,9 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(faultClusterDirEnv); dir != "" {
+		os.Exit(runFaultCluster(dir))
+	}
 	if phase := os.Getenv(restartPhaseEnv); phase != "" {
 		if err := restartPhase(phase, os.Getenv(restartDirEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
