@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +29,7 @@ func startGatewayProcess(t *testing.T, name string) string {
 	t.Helper()
 	addr, local := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	p := startProcess(t, name, nil, "gateway", "--simulated-pods", "--addr", addr, "--local-addr", local,
-		"--metrics-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
+		"--metrics-addr", "0", "--health-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
 	eventually(t, time.Minute, func() (bool, string) {
 		if p.Exited() {
 			t.Fatalf("%s exited:\n%s", name, p.Output())
@@ -299,4 +301,48 @@ func checkEveryGatewayRoutes(t *testing.T, ns, runID string, gateways []string) 
 		t.Errorf("not routed to its Revision: %s", f)
 	}
 	t.Logf("%d Services routed through each of %v (needed a retry: %v)", len(services.Items), gateways, retried)
+}
+
+// checkStaleStatusRepaired plays the old leader's last write landing after the new
+// leader's: for one Service of the run it writes a stale status into the Service,
+// its Configuration, Revision and Route, the way the status writer does (the whole
+// status, no resourceVersion), and expects the leader to put each right by itself.
+func checkStaleStatusRepaired(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	objs := []client.Object{&v1.Service{}, &v1.Configuration{}, &v1.Route{}, &v1.Revision{}}
+	start := time.Now()
+	for _, obj := range objs {
+		key := name
+		if _, ok := obj.(*v1.Revision); ok {
+			key = name + "-00001"
+		}
+		if !get(t, testClient, ns, key, obj) {
+			t.Fatalf("%s %s not found", kindOf(obj), key)
+		}
+		// A status from before the rollout finished: no URL, traffic or Revision names
+		// yet, every condition Unknown.
+		stale := duckStatus(obj).DeepCopy()
+		for i := range stale.Conditions {
+			stale.Conditions[i].Status, stale.Conditions[i].Reason, stale.Conditions[i].Message = "Unknown", "StaleWrite", "written by a replica that no longer leads"
+		}
+		patch, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": stale}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := testClient.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			t.Fatalf("writing a stale status into %s %s: %v", kindOf(obj), key, err)
+		}
+	}
+	for _, obj := range objs {
+		eventually(t, time.Minute, func() (bool, string) {
+			if !get(t, testClient, ns, obj.GetName(), obj) {
+				return false, "gone"
+			}
+			s := duckStatus(obj)
+			ready := s.GetCondition("Ready")
+			return s.ObservedGeneration == obj.GetGeneration() && ready.IsTrue(), fmt.Sprintf("%s %s: Ready %+v", kindOf(obj), obj.GetName(), ready)
+		})
+	}
+	t.Logf("a stale status in ksvc %s and its children was put right within %v", name, time.Since(start).Round(time.Millisecond))
 }

@@ -53,7 +53,7 @@ func TestHAControllerFailover(t *testing.T) {
 	controllers := startReplicas(t, []string{"controller-a", "controller-b"}, "controller",
 		"--leader-elect", "--leader-election-namespace", config.SystemNamespace,
 		"--leader-election-lease-duration", haLease.String(),
-		"--metrics-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
+		"--metrics-addr", "0", "--health-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
 	leader := controllers.waitLeader(t)
 	t.Logf("%s leads", leader)
 
@@ -132,6 +132,8 @@ func TestHAControllerFailover(t *testing.T) {
 	added, deleted := obs.revisionsAdded()
 	checkOneRevisionPerGeneration(t, ns, runID, n, added, deleted)
 	checkEveryGatewayRoutes(t, ns, runID, gateways)
+	// The race the kill may not have produced: a late write of the old leader.
+	checkStaleStatusRepaired(t, ns, r.res.Samples[0].Name)
 }
 
 // ensureNamespace creates a cluster-wide namespace if it is missing; it is left in
