@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/admission"
@@ -49,10 +51,10 @@ func (f *clusterFlags) restConfig() (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
-// logger is zap's production logger (info level, stack traces on errors) in the
-// chosen format, with readable timestamps. Reconciles log through the logger
+// logger is zap's production logger (info level, stack traces on errors) writing to w
+// in the chosen format, with readable timestamps. Reconciles log through the logger
 // controller-runtime puts in their context, which names the object.
-func (f *clusterFlags) logger() (logr.Logger, error) {
+func (f *clusterFlags) logger(w io.Writer) (logr.Logger, error) {
 	encoder := zap.JSONEncoder
 	switch f.logFormat {
 	case "json":
@@ -61,13 +63,13 @@ func (f *clusterFlags) logger() (logr.Logger, error) {
 	default:
 		return logr.Logger{}, fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	}
-	return zap.New(zap.UseDevMode(false), encoder(func(c *zapcore.EncoderConfig) {
+	return zap.New(zap.WriteTo(w), zap.UseDevMode(false), encoder(func(c *zapcore.EncoderConfig) {
 		c.EncodeTime = zapcore.ISO8601TimeEncoder
 	})), nil
 }
 
 func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
-	log, err := f.logger()
+	log, err := f.logger(os.Stderr)
 	if err != nil {
 		return err
 	}
