@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -221,8 +222,9 @@ func loopbackAddrs(t *testing.T, n int) []string {
 	return addrs
 }
 
-// controllerMay are requests of `ferry controller`'s code paths (docs/rbac.md), one
-// for each of its bindings.
+// controllerMay are requests of `ferry controller`'s code paths (docs/rbac.md): at least
+// one for each of its bindings, and each webhook rule, which the test cannot exercise
+// by running --webhook-addr. Writes are dry runs.
 var controllerMay = []accessCheck{
 	{"list Pods in every namespace", func(ctx context.Context, id *identity) error {
 		_, err := id.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
@@ -240,9 +242,18 @@ var controllerMay = []accessCheck{
 		_, err := id.cs.CoreV1().Secrets(systemNamespace).Get(ctx, "ferry-webhook-certs", metav1.GetOptions{})
 		return err
 	}},
-	{"get the MutatingWebhookConfiguration webhook.serving.ferry.dev", func(ctx context.Context, id *identity) error {
-		_, err := id.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "webhook.serving.ferry.dev", metav1.GetOptions{})
+	{"create the Secret ferry-webhook-certs", func(ctx context.Context, id *identity) error {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ferry-webhook-certs"}}
+		_, err := id.cs.CoreV1().Secrets(systemNamespace).Create(ctx, sec, dryRun)
 		return err
+	}},
+	// The test binary registered both webhook configurations (by URL), under the names
+	// a cluster's controller writes the caBundle of.
+	{"update the MutatingWebhookConfiguration webhook.serving.ferry.dev", func(ctx context.Context, id *identity) error {
+		return updateAsIs(ctx, id, &admissionregv1.MutatingWebhookConfiguration{}, types.NamespacedName{Name: "webhook.serving.ferry.dev"})
+	}},
+	{"update the ValidatingWebhookConfiguration validation.webhook.serving.ferry.dev", func(ctx context.Context, id *identity) error {
+		return updateAsIs(ctx, id, &admissionregv1.ValidatingWebhookConfiguration{}, types.NamespacedName{Name: "validation.webhook.serving.ferry.dev"})
 	}},
 	{"ask who it is (SelfSubjectReview)", func(ctx context.Context, id *identity) error {
 		r, err := id.cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
@@ -276,6 +287,10 @@ func controllerMayNot(ns string) []accessCheck {
 		}},
 		{"get a Secret in ferry-system other than ferry-webhook-certs", func(ctx context.Context, id *identity) error {
 			_, err := id.cs.CoreV1().Secrets(systemNamespace).Get(ctx, "ferry-other-secret", metav1.GetOptions{})
+			return err
+		}},
+		{"get a MutatingWebhookConfiguration other than Ferry's", func(ctx context.Context, id *identity) error {
+			_, err := id.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "not-ferry", metav1.GetOptions{})
 			return err
 		}},
 		{"create a ClusterRoleBinding to cluster-admin", func(ctx context.Context, id *identity) error {
@@ -344,10 +359,11 @@ func gatewayMayNot(ns, route string) []accessCheck {
 }
 
 // updateAsIs reads an object as the admin and writes it back unchanged (a dry run)
-// with the identity's token.
+// with the identity's token. The object must exist: the admin's NotFound is not
+// wrapped, so that it does not pass for the API server authorizing the identity.
 func updateAsIs(ctx context.Context, id *identity, obj client.Object, key types.NamespacedName) error {
 	if err := testClient.Get(ctx, key, obj); err != nil {
-		return fmt.Errorf("reading %T %s as the admin: %w", obj, key, err)
+		return fmt.Errorf("reading %T %s as the admin: %v", obj, key, err)
 	}
 	return id.client.Update(ctx, obj, client.DryRunAll)
 }
