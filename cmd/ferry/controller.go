@@ -28,6 +28,8 @@ type clusterFlags struct {
 	leaderElect bool
 	namespace   string
 	lease       time.Duration
+	qps         float32
+	burst       int
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
@@ -37,7 +39,21 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "json", "log format: json (one object per line) or console (for people)")
 	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect one active replica (for more than one replica)")
 	cmd.Flags().StringVar(&f.namespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
-	cmd.Flags().DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the lease before another replica takes over")
+	cmd.Flags().DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the lease before another replica takes over (whole seconds, at least 2s)")
+	// client-go's default (5 QPS, controller-runtime's 20) throttles a burst of Services to
+	// a few per second; the API server's priority and fairness protects it instead.
+	cmd.Flags().Float32Var(&f.qps, "kube-api-qps", 200, "requests per second to the API server, sustained (-1: no client-side limit)")
+	cmd.Flags().IntVar(&f.burst, "kube-api-burst", 400, "requests to the API server in a burst above --kube-api-qps")
+}
+
+// checkLease refuses lease durations the Lease object cannot hold: it stores whole
+// seconds, so a fraction would let a follower count a shorter lease than the leader
+// renews (two leaders), and under 2s it is shorter than a renewal round trip.
+func (f *clusterFlags) checkLease() error {
+	if f.lease%time.Second != 0 || f.lease < 2*time.Second {
+		return fmt.Errorf("--leader-election-lease-duration %s: want whole seconds, at least 2s", f.lease)
+	}
+	return nil
 }
 
 func (f *clusterFlags) restConfig() (*rest.Config, error) {
@@ -74,10 +90,14 @@ func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
 		return err
 	}
 	ctrl.SetLogger(log)
+	if err := f.checkLease(); err != nil {
+		return err
+	}
 	cfg, err := f.restConfig()
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
 	opts.HealthAddr = f.healthAddr
 	opts.MetricsAddr, opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaseDuration = f.metricsAddr, f.leaderElect, f.namespace, f.lease
 	ferry, err := manager.New(cfg, opts)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -49,5 +50,18 @@ func TestLogFormat(t *testing.T) {
 
 	if _, err := reconcileLine("yaml"); err == nil {
 		t.Error("--log-format=yaml was accepted")
+	}
+}
+
+// A lease the Lease object cannot hold exactly is refused before anything starts.
+func TestLeaseDurationChecked(t *testing.T) {
+	for lease, ok := range map[time.Duration]bool{
+		15 * time.Second: true, 2 * time.Second: true,
+		1500 * time.Millisecond: false, time.Second: false, 2500 * time.Millisecond: false, 0: false,
+	} {
+		err := (&clusterFlags{lease: lease}).checkLease()
+		if (err == nil) != ok {
+			t.Errorf("lease %s: error %v, want ok=%v", lease, err, ok)
+		}
 	}
 }
