@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/net/http2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -345,11 +346,11 @@ func conditions[C any](cs []C) string {
 // process under a pprof label of their own, so that once stopped every goroutine they
 // started can be told apart from the shared cluster's and must be gone.
 type faultController struct {
-	cache      client.Reader
-	label      string
-	cancel     context.CancelFunc
-	done       chan error
-	transports *transports
+	cache     client.Reader
+	label     string
+	cancel    context.CancelFunc
+	done      chan error
+	closeIdle func()
 }
 
 var faultControllers atomic.Int64
@@ -363,19 +364,29 @@ type faultControllerOptions struct {
 }
 
 // startFaultController runs the reconcilers and the stand-in gateway on cfg until
-// stop is called (or the test ends). Requests go through a transport of their own
-// (not client-go's shared one) so that its connections can be closed after the stop.
+// stop is called (or the test ends).
 func startFaultController(t *testing.T, cfg *rest.Config, opts faultControllerOptions) (*faultController, *requestCounter) {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = -1, -1
-	// A Proxy function keeps client-go from sharing its cached transport, whose
-	// connections other clients in this process hold open.
-	cfg.Proxy = http.ProxyFromEnvironment
-	f := &faultController{label: fmt.Sprintf("fault-controller-%d", faultControllers.Add(1)), done: make(chan error, 1), transports: &transports{}}
+	f := &faultController{label: fmt.Sprintf("fault-controller-%d", faultControllers.Add(1)), done: make(chan error, 1)}
+	// The controller gets a transport of its own, not client-go's shared one whose
+	// connections other clients hold open, built here so that its idle connections can
+	// be closed after the stop: http.Transport.CloseIdleConnections does not reach the
+	// HTTP/2 connections of an x/net/http2 transport, which client-go uses.
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment, IdleConnTimeout: 90 * time.Second}
+	h2, err := http2.ConfigureTransports(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.closeIdle = func() { base.CloseIdleConnections(); h2.CloseIdleConnections() }
+	cfg.Transport, cfg.TLSClientConfig = base, rest.TLSClientConfig{}
 	counter := &requestCounter{lists: map[string]int{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		f.transports.add(rt)
 		rt = counter.wrap(rt)
 		if opts.Wrap != nil {
 			rt = opts.Wrap(rt)
@@ -447,7 +458,7 @@ func (f *faultController) checkNoLeak(t *testing.T) {
 	for {
 		// Idle keep-alive connections are the transport's, not a leak; they would
 		// otherwise linger for 90 s.
-		f.transports.closeIdle()
+		f.closeIdle()
 		if left, stacks = labelledGoroutines(f.label); left == 0 {
 			return
 		}
@@ -477,28 +488,6 @@ func labelledGoroutines(label string) (int, string) {
 		stacks = append(stacks, block)
 	}
 	return n, strings.Join(stacks, "\n\n")
-}
-
-// transports are the base transports of one controller.
-type transports struct {
-	mu  sync.Mutex
-	rts []http.RoundTripper
-}
-
-func (ts *transports) add(rt http.RoundTripper) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	ts.rts = append(ts.rts, rt)
-}
-
-func (ts *transports) closeIdle() {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	for _, rt := range ts.rts {
-		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-		}
-	}
 }
 
 // requestCounter counts a controller's LISTs per resource (each informer's first is
@@ -564,8 +553,9 @@ func (g *goneScanner) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// watchCutter closes watch streams after a random time in [min, max), as a load
-// balancer or a flaky network does; client-go must notice and watch again.
+// watchCutter ends watch streams after a random time in [min, max), as an API server
+// ending a watch or a dropped connection does: the stream's reader sees EOF, and
+// client-go must watch again from the last resourceVersion it saw.
 type watchCutter struct {
 	min, max time.Duration
 	// rewatchDelay, if set, holds a watch request back this long after a cut of a
@@ -592,13 +582,14 @@ func (w *watchCutter) wrap(rt http.RoundTripper) http.RoundTripper {
 		if err != nil {
 			return resp, err
 		}
-		body := resp.Body
-		timer := time.AfterFunc(w.min+rand.N(w.max-w.min), func() {
+		body := &cutBody{ReadCloser: resp.Body}
+		body.timer = time.AfterFunc(w.min+rand.N(w.max-w.min), func() {
 			w.cuts.Add(1)
 			w.markCut(req.URL.Path)
-			body.Close()
+			body.cut.Store(true)
+			body.ReadCloser.Close()
 		})
-		resp.Body = &onClose{ReadCloser: body, close: func() { timer.Stop() }}
+		resp.Body = body
 		return resp, nil
 	})
 }
@@ -620,14 +611,24 @@ func (w *watchCutter) takeCut(path string) bool {
 	return cut
 }
 
-type onClose struct {
+// cutBody is a watch stream that reads as ended (EOF) once cut.
+type cutBody struct {
 	io.ReadCloser
-	close func()
+	cut   atomic.Bool
+	timer *time.Timer
 }
 
-func (o *onClose) Close() error {
-	o.close()
-	return o.ReadCloser.Close()
+func (b *cutBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.cut.Load() {
+		return n, io.EOF
+	}
+	return n, err
+}
+
+func (b *cutBody) Close() error {
+	b.timer.Stop()
+	return b.ReadCloser.Close()
 }
 
 // delayedCache makes every Get from the manager's cache (the reconcilers' reads of
@@ -743,6 +744,16 @@ func (fc *faultCluster) stop(t *testing.T) {
 		t.Errorf("the fault cluster did not stop within 30 s")
 	}
 	fc.cmd = nil
+}
+
+// logCount counts the lines of the current life's control-plane log that contain s.
+func (fc *faultCluster) logCount(t *testing.T, s string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fc.dir, "control-plane.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), s)
 }
 
 func (fc *faultCluster) restConfig(t *testing.T) *rest.Config {

@@ -92,7 +92,8 @@ func TestFaultEtcdCompaction(t *testing.T) {
 	b := startBurst(ctx, c, ns, n)
 	b.wait(t)
 	t.Cleanup(func() {
-		t.Logf("%d watch cuts, %d watches ended 410 Gone, %d relists", cutter.cuts.Load(), requests.gone.Load(), requests.relists())
+		t.Logf("%d watch cuts, %d watches ended 410 Gone, %d relists; the API server's etcd watches saw compaction %d times",
+			cutter.cuts.Load(), requests.gone.Load(), requests.relists(), fc.logCount(t, "required revision has been compacted"))
 	})
 	logReady(t, n, start, checkBurst(t, c, b, burstTimeout(n), f.cache))
 	if requests.gone.Load() == 0 || requests.relists() == 0 {
@@ -129,7 +130,7 @@ func TestFaultControllerKill(t *testing.T) {
 	logReady(t, n, start, checkBurst(t, testClient, b, burstTimeout(n), nil))
 }
 
-// TestFaultWatchClose closes each of the controller's watch streams after a random
+// TestFaultWatchClose ends each of the controller's watch streams after a random
 // 0–5 s; client-go must watch again without losing an event.
 func TestFaultWatchClose(t *testing.T) {
 	n := faultSetup(t)
