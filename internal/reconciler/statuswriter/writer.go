@@ -196,8 +196,8 @@ func (w *Writer) readySinceLocked(key types.NamespacedName, uid types.UID, gener
 const createdWatchSlack = 2 * time.Second
 
 // Changes is the predicate for the watch of the Writer's own kind. It passes every
-// update but the echo of this Writer's own status write, which cannot change what the
-// reconciler decides. A status someone else wrote does pass: another controller
+// update but the echo of this Writer's own status write (its resourceVersion, nothing
+// but the status changed), which cannot change what the reconciler decides. A status someone else wrote does pass: another controller
 // during a failover may have written one computed from an older view, and only a
 // reconcile puts it right.
 //
@@ -219,9 +219,23 @@ func (w *Writer) Changes() predicate.Predicate {
 			w.mu.Lock()
 			last, seen := w.last[client.ObjectKeyFromObject(obj)]
 			w.mu.Unlock()
-			return !seen || last.uid != obj.GetUID() || last.to != obj.GetResourceVersion()
+			echo := seen && last.uid == obj.GetUID() && last.to == obj.GetResourceVersion()
+			return !echo || !onlyStatus(e.ObjectOld, obj)
 		},
 	}
+}
+
+// onlyStatus reports that nothing but the status differs between old and new. An
+// informer that relisted delivers only each object's latest version, as one update
+// from the version it had: that can be the echo of a status write and also carry a
+// spec change the watch never delivered, which must not be dropped.
+func onlyStatus(old, new client.Object) bool {
+	return old.GetGeneration() == new.GetGeneration() &&
+		equality.Semantic.DeepEqual(old.GetLabels(), new.GetLabels()) &&
+		equality.Semantic.DeepEqual(old.GetAnnotations(), new.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(old.GetFinalizers(), new.GetFinalizers()) &&
+		equality.Semantic.DeepEqual(old.GetOwnerReferences(), new.GetOwnerReferences()) &&
+		old.GetDeletionTimestamp().Equal(new.GetDeletionTimestamp())
 }
 
 func (w *Writer) arrived(obj client.Object, at time.Time) {

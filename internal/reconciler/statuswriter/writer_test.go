@@ -187,6 +187,14 @@ func TestChanges(t *testing.T) {
 		t.Error("the Writer's own status write passes")
 	}
 
+	// After a relist the informer delivers the echo's version as one update from an
+	// older one it had, which may carry a spec change the watch never delivered.
+	older := before.DeepCopy()
+	older.Generation = 0
+	if !update(older, echo) {
+		t.Error("the echo of a status write is dropped although it also brings a new generation")
+	}
+
 	// Another controller writes an older status over it.
 	other := echo.DeepCopy()
 	other.Status.ObservedGeneration = 0
