@@ -53,3 +53,12 @@ test:
 
 print-ldflags:
 	@echo '$(LDFLAGS)'
+
+# The long forms of the production tests (CI runs the short ones within `make test`):
+# a leader killed mid-burst of 500 Services, and each fault during a burst of 500.
+LONG_TESTS = FERRY_BIN=$(abspath bin/ferry) go test -count=1 -timeout 90m -ldflags "$(LDFLAGS)" ./test/integration/ -v
+.PHONY: test-ha-long test-faults-long
+test-ha-long: build
+	FERRY_HA_N=500 $(LONG_TESTS) -run 'TestHAControllerFailover'
+test-faults-long: build
+	FERRY_FAULT_N=500 $(LONG_TESTS) -run 'TestFault'
