@@ -31,13 +31,7 @@ func burstTimeout(n int) time.Duration { return 2*time.Minute + time.Duration(n)
 func TestFaultAPIServerRestart(t *testing.T) {
 	n := faultSetup(t)
 	fc := startFaultCluster(t)
-	cfg := fc.restConfig(t)
-	c, err := client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const ns = "fault"
-	createNamespace(t, c, ns)
+	cfg, c, ns := fc.clientAndNamespace(t)
 	f, requests := startFaultController(t, cfg, faultControllerOptions{})
 
 	start := time.Now()
@@ -76,13 +70,7 @@ func TestFaultAPIServerRestart(t *testing.T) {
 func TestFaultEtcdCompaction(t *testing.T) {
 	n := faultSetup(t)
 	fc := startFaultCluster(t, "--watch-cache=false", "--etcd-compaction-interval=1s")
-	cfg := fc.restConfig(t)
-	c, err := client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const ns = "fault"
-	createNamespace(t, c, ns)
+	cfg, c, ns := fc.clientAndNamespace(t)
 	cutter := &watchCutter{min: 5 * time.Second, max: 10 * time.Second, rewatchDelay: 2 * time.Second}
 	f, requests := startFaultController(t, cfg, faultControllerOptions{Wrap: cutter.wrap})
 
@@ -193,4 +181,18 @@ func startStandInGateway(t *testing.T, cfg *rest.Config) {
 		t.Fatal(err)
 	}
 	runTestManager(t, mgr)
+}
+
+// clientAndNamespace returns the child cluster's admin config, a client for it, and
+// the namespace the burst runs in, created.
+func (fc *faultCluster) clientAndNamespace(t *testing.T) (*rest.Config, client.Client, string) {
+	t.Helper()
+	cfg := fc.restConfig(t)
+	c, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "fault"
+	createNamespace(t, c, ns)
+	return cfg, c, ns
 }
