@@ -1,0 +1,51 @@
+package v1alpha1
+
+import "github.com/ferry-serving/ferry/api/duck"
+
+// PodAutoscaler condition types, as Knative's.
+const (
+	PodAutoscalerConditionReady = duck.ConditionReady
+	// Active: the target has pods serving (True), none because there is no traffic
+	// (False, NoTraffic or TimedOut), or is being woken (Unknown, Queued).
+	PodAutoscalerConditionActive duck.ConditionType = "Active"
+	// ScaleTargetInitialized: the target reached its initial scale once.
+	PodAutoscalerConditionScaleTargetInitialized duck.ConditionType = "ScaleTargetInitialized"
+	// SKSReady: the path to the pods is programmed. Ferry has no ServerlessService:
+	// the gateway reaches a Revision's pods, or holds its requests while there are
+	// none, so this is True once the Revision's Service exists.
+	PodAutoscalerConditionSKSReady duck.ConditionType = "SKSReady"
+)
+
+// Reasons of the Active condition, as Knative's (the Revision's Active mirrors them).
+const (
+	ReasonNoTraffic    = "NoTraffic"
+	ReasonQueued       = "Queued"
+	ReasonTimedOut     = "TimedOut"
+	ReasonInitializing = "Initializing"
+)
+
+// PodAutoscalerConditions derives Ready from Active, ScaleTargetInitialized and
+// SKSReady, as Knative's does.
+var PodAutoscalerConditions = duck.NewLivingConditionSet(PodAutoscalerConditionActive,
+	PodAutoscalerConditionScaleTargetInitialized, PodAutoscalerConditionSKSReady)
+
+// Class annotation values.
+const (
+	ClassAnnotationKey  = "autoscaling.knative.dev/class"
+	KPA                 = "kpa.autoscaling.knative.dev"
+	HPA                 = "hpa.autoscaling.knative.dev"
+	MetricAnnotationKey = "autoscaling.knative.dev/metric"
+)
+
+// Class is the PodAutoscaler's class: its annotation, else the KPA.
+func (pa *PodAutoscaler) Class() string {
+	if c := pa.Annotations[ClassAnnotationKey]; c != "" {
+		return c
+	}
+	return KPA
+}
+
+// IsReady reports whether the PodAutoscaler is Ready for its current generation.
+func (pa *PodAutoscaler) IsReady() bool {
+	return pa.Status.ObservedGeneration == pa.Generation && pa.Status.GetCondition(duck.ConditionReady).IsTrue()
+}
