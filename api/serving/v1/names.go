@@ -36,3 +36,15 @@ const (
 	RoutingStateActive  RoutingState = "active"
 	RoutingStateReserve RoutingState = "reserve"
 )
+
+// Ferry's own annotations on a Revision's Service: what the gateway needs to know of
+// the Revision to serve it, carried on the object it already watches.
+const (
+	// ContainerConcurrencyAnnotationKey is the Revision's containerConcurrency: the
+	// gateway sends a pod no more requests at once and queues the rest.
+	ContainerConcurrencyAnnotationKey = "serving.ferry.dev/container-concurrency"
+	// TimeoutSecondsAnnotationKey is the Revision's timeoutSeconds: how long the
+	// gateway holds a request while no pod can take it, and how long a pod may take
+	// to begin its answer.
+	TimeoutSecondsAnnotationKey = "serving.ferry.dev/timeout-seconds"
+)
