@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/config"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -22,15 +23,6 @@ const (
 	rolloutDurationKey  = "serving.knative.dev/rollout-duration"
 	progressDeadlineKey = "serving.knative.dev/progress-deadline"
 )
-
-// Knative's autoscaler settings that annotation validation reads. Ferry has no
-// config-autoscaler yet, so these are Knative's defaults: no max-scale limit, the KPA
-// class, and initial-scale 0 refused.
-var autoscalerDefaults = struct {
-	maxScaleLimit         int32
-	class                 string
-	allowZeroInitialScale bool
-}{0, kpaClass, false}
 
 type keys []string
 
@@ -80,8 +72,8 @@ var (
 )
 
 const (
-	windowMin = 6 * time.Second
-	windowMax = time.Hour
+	windowMin = config.WindowMin
+	windowMax = config.WindowMax
 )
 
 // validateNoAutoscalingAnnotations: autoscaling.knative.dev/* annotations work only on
@@ -115,8 +107,13 @@ func intGE0(m map[string]string, k keys) (int32, *FieldError) {
 }
 
 // validateAutoscalingAnnotations checks autoscaling.knative.dev/* values as Knative's
-// autoscaling.ValidateAnnotations does. Paths are the annotation keys.
-func validateAutoscalingAnnotations(m map[string]string) *FieldError {
+// autoscaling.ValidateAnnotations does, against the cluster's config-autoscaler (as:
+// max-scale-limit, allow-zero-initial-scale and the default pod-autoscaler-class; its
+// defaults if nil). Paths are the annotation keys.
+func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) *FieldError {
+	if as == nil {
+		as = config.DefaultAutoscaler()
+	}
 	var errs *FieldError
 	// class
 	if k, v, ok := classAnn.get(m); ok && strings.HasSuffix(v, ".knative.dev") && v != kpaClass && v != hpaClass {
@@ -130,8 +127,8 @@ func validateAutoscalingAnnotations(m map[string]string) *FieldError {
 	if hi != 0 && hi < lo {
 		errs = errs.Also(ErrGeneric(fmt.Sprintf("max-scale=%d is less than min-scale=%d", hi, lo), maxScaleAnn[0], minScaleAnn[0]))
 	}
-	if k, _, ok := maxScaleAnn.get(m); ok && autoscalerDefaults.maxScaleLimit != 0 {
-		limit := autoscalerDefaults.maxScaleLimit
+	if k, _, ok := maxScaleAnn.get(m); ok && as.MaxScaleLimit != 0 {
+		limit := as.MaxScaleLimit
 		if hi > limit {
 			errs = errs.Also(ErrOutOfBoundsValue(hi, 1, limit, k))
 		}
@@ -165,8 +162,8 @@ func validateAutoscalingAnnotations(m map[string]string) *FieldError {
 	if k, v, ok := targetAnn.get(m); ok {
 		if fv, err := strconv.ParseFloat(v, 64); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, k))
-		} else if fv < 0.01 {
-			errs = errs.Also(ErrGeneric(fmt.Sprintf("target %s should be at least %g", v, 0.01), k))
+		} else if fv < config.TargetMin {
+			errs = errs.Also(ErrGeneric(fmt.Sprintf("target %s should be at least %g", v, config.TargetMin), k))
 		}
 	}
 	floatIn(targetUtilizationAnn, 1, 100)
@@ -207,7 +204,7 @@ func validateAutoscalingAnnotations(m map[string]string) *FieldError {
 	}
 	// metric
 	if _, metric, ok := metricAnn.get(m); ok {
-		class := autoscalerDefaults.class
+		class := as.PodAutoscalerClass
 		if _, c, ok := classAnn.get(m); ok {
 			class = c
 		}
@@ -236,7 +233,7 @@ func validateAutoscalingAnnotations(m map[string]string) *FieldError {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		case n < 0:
 			errs = errs.Also(ErrInvalidValue(v, k+" must be greater than 0"))
-		case !autoscalerDefaults.allowZeroInitialScale && n == 0:
+		case !as.AllowZeroInitialScale && n == 0:
 			errs = errs.Also(ErrInvalidValue(v, k+"=0 not allowed by cluster"))
 		}
 	}

@@ -28,7 +28,7 @@ func dryRunPodSpec(ctx context.Context, client kubernetes.Interface, f *config.F
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "dry-run-validation-", Namespace: namespace},
-		Spec:       revresources.MakeDeployment(rev, 600).Spec.Template.Spec,
+		Spec:       revresources.MakeDeployment(rev, 600, 1).Spec.Template.Spec,
 	}
 	_, err := client.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	// Only the Pod's own validation (Invalid) refuses the request. A refusal that

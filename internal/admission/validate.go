@@ -55,7 +55,7 @@ func ValidateConfiguration(cfg *config.Config, c, old *servingv1.Configuration) 
 // changes once created.
 func ValidateRevision(cfg *config.Config, r, old *servingv1.Revision) *FieldError {
 	errs := validateObjectMeta(&r.ObjectMeta).
-		Also(validateAutoscalingAnnotations(r.Annotations).ViaField("annotations")).
+		Also(validateAutoscalingAnnotations(cfg.Autoscaler, r.Annotations).ViaField("annotations")).
 		Also(labelOwnedBy(r.Labels, servingv1.ConfigurationLabelKey, "Configuration", r.OwnerReferences).ViaField("labels")).
 		ViaField("metadata")
 	if old != nil {
@@ -139,7 +139,7 @@ func verifyNameChange(t, old *servingv1.RevisionTemplateSpec) *FieldError {
 // Configuration).
 func validateTemplate(cfg *config.Config, t *servingv1.RevisionTemplateSpec, parent *metav1.ObjectMeta) *FieldError {
 	errs := validateRevisionSpec(cfg, &t.Spec).ViaField("spec")
-	errs = errs.Also(validateAutoscalingAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
+	errs = errs.Also(validateAutoscalingAnnotations(cfg.Autoscaler, t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
 	errs = errs.Also(validateNetworkingAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
 	errs = errs.Also(validateRevisionName(t.ObjectMeta.Name, t.ObjectMeta.GenerateName, parent))
 	errs = errs.Also(validateQueueSidecarAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))

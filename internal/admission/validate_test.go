@@ -394,3 +394,153 @@ func TestKeyPaths(t *testing.T) {
 		t.Errorf("got %q, want %q", err.Error(), want)
 	}
 }
+
+// TestValidateAutoscalingAnnotations checks the template's autoscaling.knative.dev/*
+// annotations as Knative's autoscaling.ValidateAnnotations does, against the live
+// config-autoscaler.
+func TestValidateAutoscalingAnnotations(t *testing.T) {
+	const p = "spec.template.metadata.annotations.autoscaling.knative.dev/"
+	withAutoscaler := func(mod func(*config.Autoscaler)) *config.Config {
+		c := config.Default()
+		mod(c.Autoscaler)
+		return c
+	}
+	zeroAllowed := withAutoscaler(func(a *config.Autoscaler) { a.AllowZeroInitialScale = true })
+	limit10 := withAutoscaler(func(a *config.Autoscaler) { a.MaxScaleLimit, a.MaxScale = 10, 10 })
+	hpaDefault := withAutoscaler(func(a *config.Autoscaler) { a.PodAutoscalerClass = "hpa.autoscaling.knative.dev" })
+	noAutoscaler := config.Default()
+	noAutoscaler.Autoscaler = nil
+	cases := []struct {
+		name string
+		cfg  *config.Config
+		anns map[string]string
+		want []string // each must appear in the error; nil: accepted
+	}{
+		{"every annotation valid", nil, map[string]string{
+			"autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "rps",
+			"autoscaling.knative.dev/target": "0.01", "autoscaling.knative.dev/target-utilization-percentage": "100",
+			"autoscaling.knative.dev/window": "6s", "autoscaling.knative.dev/panic-window-percentage": "1",
+			"autoscaling.knative.dev/panic-threshold-percentage": "1000", "autoscaling.knative.dev/min-scale": "1",
+			"autoscaling.knative.dev/max-scale": "5", "autoscaling.knative.dev/activation-scale": "3",
+			"autoscaling.knative.dev/initial-scale": "2", "autoscaling.knative.dev/scale-down-delay": "1h",
+			"autoscaling.knative.dev/scale-to-zero-pod-retention-period": "0s", "autoscaling.knative.dev/target-burst-capacity": "-1",
+			"autoscaling.knative.dev/metric-aggregation-algorithm": "weighted-exponential"}, nil},
+
+		// initial-scale follows allow-zero-initial-scale.
+		{"initial-scale 0 refused by default", nil, map[string]string{"autoscaling.knative.dev/initial-scale": "0"},
+			[]string{"invalid value: 0: " + p + "initial-scale=0 not allowed by cluster"}},
+		{"initial-scale 0 allowed by the cluster", zeroAllowed, map[string]string{"autoscaling.knative.dev/initial-scale": "0"}, nil},
+		{"legacy initialScale 0 allowed by the cluster", zeroAllowed, map[string]string{"autoscaling.knative.dev/initialScale": "0"}, nil},
+		{"initial-scale negative", zeroAllowed, map[string]string{"autoscaling.knative.dev/initial-scale": "-1"},
+			[]string{p + "initial-scale must be greater than 0"}},
+		{"initial-scale not a number", nil, map[string]string{"autoscaling.knative.dev/initialScale": "x"},
+			[]string{"invalid value: x: " + p + "initialScale"}},
+		{"no config-autoscaler: Knative's defaults", noAutoscaler, map[string]string{"autoscaling.knative.dev/initial-scale": "0"},
+			[]string{"initial-scale=0 not allowed by cluster"}},
+
+		// max-scale-limit.
+		{"max-scale within the limit", limit10, map[string]string{"autoscaling.knative.dev/max-scale": "10"}, nil},
+		{"max-scale above the limit", limit10, map[string]string{"autoscaling.knative.dev/max-scale": "11"},
+			[]string{"expected 1 <= 11 <= 10: " + p + "max-scale"}},
+		{"max-scale unlimited under a limit", limit10, map[string]string{"autoscaling.knative.dev/maxScale": "0"},
+			[]string{"max-scale=0 (unlimited), must be less than 10: " + p + "maxScale"}},
+		{"no max-scale under a limit", limit10, map[string]string{"autoscaling.knative.dev/min-scale": "2"}, nil},
+		{"max-scale above the default's limit", nil, map[string]string{"autoscaling.knative.dev/max-scale": "100000"}, nil},
+
+		// min, max and activation scale.
+		{"max-scale not a number", nil, map[string]string{"autoscaling.knative.dev/max-scale": "many"},
+			[]string{"invalid value: many: " + p + "max-scale"}},
+		{"max-scale out of int32", nil, map[string]string{"autoscaling.knative.dev/max-scale": "3000000000"},
+			[]string{"expected 0 <= 3000000000 <= 2147483647: " + p + "max-scale"}},
+		{"min-scale above max-scale, legacy keys", nil, map[string]string{"autoscaling.knative.dev/minScale": "4", "autoscaling.knative.dev/maxScale": "2"},
+			[]string{"max-scale=2 is less than min-scale=4"}},
+		{"min-scale with unlimited max-scale", nil, map[string]string{"autoscaling.knative.dev/min-scale": "4", "autoscaling.knative.dev/max-scale": "0"}, nil},
+		{"activation-scale below min-scale", nil, map[string]string{"autoscaling.knative.dev/min-scale": "4", "autoscaling.knative.dev/activation-scale": "3"},
+			[]string{"min-scale=4 is greater than activation-scale=3: " + p + "activation-scale"}},
+		{"activation-scale above max-scale", nil, map[string]string{"autoscaling.knative.dev/max-scale": "4", "autoscaling.knative.dev/activation-scale": "5"},
+			[]string{"max-scale=4 is less than activation-scale=5: " + p + "activation-scale"}},
+		{"activation-scale 1", nil, map[string]string{"autoscaling.knative.dev/activation-scale": "1"},
+			[]string{"activation-scale=1 must be greater than 1: " + p + "activation-scale"}},
+		{"activation-scale not a number", nil, map[string]string{"autoscaling.knative.dev/activation-scale": "two"},
+			[]string{"invalid value: two: " + p + "activation-scale"}},
+
+		// class and metric.
+		{"unknown knative.dev class", nil, map[string]string{"autoscaling.knative.dev/class": "foo.autoscaling.knative.dev"},
+			[]string{"invalid value: foo.autoscaling.knative.dev: " + p + "class"}},
+		{"pluggable class", nil, map[string]string{"autoscaling.knative.dev/class": "custom.example.com", "autoscaling.knative.dev/metric": "anything"}, nil},
+		{"cpu under the default KPA class", nil, map[string]string{"autoscaling.knative.dev/metric": "cpu"},
+			[]string{"invalid value: cpu: " + p + "metric"}},
+		{"cpu under the cluster's HPA default class", hpaDefault, map[string]string{"autoscaling.knative.dev/metric": "cpu"}, nil},
+		{"concurrency under an explicit KPA class, HPA default", hpaDefault, map[string]string{
+			"autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "concurrency"}, nil},
+		{"empty metric under HPA", nil, map[string]string{"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": ""},
+			[]string{"invalid value: : " + p + "metric"}},
+		{"custom metric under HPA", nil, map[string]string{"autoscaling.knative.dev/class": "hpa.autoscaling.knative.dev", "autoscaling.knative.dev/metric": "queue-depth"}, nil},
+		{"unknown algorithm under KPA", nil, map[string]string{"autoscaling.knative.dev/class": "kpa.autoscaling.knative.dev",
+			"autoscaling.knative.dev/metricAggregationAlgorithm": "median"}, []string{"invalid value: median: " + p + "metricAggregationAlgorithm"}},
+		{"algorithm unchecked without an explicit KPA class", nil, map[string]string{"autoscaling.knative.dev/metric-aggregation-algorithm": "median"}, nil},
+
+		// floats.
+		{"target under 0.01", nil, map[string]string{"autoscaling.knative.dev/target": "0.009"},
+			[]string{"target 0.009 should be at least 0.01: " + p + "target"}},
+		{"target not a number", nil, map[string]string{"autoscaling.knative.dev/target": "ten"}, []string{"invalid value: ten: " + p + "target"}},
+		{"target-utilization-percentage 0", nil, map[string]string{"autoscaling.knative.dev/targetUtilizationPercentage": "0"},
+			[]string{"expected 1 <= 0 <= 100: " + p + "targetUtilizationPercentage"}},
+		{"panic-window-percentage 101", nil, map[string]string{"autoscaling.knative.dev/panic-window-percentage": "101"},
+			[]string{"expected 1 <= 101 <= 100: " + p + "panic-window-percentage"}},
+		{"panic-threshold-percentage 100", nil, map[string]string{"autoscaling.knative.dev/panicThresholdPercentage": "100"},
+			[]string{"expected 110 <= 100 <= 1000: " + p + "panicThresholdPercentage"}},
+		{"target-burst-capacity -2", nil, map[string]string{"autoscaling.knative.dev/target-burst-capacity": "-2"},
+			[]string{"invalid value: -2: " + p + "target-burst-capacity"}},
+
+		// durations.
+		{"window over 1h", nil, map[string]string{"autoscaling.knative.dev/window": "2h"},
+			[]string{"expected 6s <= 2h <= 1h0m0s: " + p + "window"}},
+		{"window fraction", nil, map[string]string{"autoscaling.knative.dev/window": "6500ms"},
+			[]string{"must be specified with at most second precision: " + p + "window"}},
+		{"window bare seconds", nil, map[string]string{"autoscaling.knative.dev/window": "60"}, []string{"invalid value: 60: " + p + "window"}},
+		{"scale-down-delay negative", nil, map[string]string{"autoscaling.knative.dev/scaleDownDelay": "-1s"},
+			[]string{"expected 0s <= -1s <= 1h0m0s: " + p + "scaleDownDelay"}},
+		{"scale-down-delay fraction", nil, map[string]string{"autoscaling.knative.dev/scale-down-delay": "1.5s"},
+			[]string{"must be specified with at most second precision: " + p + "scale-down-delay"}},
+		{"retention over 1h", nil, map[string]string{"autoscaling.knative.dev/scale-to-zero-pod-retention-period": "61m"},
+			[]string{"expected 0s <= 61m <= 1h0m0s: " + p + "scale-to-zero-pod-retention-period"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			if cfg == nil {
+				cfg = config.Default()
+			}
+			s := service(func(s *servingv1.Service) { s.Spec.Template.ObjectMeta.Annotations = tc.anns })
+			DefaultService(cfg, s, nil, "alice")
+			err := ValidateService(cfg, s, nil).Errors()
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err.Error(), w)
+				}
+			}
+		})
+	}
+
+	// A Revision's own annotations are checked against the same configuration.
+	r := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Name: "r-1", Annotations: map[string]string{"autoscaling.knative.dev/initial-scale": "0"}},
+		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "example.com/app:v1"}}}}}
+	DefaultRevision(zeroAllowed, r, nil)
+	if err := ValidateRevision(zeroAllowed, r, nil).Errors(); err != nil {
+		t.Errorf("revision initial-scale 0 with the cluster allowing it: %v", err)
+	}
+	if err := ValidateRevision(config.Default(), r, nil); err == nil ||
+		!strings.Contains(err.Error(), "invalid value: 0: metadata.annotations.autoscaling.knative.dev/initial-scale=0 not allowed by cluster") {
+		t.Errorf("revision initial-scale 0 by default: %v", err)
+	}
+}

@@ -26,6 +26,7 @@ type Config struct {
 	GC         *GC
 	Deployment *Deployment
 	Features   *Features
+	Autoscaler *Autoscaler
 }
 
 // Default is the configuration with no ConfigMap present.
@@ -37,6 +38,7 @@ func Default() *Config {
 		GC:         DefaultGC(),
 		Deployment: DefaultDeployment(),
 		Features:   DefaultFeatures(),
+		Autoscaler: DefaultAutoscaler(),
 	}
 }
 

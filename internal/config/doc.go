@@ -1,7 +1,8 @@
 // Package config holds Knative Serving's ConfigMaps as typed values: config-domain,
-// config-network, config-defaults, config-gc, config-deployment and config-features,
-// read from Ferry's system namespace with Knative's names, keys, defaults and parse
-// rules, so that a Knative user's configuration carries over unchanged.
+// config-network, config-defaults, config-gc, config-deployment, config-features and
+// config-autoscaler, read from Ferry's system namespace with Knative's names, keys,
+// defaults and parse rules, so that a Knative user's configuration carries over
+// unchanged.
 //
 // A Store watches the ConfigMaps and hands out an immutable *Config snapshot. A bad
 // value is reported (a Warning Event on the ConfigMap and a log line) and the last good

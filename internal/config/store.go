@@ -27,7 +27,8 @@ const ReasonInvalidConfig = "InvalidConfig"
 const maxEventMessage = 800
 
 // Names are the ConfigMaps a Store watches.
-var Names = []string{DomainConfigName, NetworkConfigName, DefaultsConfigName, GCConfigName, DeploymentConfigName, FeaturesConfigName}
+var Names = []string{DomainConfigName, NetworkConfigName, DefaultsConfigName, GCConfigName, DeploymentConfigName, FeaturesConfigName,
+	AutoscalerConfigName}
 
 // StoreOptions configure a Store.
 type StoreOptions struct {
@@ -41,9 +42,9 @@ type StoreOptions struct {
 	Logger logr.Logger
 }
 
-// Store watches Ferry's six ConfigMaps and hands out the current configuration as an
-// immutable snapshot (Load). It is a controller-runtime Runnable that runs on every
-// replica, leader or not.
+// Store watches Ferry's seven ConfigMaps (Names) and hands out the current
+// configuration as an immutable snapshot (Load). It is a controller-runtime Runnable
+// that runs on every replica, leader or not.
 //
 // Rules, per ConfigMap: a missing one means its defaults; a value that does not parse
 // is reported (an error log line and a Warning Event on the ConfigMap naming the key)
@@ -297,6 +298,11 @@ func parseInto(c *Config, cm *corev1.ConfigMap) error {
 		if v, err = NewFeaturesFromConfigMap(cm); err == nil {
 			c.Features = v
 		}
+	case AutoscalerConfigName:
+		var v *Autoscaler
+		if v, err = NewAutoscalerFromConfigMap(cm); err == nil {
+			c.Autoscaler = v
+		}
 	default:
 		err = fmt.Errorf("%s is not a ConfigMap Ferry reads", cm.Name)
 	}
@@ -318,5 +324,7 @@ func setDefaults(c *Config, name string) {
 		c.Deployment = d.Deployment
 	case FeaturesConfigName:
 		c.Features = d.Features
+	case AutoscalerConfigName:
+		c.Autoscaler = d.Autoscaler
 	}
 }

@@ -77,7 +77,7 @@ func update(t *testing.T, cs *fake.Clientset, c *corev1.ConfigMap) {
 func TestStoreNoConfigMapsIsDefaults(t *testing.T) {
 	s, _, rec := startStore(t, Overrides{})
 	if got := s.Load(); got.Domain.LookupDomainForLabels(nil) != DefaultDomainName || *got.GC != *DefaultGC() ||
-		got.Deployment.ProgressDeadline != 600*time.Second || *got.Features != *DefaultFeatures() {
+		got.Deployment.ProgressDeadline != 600*time.Second || *got.Features != *DefaultFeatures() || *got.Autoscaler != *DefaultAutoscaler() {
 		t.Errorf("Load() = %+v", got)
 	}
 	if len(rec.Events) != 0 {
@@ -192,4 +192,40 @@ func TestOverridesWrap(t *testing.T) {
 	if c.Domain.LookupDomainForLabels(nil) != DefaultDomainName {
 		t.Error("Wrap changed its input")
 	}
+}
+
+func TestStoreAutoscaler(t *testing.T) {
+	as := cm(AutoscalerConfigName, map[string]string{"stable-window": "30s", "allow-zero-initial-scale": "true", "initial-scale": "0"})
+	s, cs, rec := startStore(t, Overrides{}, as)
+	before := s.Load()
+	if before.Autoscaler.StableWindow != 30*time.Second || before.Autoscaler.InitialScale != 0 || !before.Autoscaler.AllowZeroInitialScale {
+		t.Fatalf("Load().Autoscaler = %+v", before.Autoscaler)
+	}
+
+	// A bad value: the last good config-autoscaler stays, and the Event names the key.
+	bad := as.DeepCopy()
+	bad.Data["stable-window"] = "5s"
+	update(t, cs, bad)
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Warning "+ReasonInvalidConfig) || !strings.Contains(ev, "stable-window") || !strings.Contains(ev, AutoscalerConfigName) {
+			t.Errorf("event %q", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Event")
+	}
+	if s.Load() != before || s.Load().Autoscaler.StableWindow != 30*time.Second {
+		t.Errorf("the bad value replaced the config: %+v", s.Load().Autoscaler)
+	}
+
+	update(t, cs, cm(AutoscalerConfigName, map[string]string{"max-scale": "7"}))
+	waitFor(t, "max-scale 7", func() bool { return s.Load().Autoscaler.MaxScale == 7 })
+	if got := s.Load().Autoscaler; got.StableWindow != time.Minute || got.InitialScale != 1 {
+		t.Errorf("keys left out are not back to their defaults: %+v", got)
+	}
+
+	if err := cs.CoreV1().ConfigMaps(SystemNamespace).Delete(context.Background(), AutoscalerConfigName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "defaults", func() bool { return *s.Load().Autoscaler == *DefaultAutoscaler() })
 }

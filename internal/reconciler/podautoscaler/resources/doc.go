@@ -1,0 +1,2 @@
+// Package resources holds pure builders for what the PodAutoscaler reconciler owns.
+package resources
