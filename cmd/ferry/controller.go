@@ -110,13 +110,13 @@ func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
 func newControllerCommand() *cobra.Command {
 	var flags clusterFlags
 	var opts reconciler.Options
-	var webhookAddr string
+	var webhookAddr, statsAddr string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Ferry's Knative Serving reconcilers against a cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mopts := manager.Options{Reconcilers: true, ReconcilerOptions: opts}
+			mopts := manager.Options{Reconcilers: true, ReconcilerOptions: opts, StatsAddr: statsAddr}
 			if webhookAddr != "" {
 				// In the cluster: behind the Service ferry-webhook, with the certificate in
 				// the Secret ferry-webhook-certs (config/webhook).
@@ -129,23 +129,26 @@ func newControllerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.Domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().StringVar(&webhookAddr, "webhook-addr", "", "serve Knative's validation and defaulting webhooks here (e.g. :8443) and register them by the Service ferry-webhook in ferry-system; only for a controller running in that cluster (config/webhook)")
 	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")
+	cmd.Flags().StringVar(&statsAddr, "stats-addr", ":8083", "where the autoscaler takes the gateways' load reports (every replica serves; 0 turns it off)")
 	return cmd
 }
 
 func newGatewayCommand() *cobra.Command {
 	var flags clusterFlags
 	var opts gateway.Options
+	var autoscalerAddr string
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run Ferry's gateway: serve KIngresses over HTTP",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return flags.run(cmd, manager.Options{Gateway: &opts})
+			return flags.run(cmd, manager.Options{Gateway: &opts, AutoscalerAddress: autoscalerAddr})
 		},
 	}
 	flags.add(cmd)
 	cmd.Flags().StringVar(&opts.ExternalAddr, "addr", ":8080", "the external listener")
 	cmd.Flags().StringVar(&opts.LocalAddr, "local-addr", ":8081", "the cluster-local listener")
 	cmd.Flags().BoolVar(&opts.SimulatedPods, "simulated-pods", false, "answer for every endpoint instead of dialing it (clusters of kwok pods)")
+	cmd.Flags().StringVar(&autoscalerAddr, "autoscaler", "", "host:port of the controllers' --stats-addr, where load is reported and Revisions at zero are woken; every address the host resolves to gets the reports (in a cluster: ferry-autoscaler.ferry-system.svc.cluster.local:8083)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -14,8 +15,19 @@ import (
 type service struct {
 	key       types.NamespacedName
 	endpoints atomic.Pointer[serviceEndpoints]
+	// changed is closed, and replaced, each time endpoints is: held requests wait on
+	// it instead of polling.
+	changed atomic.Pointer[chan struct{}]
 	// refs counts the compiled splits that point here; guarded by serviceRegistry.mu.
 	refs int
+	// pods are the in-flight counters of the endpoints, by address, carried from one
+	// snapshot to the next, and kept while a removed endpoint still has requests in
+	// flight; guarded by serviceRegistry.mu.
+	pods map[string]*podSlot
+	// load is the demand accounting of the requests routed here.
+	load revisionLoad
+	// room is where requests wait for a ready endpoint or a free slot.
+	room waitRoom
 	// metrics are the series children of requests routed here, made once.
 	metrics serviceMetrics
 }
@@ -32,6 +44,30 @@ type serviceEndpoints struct {
 	// Service does not list (or a Service that is gone while its slices linger).
 	byName   map[string]*targetSet
 	byNumber map[int32]*targetSet
+	// concurrency is the revision's containerConcurrency, from the Service's
+	// annotation: no endpoint gets more requests at once. 0 is no limit.
+	concurrency int64
+	// timeout is the revision's timeoutSeconds, from the Service's annotation; 0
+	// means Options.RequestTimeout.
+	timeout time.Duration
+	// published is when the registry swapped this snapshot in.
+	published time.Time
+}
+
+// limit is the containerConcurrency of the snapshot, 0 (none) without one.
+func (se *serviceEndpoints) limit() int64 {
+	if se == nil {
+		return 0
+	}
+	return se.concurrency
+}
+
+// timeoutOr is the revision's timeout, or def.
+func (se *serviceEndpoints) timeoutOr(def time.Duration) time.Duration {
+	if se == nil || se.timeout <= 0 {
+		return def
+	}
+	return se.timeout
 }
 
 type specPort struct {
@@ -65,10 +101,11 @@ func (s *service) revisionName(se *serviceEndpoints) string {
 	return s.key.Name
 }
 
-// targetSet is the ready endpoints of one port, picked round-robin.
+// targetSet is the ready endpoints of one port.
 type targetSet struct {
 	targets []target
-	next    atomic.Uint32
+	// next rotates where acquire starts looking, so that ties go round-robin.
+	next atomic.Uint32
 }
 
 type target struct {
@@ -78,14 +115,92 @@ type target struct {
 	ip string
 	// simulated marks a pod that kwok simulates: nothing listens at addr.
 	simulated bool
+	// pod counts the requests in flight to addr, across snapshots.
+	pod *podSlot
+}
+
+// podSlot is the number of requests in flight to one endpoint address. Every request
+// to the endpoint updates it, from any core: it has a cache line of its own.
+type podSlot struct {
+	inflight atomic.Int64
+	_        [56]byte
+}
+
+// tryAcquire takes a slot below limit (0: no limit).
+func (p *podSlot) tryAcquire(limit int64) bool {
+	if limit <= 0 {
+		p.inflight.Add(1)
+		return true
+	}
+	for {
+		n := p.inflight.Load()
+		if n >= limit {
+			return false
+		}
+		if p.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 func (ts *targetSet) empty() bool { return ts == nil || len(ts.targets) == 0 }
 
-func (ts *targetSet) pick() *target {
-	i := ts.next.Add(1) - 1
-	return &ts.targets[i%uint32(len(ts.targets))]
+// balanceWindow bounds how many endpoints an unlimited request compares: the least
+// loaded of up to this many, starting at a rotating position. A limited request
+// (containerConcurrency) looks at all of them before it waits.
+const balanceWindow = 16
+
+// acquire picks the endpoint with the fewest requests in flight, ties broken
+// round-robin, and counts the request on it; with a limit, only endpoints below it
+// qualify. nil: no endpoint, or none with a free slot.
+func (ts *targetSet) acquire(limit int64) *target {
+	if ts == nil {
+		return nil
+	}
+	n := uint32(len(ts.targets))
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		if t := &ts.targets[0]; t.pod.tryAcquire(limit) {
+			return t
+		}
+		return nil
+	}
+	scan := n
+	if limit <= 0 && scan > balanceWindow {
+		scan = balanceWindow
+	}
+	for {
+		start := ts.next.Add(1) - 1
+		var best *target
+		var bestLoad int64
+		for i := range scan {
+			t := &ts.targets[(start+i)%n]
+			load := t.pod.inflight.Load()
+			if limit > 0 && load >= limit || best != nil && load >= bestLoad {
+				continue
+			}
+			best, bestLoad = t, load
+			if load == 0 {
+				break
+			}
+		}
+		switch {
+		case best == nil:
+			return nil
+		case limit <= 0:
+			best.pod.inflight.Add(1)
+			return best
+		case best.pod.inflight.CompareAndSwap(bestLoad, bestLoad+1):
+			return best
+		}
+		// Another request took that slot first: look again.
+	}
 }
+
+// release gives back the slot a request took on t.
+func (t *target) release() { t.pod.inflight.Add(-1) }
 
 // serviceRegistry hands out one *service per Service name, shared by every split that
 // references it, and drops it once nothing references it and the Service is gone.
@@ -115,26 +230,83 @@ func (sr *serviceRegistry) release(s *service) {
 }
 
 // update stores the endpoints of a Service; nil means the Service and its slices are
-// gone.
+// gone. Requests held for the Service wake up and look again.
 func (sr *serviceRegistry) update(key types.NamespacedName, se *serviceEndpoints) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	if se == nil {
 		if s := sr.services[key]; s != nil {
-			s.endpoints.Store(nil)
+			s.publish(nil)
 			sr.forgetIfUnusedLocked(s)
 		}
 		return
 	}
-	sr.getLocked(key).endpoints.Store(se)
+	s := sr.getLocked(key)
+	s.attachPods(se)
+	if se.revision != "" {
+		if id := s.load.id.Load(); id == nil || id.revision != se.revision {
+			s.load.id.Store(&revisionID{namespace: key.Namespace, revision: se.revision})
+		}
+	}
+	se.published = time.Now()
+	s.publish(se)
+}
+
+// publish swaps in se, then wakes whoever waits for a change. The order matters: a
+// waiter loads changed before endpoints, so it either sees se or is woken.
+func (s *service) publish(se *serviceEndpoints) {
+	s.endpoints.Store(se)
+	next := make(chan struct{})
+	close(*s.changed.Swap(&next))
+}
+
+// attachPods gives each target of se the in-flight counter of its address, the one
+// the previous snapshots used if there was one, so that balancing and
+// containerConcurrency carry over a swap. A counter whose address left the ready set
+// is kept while requests are still in flight on it, in case the address comes back
+// before they finish. Called under serviceRegistry.mu.
+func (s *service) attachPods(se *serviceEndpoints) {
+	next := make(map[string]*podSlot, len(s.pods))
+	attach := func(ts *targetSet) {
+		for i := range ts.targets {
+			t := &ts.targets[i]
+			p := next[t.addr]
+			if p == nil {
+				if p = s.pods[t.addr]; p == nil {
+					p = new(podSlot)
+				}
+				next[t.addr] = p
+			}
+			t.pod = p
+		}
+	}
+	for _, ts := range se.byName {
+		attach(ts)
+	}
+	for _, ts := range se.byNumber {
+		attach(ts)
+	}
+	for addr, p := range s.pods {
+		if next[addr] == nil && p.inflight.Load() > 0 {
+			next[addr] = p
+		}
+	}
+	s.pods = next
 }
 
 func (sr *serviceRegistry) getLocked(key types.NamespacedName) *service {
 	s := sr.services[key]
 	if s == nil {
-		s = &service{key: key}
+		s = newService(key)
 		sr.services[key] = s
 	}
+	return s
+}
+
+func newService(key types.NamespacedName) *service {
+	s := &service{key: key}
+	changed := make(chan struct{})
+	s.changed.Store(&changed)
 	return s
 }
 

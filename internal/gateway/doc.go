@@ -11,8 +11,25 @@
 //
 // Two listeners serve the table: the external one serves ExternalIP rules, the local
 // one serves every rule. A request is routed by Host and longest path prefix (and
-// header matches), split by percent, and proxied round-robin to a ready endpoint.
-// Endpoints of kwok-simulated pods are answered with a 503 that names the revision.
+// header matches), split by percent, and proxied to the ready endpoint with the
+// fewest requests in flight (ties round-robin). The gateway answers for
+// kwok-simulated pods itself: 200, a body naming the revision and the pod, and
+// X-Ferry-Simulated: true.
+//
+// The gateway is also Knative's activator and queue-proxy breaker, in one place:
+//
+//   - A request for a revision without a ready endpoint is held, not refused, until
+//     the endpoints reconciler publishes one (the swap wakes it; nothing polls), for
+//     at most the revision's timeout (504) and with at most Options.MaxQueued held
+//     per revision (503 with Retry-After). The first one held pokes Options.Stats.
+//     Held answers carry X-Ferry-Activation-Wait.
+//   - A revision's containerConcurrency (the Service's
+//     serving.ferry.dev/container-concurrency annotation) is a hard limit per pod:
+//     a request takes a free slot on the least loaded pod, or waits for one.
+//   - Every request, held ones included, is counted per revision with atomic adds
+//     only; with Options.Stats set, a Runnable sends a stats.Report every
+//     ReportInterval with the average concurrency and the arrivals of each revision
+//     that had traffic.
 //
 // # Wiring
 //
@@ -26,9 +43,10 @@
 //	gw := gateway.New(gateway.Options{
 //		ExternalAddr:  "127.0.0.1:8080",
 //		LocalAddr:     "127.0.0.1:8081",
-//		SimulatedPods: true, // ferry up: kwok runs every pod
+//		SimulatedPods: true,       // ferry up: kwok runs every pod
+//		Stats:         autoscaler, // a stats.Sink; or a *stats.Client, added to mgr too
 //	})
-//	if err := gw.SetupWithManager(mgr); err != nil { // binds the listeners
+//	if err := gw.SetupWithManager(mgr); err != nil { // binds the listeners, adds the reporter
 //		return err
 //	}
 //	log.Printf("gateway on %s (external), %s (cluster-local)", gw.ExternalAddr(), gw.LocalAddr())

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,8 @@ type endpointsReconciler struct {
 	// simulatedPods treats every endpoint as simulated (ferry up, where kwok runs
 	// every pod).
 	simulatedPods bool
+	// dialSimulated treats no endpoint as simulated (Options.DialSimulatedPods).
+	dialSimulated bool
 }
 
 func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -72,7 +75,10 @@ func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 // simulatedNodes reports, for each node that hosts an endpoint, whether kwok simulates
 // it. Only node metadata is read, so the cache holds no full Node objects.
 func (r *endpointsReconciler) simulatedNodes(ctx context.Context, endpointSlices []discoveryv1.EndpointSlice) (func(node string) bool, error) {
-	if r.simulatedPods {
+	switch {
+	case r.dialSimulated:
+		return func(string) bool { return false }, nil
+	case r.simulatedPods:
 		return func(string) bool { return true }, nil
 	}
 	fake := map[string]bool{}
@@ -109,7 +115,12 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 		for _, p := range svc.Spec.Ports {
 			se.specPorts = append(se.specPorts, specPort{name: p.Name, port: p.Port})
 		}
+		se.concurrency = positiveAnnotation(svc, servingv1.ContainerConcurrencyAnnotationKey)
+		se.timeout = time.Duration(positiveAnnotation(svc, servingv1.TimeoutSecondsAnnotationKey)) * time.Second
 	}
+	// Each address gets an in-flight counter; the registry replaces it with the one
+	// the address already has.
+	pods := map[string]*podSlot{}
 	// Slices may overlap while the endpoint controller moves endpoints between them.
 	seenByName, seenByNumber := map[string]bool{}, map[string]bool{}
 	for _, s := range endpointSlices {
@@ -133,6 +144,10 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 				// Addresses are fungible; consumers use the first.
 				ip := ep.Addresses[0]
 				t := target{addr: net.JoinHostPort(ip, strconv.Itoa(int(*port.Port))), ip: ip, simulated: simulated(node)}
+				if t.pod = pods[t.addr]; t.pod == nil {
+					t.pod = new(podSlot)
+					pods[t.addr] = t.pod
+				}
 				if !seenByName[name+"/"+t.addr] {
 					seenByName[name+"/"+t.addr] = true
 					se.byName[name] = addTarget(se.byName[name], t)
@@ -153,6 +168,20 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 	return se
 }
 
+// positiveAnnotation reads a whole number the Revision reconciler put on the Service;
+// absent, malformed or not positive, it is 0 (the default applies).
+func positiveAnnotation(svc *corev1.Service, key string) int64 {
+	v, ok := svc.Annotations[key]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
 func addTarget(ts *targetSet, t target) *targetSet {
 	if ts == nil {
 		ts = &targetSet{}
@@ -161,7 +190,8 @@ func addTarget(ts *targetSet, t target) *targetSet {
 	return ts
 }
 
-// sortTargets fixes the round-robin order, so that it does not follow slice order.
+// sortTargets fixes the order in which ties are broken, so that it does not follow
+// slice order.
 func sortTargets(ts *targetSet) {
 	slices.SortFunc(ts.targets, func(a, b target) int { return strings.Compare(a.addr, b.addr) })
 }

@@ -60,12 +60,15 @@ func TestBuildEndpointsPortResolution(t *testing.T) {
 	}
 }
 
+// Idle endpoints (no request in flight) share requests round-robin.
 func TestTargetSetRoundRobin(t *testing.T) {
 	ts := buildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated).
 		targets(intstr.FromInt32(80))
 	var got []string
 	for range 6 {
-		got = append(got, ts.pick().ip)
+		tg := ts.acquire(0)
+		got = append(got, tg.ip)
+		tg.release()
 	}
 	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.3"}; !slices.Equal(got, want) {
 		t.Errorf("picks %v, want %v", got, want)
@@ -90,14 +93,15 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 		).Build()
 
 	for _, tc := range []struct {
-		simulatedPods bool
-		want          map[string]bool
+		simulatedPods, dialSimulated bool
+		want                         map[string]bool
 	}{
 		{simulatedPods: false, want: map[string]bool{"10.0.0.1": false, "10.0.0.2": false, "10.0.0.3": true}},
 		{simulatedPods: true, want: map[string]bool{"10.0.0.1": true, "10.0.0.2": true, "10.0.0.3": true}},
+		{simulatedPods: true, dialSimulated: true, want: map[string]bool{"10.0.0.1": false, "10.0.0.2": false, "10.0.0.3": false}},
 	} {
 		services := newServiceRegistry()
-		r := &endpointsReconciler{client: c, services: services, simulatedPods: tc.simulatedPods}
+		r := &endpointsReconciler{client: c, services: services, simulatedPods: tc.simulatedPods, dialSimulated: tc.dialSimulated}
 		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +110,7 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 			got[tg.ip] = tg.simulated
 		}
 		if !maps.Equal(got, tc.want) {
-			t.Errorf("SimulatedPods=%v: simulated %v, want %v", tc.simulatedPods, got, tc.want)
+			t.Errorf("SimulatedPods=%v DialSimulatedPods=%v: simulated %v, want %v", tc.simulatedPods, tc.dialSimulated, got, tc.want)
 		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // fuzzRules are served by the fuzzed gateway. Every split goes to its own revision on
-// a simulated pod, so the answer names the revision that was chosen without any
-// network traffic.
+// a simulated pod, so the gateway's own answer names the revision that was chosen
+// without any network traffic.
 var fuzzRules = []v1alpha1.IngressRule{
 	externalRule([]string{"app.example.com", "App.Other.example.com"},
 		path("", splitTo("root", 100)),
@@ -70,7 +70,8 @@ func FuzzRouteHost(f *testing.F) {
 	}
 
 	g := New(Options{})
-	p := &proxy{external: true, table: g.programmer.table, roll: newSeededRoll(1), metrics: g.metrics}
+	p := g.handler(true)
+	p.roll = newSeededRoll(1)
 	for _, rule := range fuzzRules {
 		for _, path := range rule.HTTP.Paths {
 			name := path.Splits[0].ServiceName
@@ -107,11 +108,11 @@ func FuzzRouteHost(f *testing.F) {
 				t.Fatalf("Host %q was rejected but is %q", host, canonical)
 			}
 			return
-		case http.StatusServiceUnavailable:
+		case http.StatusOK:
 			body := w.Body.String()
-			const prefix = "ferry: routed to revision "
-			if !strings.HasPrefix(body, prefix) {
-				t.Fatalf("503 body %q", body)
+			const prefix = "Hello from revision "
+			if !strings.HasPrefix(body, prefix) || w.Header().Get("X-Ferry-Simulated") != "true" {
+				t.Fatalf("200 body %q, headers %v", body, w.Header())
 			}
 			got, _, _ = strings.Cut(strings.TrimPrefix(body, prefix), " ")
 		case http.StatusNotFound:

@@ -31,8 +31,11 @@ type Gateway struct {
 	programmer *programmer
 	metrics    *metrics
 	forwarder  *forwarder
-	external   *listener
-	local      *listener
+	activator  *activator
+	// reporter sends the load reports; nil without Options.Stats.
+	reporter *reporter
+	external *listener
+	local    *listener
 }
 
 // New returns a Gateway; SetupWithManager wires it into a manager.
@@ -40,25 +43,32 @@ func New(opts Options) *Gateway {
 	opts = opts.withDefaults()
 	services := newServiceRegistry()
 	m := newMetrics()
-	return &Gateway{
+	g := &Gateway{
 		opts:       opts,
 		services:   services,
 		programmer: newProgrammer(services),
 		metrics:    m,
 		forwarder:  newForwarder(opts, m),
+		activator:  newActivator(opts, m),
 	}
+	if opts.Stats != nil {
+		g.activator.active = &activeSet{}
+		g.reporter = newReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
+	}
+	return g
 }
 
 // readHeaderTimeout bounds the time a client may take to send its request headers, so
 // slow clients cannot hold connections open for free.
 const readHeaderTimeout = 10 * time.Second
 
-// SetupWithManager registers the metrics, the KIngress and endpoint reconcilers, and
-// the listeners as a manager Runnable. The listeners bind here, so a port in use fails
-// setup and the chosen addresses are known before the manager starts.
+// SetupWithManager registers the metrics, the KIngress and endpoint reconcilers, the
+// listeners as a manager Runnable, and with Options.Stats the load reporter as
+// another. The listeners bind here, so a port in use fails setup and the chosen
+// addresses are known before the manager starts.
 //
-// Every replica programs its own table and serves, so neither the reconcilers nor the
-// listeners wait for leader election.
+// Every replica programs its own table, serves and reports, so neither the
+// reconcilers nor the listeners nor the reporter wait for leader election.
 func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 	if err := g.metrics.register(g.opts.Registry); err != nil {
 		return fmt.Errorf("registering gateway metrics: %w", err)
@@ -86,7 +96,8 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
 	}
 
-	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: g.services, simulatedPods: g.opts.SimulatedPods}
+	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: g.services,
+		simulatedPods: g.opts.SimulatedPods, dialSimulated: g.opts.DialSimulatedPods}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway-endpoints").
 		For(&corev1.Service{}).
@@ -96,6 +107,11 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
 	}
 
+	if g.reporter != nil {
+		if err := mgr.Add(g.reporter); err != nil {
+			return fmt.Errorf("adding the gateway's load reporter: %w", err)
+		}
+	}
 	if err := g.bind(); err != nil {
 		return err
 	}
@@ -117,7 +133,7 @@ func (g *Gateway) bind() error {
 
 // servers is the Runnable that serves the bound listeners.
 func (g *Gateway) servers() *listeners {
-	return &listeners{all: []*listener{g.external, g.local}, drainTimeout: g.opts.DrainTimeout}
+	return &listeners{all: []*listener{g.external, g.local}, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
 }
 
 // sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
@@ -152,6 +168,7 @@ func (g *Gateway) handler(external bool) *proxy {
 		table:     g.programmer.table,
 		roll:      rand.IntN,
 		forwarder: g.forwarder,
+		activator: g.activator,
 		metrics:   g.metrics,
 	}
 }
@@ -186,6 +203,8 @@ func (l *listener) addr() string {
 type listeners struct {
 	all          []*listener
 	drainTimeout time.Duration
+	// onDrain runs when draining begins.
+	onDrain func()
 }
 
 func (ls *listeners) Start(ctx context.Context) error {
@@ -201,6 +220,11 @@ func (ls *listeners) Start(ctx context.Context) error {
 	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), ls.drainTimeout)
 	defer cancel()
+	// Held requests are answered at once (503): they may wait minutes for a pod,
+	// and the client can retry on another replica.
+	if ls.onDrain != nil {
+		ls.onDrain()
+	}
 	for _, l := range ls.all {
 		// Shutdown stops accepting and waits for in-flight requests to finish.
 		if shutdownErr := l.server.Shutdown(drainCtx); shutdownErr != nil {

@@ -15,6 +15,10 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	upstream *prometheus.HistogramVec
+	// The activator's series have no labels: a held request costs no lookup.
+	activationWait prometheus.Histogram
+	releaseDelay   prometheus.Histogram
+	queued         prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -28,6 +32,21 @@ func newMetrics() *metrics {
 			Help:    "Time from sending a request upstream to receiving the response headers, by revision.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5ms to 16s
 		}, []string{"revision"}),
+		activationWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ferry_gateway_activation_wait_seconds",
+			Help:    "Time requests were held for a ready pod, or a pod below containerConcurrency, before being forwarded.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 19), // 1ms to 262s
+		}),
+		releaseDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ferry_gateway_release_delay_seconds",
+			Help: "Time from the endpoints update that gave a revision a ready pod to a held request being forwarded: " +
+				"the gateway's own share of a cold start.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 0.1ms to 3.3s
+		}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ferry_gateway_queued_requests",
+			Help: "Requests held by the gateway for want of a ready pod or a free containerConcurrency slot.",
+		}),
 	}
 }
 
@@ -38,7 +57,16 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if m.requests, err = registerOrReuse(reg, m.requests); err != nil {
 		return err
 	}
-	m.upstream, err = registerOrReuse(reg, m.upstream)
+	if m.upstream, err = registerOrReuse(reg, m.upstream); err != nil {
+		return err
+	}
+	if m.activationWait, err = registerOrReuse(reg, m.activationWait); err != nil {
+		return err
+	}
+	if m.releaseDelay, err = registerOrReuse(reg, m.releaseDelay); err != nil {
+		return err
+	}
+	m.queued, err = registerOrReuse(reg, m.queued)
 	return err
 }
 

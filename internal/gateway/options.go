@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"net"
+	"os"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -27,15 +29,40 @@ type Options struct {
 	PrivateDomain string
 
 	// SimulatedPods says every endpoint is a kwok-simulated pod with no process behind
-	// it (ferry up sets it): requests are answered at once with a 503 that names the
-	// revision they were routed to. Without it, only endpoints on nodes annotated
+	// it (ferry up sets it): the gateway answers for the pod itself, 200 with a body
+	// that names the revision and the pod and the header X-Ferry-Simulated: true.
+	// Such answers take the same path as forwarded requests (holding, accounting,
+	// containerConcurrency). Without it, only endpoints on nodes annotated
 	// kwok.x-k8s.io/node=fake are treated so.
 	SimulatedPods bool
+	// DialSimulatedPods forwards requests for kwok's pods like any others, through
+	// DialContext, instead of answering for them; it overrides SimulatedPods. For
+	// tests whose DialContext serves each pod address from an in-process server.
+	DialSimulatedPods bool
 
-	// RequestTimeout bounds how long a revision may take to begin replying, as
+	// RequestTimeout is the revision timeout of revisions whose Service does not
+	// carry serving.ferry.dev/timeout-seconds: how long, from its arrival, a request
+	// may be held for want of a pod and then wait for the pod to begin replying, as
 	// Knative's revision timeout does (a streamed body or an upgraded connection may
-	// last longer); past it the client gets 504. Default 5m, Knative's default.
+	// last longer). Past it the client gets 504. Default 5m, Knative's default.
 	RequestTimeout time.Duration
+	// MaxQueued bounds, per revision and gateway replica, the requests held while the
+	// revision has no ready pod or no pod below its containerConcurrency; more get
+	// 503 with Retry-After at once. Default 1000 (Knative's activator has no bound
+	// with containerConcurrency 0, and 10,000 per revision otherwise). Negative:
+	// nothing is held, such requests get that 503 at once.
+	MaxQueued int
+
+	// Stats receives the gateway's load reports and pokes: every ReportInterval one
+	// stats.Report with a Stat per revision that had requests in the period, and a
+	// Poke when a request for a revision without a ready pod is held. nil: nothing
+	// is reported (requests are still counted, with a few atomic adds, to balance
+	// them across pods).
+	Stats stats.Sink
+	// ReportInterval is the reporting period. Default 1s.
+	ReportInterval time.Duration
+	// Source names this replica in its reports. Default: the host name.
+	Source string
 	// IdleTimeout closes idle keep-alive connections, client and upstream side.
 	// Default 90s.
 	IdleTimeout time.Duration
@@ -64,6 +91,11 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.PublicDomain, "ferry-gateway.ferry-system.svc.cluster.local")
 	setDefault(&o.PrivateDomain, "ferry-gateway-local.ferry-system.svc.cluster.local")
 	setDefault(&o.RequestTimeout, 5*time.Minute)
+	setDefault(&o.MaxQueued, 1000)
+	setDefault(&o.ReportInterval, time.Second)
+	if o.Source == "" {
+		o.Source, _ = os.Hostname()
+	}
 	setDefault(&o.IdleTimeout, 90*time.Second)
 	setDefault(&o.DialTimeout, 2*time.Second)
 	setDefault(&o.DrainTimeout, 25*time.Second)

@@ -20,6 +20,7 @@ type proxy struct {
 	// roll returns a uniform int in [0,n) for split selection; tests fix it.
 	roll      func(n int) int
 	forwarder *forwarder
+	activator *activator
 	metrics   *metrics
 }
 
@@ -30,6 +31,10 @@ type routedRequest struct {
 	split    *split
 	target   *target
 	revision string
+	// start is the arrival; deadline is start plus the revision timeout, which
+	// bounds holding and then the wait for the response headers.
+	start    time.Time
+	deadline time.Time
 	sent     time.Time
 	// code is the status returned to the client, for metrics.
 	code int
@@ -54,26 +59,42 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sp := rt.pick(p.roll)
-	endpoints := sp.service.endpoints.Load()
-	revision := sp.service.revisionName(endpoints)
-	targets := endpoints.targets(sp.port)
-	if targets.empty() {
-		p.reject(w, sp.service, host, revision, http.StatusServiceUnavailable,
-			"ferry: routed to revision %s, which has no ready endpoints\n", revision)
+	svc := sp.service
+	se := svc.endpoints.Load()
+	start := time.Now()
+	rr := &routedRequest{route: rt, split: sp, revision: svc.revisionName(se), start: start,
+		deadline: start.Add(se.timeoutOr(p.activator.timeout))}
+	// From here until finish the request counts as in flight for its revision, held
+	// or not: it is demand. Deferred, as the forwarder aborts the handler with a
+	// panic when the upstream body breaks off after the headers went out.
+	svc.load.begin(micros(start), p.activator.active)
+	defer p.finish(svc, host, rr)
+	targets := se.targets(sp.port)
+	if rr.target = targets.acquire(se.limit()); rr.target == nil {
+		if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
+			return
+		}
+	}
+	if rr.target.simulated {
+		answerSimulated(w, rr)
 		return
 	}
-	t := targets.pick()
-	if t.simulated {
-		p.reject(w, sp.service, host, revision, http.StatusServiceUnavailable,
-			"ferry: routed to revision %s (pod %s is simulated by kwok; no process serves it)\n", revision, t.ip)
-		return
-	}
-
-	rr := &routedRequest{route: rt, split: sp, target: t, revision: revision}
-	// Deferred: the forwarder aborts the handler with a panic when the upstream body
-	// breaks off after the headers went out.
-	defer func() { p.metrics.countRequest(sp.service, host, rr.code, revision) }()
 	p.forwarder.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routedRequestKey{}, rr)))
+}
+
+// finish ends a routed request: its slot on the endpoint is given back (waking a
+// waiter if one waits for it), its time in flight is accounted, and its answer
+// counted.
+func (p *proxy) finish(svc *service, host string, rr *routedRequest) {
+	if rr.target != nil {
+		rr.target.release()
+		// One atomic load while nobody waits, which is nearly always.
+		if svc.room.waiting.Load() > 0 {
+			svc.room.slotFreed()
+		}
+	}
+	svc.load.end(micros(time.Now()))
+	p.metrics.countRequest(svc, host, rr.code, rr.revision)
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
@@ -129,9 +150,8 @@ func newFallbackTransport(opts Options, dial func(context.Context, string, strin
 		// that pay a TCP handshake.
 		MaxIdleConnsPerHost: maxIdlePerAddr,
 		IdleConnTimeout:     opts.IdleTimeout,
-		// Knative's revision timeout: how long a revision may take to begin its
-		// reply. A streamed body or an upgraded connection may then last longer.
-		ResponseHeaderTimeout: opts.RequestTimeout,
+		// No ResponseHeaderTimeout: the revision timeout differs per revision, and
+		// upstream.roundTripFallback enforces it per request.
 		// Pass the client's Accept-Encoding through instead of negotiating gzip
 		// and decompressing on the client's behalf.
 		DisableCompression:    true,
@@ -180,8 +200,8 @@ func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// isTimeout recognizes the transport's ResponseHeaderTimeout, a net.Error whose
-// Timeout is true. A dial that timed out is not one: nothing answered at all, 502.
+// isTimeout recognizes a revision that did not begin its answer in time
+// (errHeaderTimeout, a net.Error whose Timeout is true). A dial that timed out is not one: nothing answered at all, 502.
 func isTimeout(err error) bool {
 	var ne net.Error
 	var op *net.OpError

@@ -24,6 +24,13 @@ type testGateway struct {
 
 func startGateway(t testing.TB, opts Options) *testGateway {
 	t.Helper()
+	return startGatewayReporting(t, opts, true)
+}
+
+// startGatewayReporting starts the reporter too if runReporter, else a test calls
+// its collect.
+func startGatewayReporting(t testing.TB, opts Options, runReporter bool) *testGateway {
+	t.Helper()
 	opts.ExternalAddr, opts.LocalAddr = "127.0.0.1:0", "127.0.0.1:0"
 	opts.Registry = prometheus.NewRegistry()
 	g := New(opts)
@@ -34,12 +41,21 @@ func startGateway(t testing.TB, opts Options) *testGateway {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- g.servers().Start(ctx) }()
+	reporting := runReporter && g.reporter != nil
+	if reporting {
+		go func() { done <- g.reporter.Start(ctx) }()
+	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("listeners: %v", err)
+		}
+		if reporting {
+			if err := <-done; err != nil {
+				t.Errorf("reporter: %v", err)
+			}
 		}
 	})
 	return &testGateway{Gateway: g, t: t}
@@ -110,7 +126,7 @@ func newEchoBackend(t *testing.T, name string) *httptest.Server {
 }
 
 // get sends a request with the given Host and decodes an echo, returning the status
-// and body for non-200 answers.
+// and body for other answers (non-200, or not an echo backend's JSON).
 func get(t *testing.T, url, host string, header http.Header) (int, string, *echo) {
 	t.Helper()
 	req, err := http.NewRequest("GET", url, nil)
@@ -126,7 +142,7 @@ func get(t *testing.T, url, host string, header http.Header) (int, string, *echo
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
 		b, err := io.ReadAll(res.Body)
 		if err != nil {
 			t.Fatal(err)

@@ -88,7 +88,7 @@ func TestProxyVisibility(t *testing.T) {
 }
 
 func TestProxyErrorAnswers(t *testing.T) {
-	g := startGateway(t, Options{})
+	g := startGateway(t, Options{RequestTimeout: 100 * time.Millisecond})
 	closed := newEchoBackend(t, "gone")
 	closed.Close()
 	g.serve("gone-1", closed)
@@ -107,8 +107,8 @@ func TestProxyErrorAnswers(t *testing.T) {
 	}{
 		{host: "nope.example.com", path: "/", code: 404, body: "ferry: no route for host \"nope.example.com\"\n"},
 		{host: "app.example.com", path: "/", code: 404, body: "ferry: no route for app.example.com/\n"},
-		{host: "app.example.com", path: "/empty", code: 503, body: "ferry: routed to revision empty-1, which has no ready endpoints\n"},
-		{host: "app.example.com", path: "/kwok", code: 503, body: "ferry: routed to revision kwok-1 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n"},
+		{host: "app.example.com", path: "/empty", code: 504, body: "ferry: revision empty-1 did not get a ready pod within 100ms\n"},
+		{host: "app.example.com", path: "/kwok", code: 200, body: "Hello from revision kwok-1 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n"},
 		{host: "app.example.com", path: "/gone", code: 502, body: "ferry: revision gone-1: upstream " + closed.Listener.Addr().String() + " failed: "},
 	} {
 		code, body, _ := get(t, g.externalURL(tc.path), tc.host, nil)
@@ -119,7 +119,7 @@ func TestProxyErrorAnswers(t *testing.T) {
 	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("", "404", "")); got != 1 {
 		t.Errorf("unknown-host requests counted %v times under host=\"\"", got)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "503", "kwok-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "kwok-1")); got != 1 {
 		t.Errorf("simulated-pod requests counted %v times", got)
 	}
 }

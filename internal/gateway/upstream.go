@@ -43,7 +43,7 @@ type upstreamConn struct {
 
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fastPath(req) {
-		return u.fallback.RoundTrip(req)
+		return u.roundTripFallback(req)
 	}
 	for {
 		c, reused, err := u.conn(req.Context(), req.URL.Host)
@@ -61,6 +61,36 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// headerDeadline is when the response headers must have arrived: the routed request's
+// deadline (its revision timeout from its arrival), else headerTimeout from now.
+func (u *upstream) headerDeadline(req *http.Request) time.Time {
+	if rr, ok := req.Context().Value(routedRequestKey{}).(*routedRequest); ok && !rr.deadline.IsZero() {
+		return rr.deadline
+	}
+	return time.Now().Add(u.headerTimeout)
+}
+
+// roundTripFallback sends req through http.Transport, whose ResponseHeaderTimeout is
+// one value for all requests; the header deadline is a timer that cancels the
+// request instead, and is stopped once the headers are in.
+func (u *upstream) roundTripFallback(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := time.AfterFunc(time.Until(u.headerDeadline(req)), func() { cancel(errHeaderTimeout) })
+	res, err := u.fallback.RoundTrip(req.WithContext(ctx))
+	if timer.Stop() {
+		// The headers came in time; the context lives on with the body (or the
+		// upgraded connection) and ends with the client's request.
+		return res, err
+	}
+	if err == nil {
+		res.Body.Close() // the timer may have cut the body off
+	}
+	if req.Context().Err() != nil {
+		return nil, req.Context().Err()
+	}
+	return nil, errHeaderTimeout
 }
 
 // fastPath selects the requests that need neither a concurrent body writer nor
@@ -171,7 +201,7 @@ func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request) (*http.Respo
 	if err := c.bw.Flush(); err != nil {
 		return nil, err
 	}
-	c.SetReadDeadline(time.Now().Add(u.headerTimeout))
+	c.SetReadDeadline(u.headerDeadline(req))
 	// The first byte tells a backend that hung up on an idle connection (EOF before
 	// any answer, which closedWhileIdle retries) from one that broke off its answer.
 	if _, err := c.br.Peek(1); err != nil {

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/admission"
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -46,6 +48,15 @@ type Options struct {
 	// The renew deadline and retry period follow from it in controller-runtime's
 	// proportions (2/3 and 2/15).
 	LeaseDuration time.Duration
+	// StatsAddr, with the reconcilers, is where the autoscaler takes the gateways'
+	// load reports ("" or "0": nowhere; a gateway in the same manager reports
+	// in-process either way).
+	StatsAddr string
+	// AutoscalerAddress, for a gateway without the reconcilers beside it, is the
+	// host:port of the controllers' StatsAddr; its reports go to every address the
+	// host resolves to ("": the gateway reports to no one and cannot wake a Revision
+	// at zero).
+	AutoscalerAddress string
 	// SkipNameValidation lets one process build Ferry more than once (tests):
 	// controller-runtime otherwise refuses a second controller of the same name.
 	SkipNameValidation bool
@@ -67,7 +78,7 @@ type Ferry struct {
 // Scheme returns a scheme with Kubernetes' kinds and Ferry's.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme, autoscalingv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // only a programming error: the kinds are fixed at build time
 		}
@@ -126,8 +137,30 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 			return nil, fmt.Errorf("setting up admission: %w", err)
 		}
 	}
+	if opts.StatsAddr != "" && opts.StatsAddr != "0" && f.Controllers != nil {
+		srv, err := newStatsServer(opts.StatsAddr, f.Controllers.Autoscaler)
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(srv); err != nil {
+			return nil, fmt.Errorf("adding the stats listener: %w", err)
+		}
+	}
 	if opts.Gateway != nil {
-		f.Gateway = gateway.New(*opts.Gateway)
+		gopts := *opts.Gateway
+		if gopts.Stats == nil {
+			switch {
+			case f.Controllers != nil:
+				gopts.Stats = f.Controllers.Autoscaler
+			case opts.AutoscalerAddress != "":
+				c := stats.NewClient(opts.AutoscalerAddress)
+				if err := mgr.Add(c); err != nil {
+					return nil, fmt.Errorf("adding the stats client: %w", err)
+				}
+				gopts.Stats = c
+			}
+		}
+		f.Gateway = gateway.New(gopts)
 		if err := f.Gateway.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("setting up the gateway: %w", err)
 		}

@@ -12,12 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/metrics"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
@@ -82,6 +84,9 @@ type Options struct {
 type Controllers struct {
 	// Tracker holds which Routes read which Configurations and Revisions.
 	Tracker *tracker.Tracker
+	// Autoscaler takes the gateways' load reports (it is their stats.Sink) and
+	// decides for the PodAutoscaler reconciler.
+	Autoscaler *autoscaler.Autoscaler
 }
 
 // SetupWithManager registers the Service, Configuration, Revision, Route and
@@ -113,8 +118,19 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return nil, err
 	}
 	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller", "Revision"), Refused: refused(),
-		ProgressDeadline: func() time.Duration { return opts.Config().Deployment.ProgressDeadline }, AfterRead: opts.AfterRead}
+		ProgressDeadline: func() time.Duration { return opts.Config().Deployment.ProgressDeadline },
+		Autoscaler:       func() *config.Autoscaler { return opts.Config().Autoscaler }, AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
+		return nil, err
+	}
+	decisions := tracker.NewQueueSource()
+	as := autoscaler.New(decisions.Enqueue)
+	if err := mgr.Add(as); err != nil {
+		return nil, fmt.Errorf("adding the autoscaler: %w", err)
+	}
+	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler"),
+		Refused: refused(), Autoscaler: as, Config: opts.Config}
+	if err := pa.SetupWithManager(mgr, decisions, opts.Workers); err != nil {
 		return nil, err
 	}
 	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
@@ -138,7 +154,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	})); err != nil {
 		return nil, fmt.Errorf("exporting the tracker's size: %w", err)
 	}
-	return &Controllers{Tracker: t}, nil
+	return &Controllers{Tracker: t, Autoscaler: as}, nil
 }
 
 func withDefaults(o Options) Options {

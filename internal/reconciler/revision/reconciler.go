@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
@@ -45,7 +47,10 @@ type Reconciler struct {
 	// ProgressDeadline returns config-deployment's progress-deadline now; a
 	// Revision's own annotation overrides it.
 	ProgressDeadline func() time.Duration
-	AfterRead        func()
+	// Autoscaler returns config-autoscaler now: the class and initial scale of new
+	// Revisions.
+	Autoscaler func() *config.Autoscaler
+	AfterRead  func()
 }
 
 // SetupWithManager registers the controller. Pods belong to ReplicaSets, not to the
@@ -63,6 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&v1.Revision{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
 		Watches(&appsv1.Deployment{}, oldestfirst.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
 		Watches(&corev1.Service{}, oldestfirst.Owner(mgr, &v1.Revision{})).
+		Watches(&av1alpha1.PodAutoscaler{}, oldestfirst.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: autoscalerChanged})).
 		Watches(&corev1.Pod{}, oldestfirst.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
 			UpdateFunc: func(e event.UpdateEvent) bool {
@@ -83,6 +89,18 @@ func deploymentChanged(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions) ||
 		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
+}
+
+// autoscalerChanged reports an update to what the Revision mirrors from its
+// PodAutoscaler, or to what the Revision sets on it.
+func autoscalerChanged(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld.(*av1alpha1.PodAutoscaler), e.ObjectNew.(*av1alpha1.PodAutoscaler)
+	return o.Generation != n.Generation ||
+		!equality.Semantic.DeepEqual(o.Status.DesiredScale, n.Status.DesiredScale) ||
+		!equality.Semantic.DeepEqual(o.Status.ActualScale, n.Status.ActualScale) ||
+		!sameCondition(o.Status.GetCondition(av1alpha1.PodAutoscalerConditionActive), n.Status.GetCondition(av1alpha1.PodAutoscalerConditionActive)) ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(o.Annotations, n.Annotations)
 }
 
 func podToRevision(_ context.Context, o client.Object) []reconcile.Request {
@@ -120,16 +138,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := v1.RevisionConditions.Manage(&status.Status)
 	m.InitializeConditions()
 
-	// The Service and the Deployment do not depend on each other: on a Revision's first
-	// reconcile, creating them side by side takes one API round trip instead of two.
+	// The Service, the Deployment and the PodAutoscaler do not depend on each other:
+	// on a Revision's first reconcile, creating them side by side takes one API round
+	// trip instead of three.
+	as := r.Autoscaler()
 	svcErr := make(chan error, 1)
 	go func() { svcErr <- r.reconcileService(ctx, rev, resources.MakeService(want)) }()
-	d, depErr := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, resources.ProgressDeadline(rev, r.ProgressDeadline())))
+	var pa *av1alpha1.PodAutoscaler
+	paErr := make(chan error, 1)
+	go func() {
+		var err error
+		pa, err = r.reconcilePodAutoscaler(ctx, rev, resources.MakePodAutoscaler(want, as))
+		paErr <- err
+	}()
+	d, depErr := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, resources.ProgressDeadline(rev, r.ProgressDeadline()), resources.InitialReplicas(want, as)))
 	for _, e := range []struct {
 		err  error
 		kind string
 		name string
-	}{{<-svcErr, "Service", rev.Name}, {depErr, "Deployment", resources.DeploymentName(rev)}} {
+	}{{<-svcErr, "Service", rev.Name}, {depErr, "Deployment", resources.DeploymentName(rev)}, {<-paErr, "PodAutoscaler", rev.Name}} {
 		refused, isRefused := refusal.As(e.err)
 		switch {
 		case errors.Is(e.err, errNotOwned):
@@ -153,6 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		pods = list.Items
 	}
 	propagateDeployment(status, m, d, pods)
+	propagateAutoscaler(status, m, pa)
 	return r.Status.Write(ctx, rev, &rev.Status, status)
 }
 
@@ -169,11 +197,13 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, 
 		return nil, err
 	case !metav1.IsControlledBy(have, rev):
 		return nil, errNotOwned
-	case equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels):
+	}
+	// Replicas were set at creation; since then they are the autoscaler's.
+	desired.Spec.Replicas = have.Spec.Replicas
+	if equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels) {
 		return have, nil
 	}
 	upd := have.DeepCopy()
-	upd.Spec.Replicas = desired.Spec.Replicas
 	upd.Spec.ProgressDeadlineSeconds = desired.Spec.ProgressDeadlineSeconds
 	upd.Spec.Template = desired.Spec.Template
 	upd.Labels = merge(upd.Labels, desired.Labels)
@@ -190,14 +220,46 @@ func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, des
 		return err
 	case !metav1.IsControlledBy(have, rev):
 		return errNotOwned
-	case equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels):
+	case equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels) &&
+		sameKeys(have.Annotations, desired.Annotations, v1.ContainerConcurrencyAnnotationKey, v1.TimeoutSecondsAnnotationKey):
 		return nil
 	}
 	upd := have.DeepCopy()
 	upd.Spec.Selector = desired.Spec.Selector
 	upd.Spec.Ports = desired.Spec.Ports
 	upd.Labels = merge(upd.Labels, desired.Labels)
+	upd.Annotations = withOnly(upd.Annotations, desired.Annotations, v1.ContainerConcurrencyAnnotationKey, v1.TimeoutSecondsAnnotationKey)
 	return r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
+}
+
+// reconcilePodAutoscaler returns the Revision's PodAutoscaler, creating it or putting
+// back what the Revision sets: its spec, labels and annotations.
+func (r *Reconciler) reconcilePodAutoscaler(ctx context.Context, rev *v1.Revision, desired *av1alpha1.PodAutoscaler) (*av1alpha1.PodAutoscaler, error) {
+	have := &av1alpha1.PodAutoscaler{}
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
+	switch {
+	case apierrors.IsNotFound(err):
+		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
+	case err != nil:
+		return nil, err
+	case !metav1.IsControlledBy(have, rev):
+		return nil, errNotOwned
+	}
+	// A class defaulted from config-autoscaler is chosen once, at creation, as in
+	// Knative: a later change of pod-autoscaler-class applies to new Revisions.
+	if _, set := rev.Annotations[av1alpha1.ClassAnnotationKey]; !set {
+		if c, ok := have.Annotations[av1alpha1.ClassAnnotationKey]; ok {
+			desired.Annotations[av1alpha1.ClassAnnotationKey] = c
+		}
+	}
+	if equality.Semantic.DeepEqual(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels) && hasAll(have.Annotations, desired.Annotations) {
+		return have, nil
+	}
+	upd := have.DeepCopy()
+	upd.Spec = desired.Spec
+	upd.Labels = merge(upd.Labels, desired.Labels)
+	upd.Annotations = merge(upd.Annotations, desired.Annotations)
+	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
 }
 
 // hasAll reports whether have holds every key of want with the same value.
@@ -218,6 +280,34 @@ func merge(have, want map[string]string) map[string]string {
 	}
 	for k, v := range want {
 		out[k] = v
+	}
+	return out
+}
+
+// sameKeys reports whether have and want agree on keys, present or absent.
+func sameKeys(have, want map[string]string, keys ...string) bool {
+	for _, k := range keys {
+		hv, hok := have[k]
+		wv, wok := want[k]
+		if hok != wok || hv != wv {
+			return false
+		}
+	}
+	return true
+}
+
+// withOnly returns have with keys as want has them: set, or removed.
+func withOnly(have, want map[string]string, keys ...string) map[string]string {
+	out := make(map[string]string, len(have)+len(keys))
+	for k, v := range have {
+		out[k] = v
+	}
+	for _, k := range keys {
+		if v, ok := want[k]; ok {
+			out[k] = v
+		} else {
+			delete(out, k)
+		}
 	}
 	return out
 }

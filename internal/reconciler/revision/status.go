@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
@@ -176,3 +177,36 @@ func deref(p *int32) int32 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// propagateAutoscaler mirrors the PodAutoscaler, which owns the scale: the replicas it
+// wants and sees, and its Active condition with Knative's reasons (NoTraffic at zero,
+// Queued while waking, TimedOut). A Revision at zero stays Ready: Active does not count.
+func propagateAutoscaler(status *v1.RevisionStatus, m duck.ConditionManager, pa *av1alpha1.PodAutoscaler) {
+	if pa == nil {
+		return
+	}
+	if pa.Status.DesiredScale != nil {
+		status.DesiredReplicas = ptr(*pa.Status.DesiredScale)
+	}
+	if pa.Status.ActualScale != nil {
+		status.ActualReplicas = ptr(*pa.Status.ActualScale)
+	}
+	c := pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionActive)
+	switch {
+	case c == nil:
+	case c.Status == corev1.ConditionTrue:
+		m.MarkTrue(v1.RevisionConditionActive)
+	case c.Status == corev1.ConditionFalse:
+		m.MarkFalse(v1.RevisionConditionActive, c.Reason, "%s", c.Message)
+	case c.Reason != "" && c.Reason != av1alpha1.ReasonInitializing:
+		m.MarkUnknown(v1.RevisionConditionActive, c.Reason, "%s", c.Message)
+	}
+}
+
+// sameCondition compares what a condition says, not when it was last seen.
+func sameCondition(a, b *duck.Condition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
+}

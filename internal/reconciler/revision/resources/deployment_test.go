@@ -21,25 +21,6 @@ func revision(annotations map[string]string, ports ...corev1.ContainerPort) *v1.
 	return rev
 }
 
-func TestReplicas(t *testing.T) {
-	tests := []struct {
-		annotations map[string]string
-		want        int32
-	}{
-		{nil, 1},
-		{map[string]string{v1.MinScaleAnnotationKey: "3"}, 3},
-		{map[string]string{v1.MinScaleAnnotationKey: "0", v1.InitialScaleAnnotationKey: "2"}, 2},
-		{map[string]string{v1.InitialScaleAnnotationKey: "0"}, 0},
-		{map[string]string{v1.MinScaleAnnotationKey: "5", v1.MaxScaleAnnotationKey: "2"}, 2},
-		{map[string]string{v1.MinScaleAnnotationKey: "lots"}, 1},
-	}
-	for _, tc := range tests {
-		if got := Replicas(revision(tc.annotations)); got != tc.want {
-			t.Errorf("Replicas(%v) = %d, want %d", tc.annotations, got, tc.want)
-		}
-	}
-}
-
 func TestMakeDeployment(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -52,7 +33,7 @@ func TestMakeDeployment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rev := revision(nil, tc.ports...)
-			d := MakeDeployment(rev, 120)
+			d := MakeDeployment(rev, 120, 1)
 			if d.Name != "hello-00001-deployment" || !metav1.IsControlledBy(d, rev) {
 				t.Errorf("metadata = %+v", d.ObjectMeta)
 			}
@@ -119,7 +100,7 @@ func TestProbePorts(t *testing.T) {
 			rev := revision(nil, tc.ports...)
 			c := &rev.Spec.Containers[0]
 			c.ReadinessProbe, c.LivenessProbe = tc.probe.DeepCopy(), tc.probe.DeepCopy()
-			got := MakeDeployment(rev, 600).Spec.Template.Spec.Containers[0]
+			got := MakeDeployment(rev, 600, 1).Spec.Template.Spec.Containers[0]
 			for _, p := range []*corev1.Probe{got.ReadinessProbe, got.LivenessProbe} {
 				if !tc.check(p) {
 					t.Errorf("probe = %+v", p)

@@ -1,0 +1,221 @@
+package autoscaler
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+)
+
+// Tick is how often the Autoscaler decides for Revisions with load: Knative's.
+const Tick = 2 * time.Second
+
+// NoDecision is a desired scale the reconciler must not act on: nothing is known yet.
+const NoDecision = -1
+
+// Autoscaler keeps Revisions' load and decider state. It is a stats.Sink for the
+// gateways and a manager Runnable that ticks on the leader.
+type Autoscaler struct {
+	// notify tells the PodAutoscaler reconciler that key's decision changed.
+	notify func(key types.NamespacedName)
+	now    func() time.Time
+	tick   time.Duration
+
+	mu   sync.Mutex
+	revs map[types.NamespacedName]*revision
+}
+
+// revision is one Revision's history. Its load is recorded whether or not a
+// PodAutoscaler registered it yet, so that no report is lost to ordering.
+type revision struct {
+	watched bool
+	// since is when the Autoscaler began watching: until a stable window has passed,
+	// an empty history means "not known yet", not "no load" (after a restart).
+	since     time.Time
+	settings  decider.Settings
+	ready     int32
+	reachable bool
+
+	concurrency, rps decider.Window
+	state            decider.State
+	last             decider.Decision
+	decided          bool
+	// seen is the last time load was recorded: unwatched entries without load are
+	// dropped after a while.
+	seen time.Time
+}
+
+// New returns an Autoscaler that calls notify when a decision changes. notify must
+// not block.
+func New(notify func(types.NamespacedName)) *Autoscaler {
+	return &Autoscaler{notify: notify, now: time.Now, tick: Tick, revs: map[types.NamespacedName]*revision{}}
+}
+
+var _ stats.Sink = (*Autoscaler)(nil)
+
+// Report implements stats.Sink: it adds one gateway's period to each Revision's
+// windows. Several gateways' reports for the same second add up.
+func (a *Autoscaler) Report(r stats.Report) {
+	period := r.Period.Seconds()
+	if period <= 0 {
+		period = 1
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range r.Stats {
+		rev := a.getLocked(types.NamespacedName{Namespace: s.Namespace, Name: s.Revision})
+		rev.concurrency.Record(r.Time, s.AverageConcurrency)
+		rev.rps.Record(r.Time, s.Requests/period)
+		rev.seen = r.Time
+	}
+}
+
+// Poke implements stats.Sink: a request is waiting for a Revision with no ready pod.
+// If the Revision's last decision was zero (or there was none), it counts as one
+// request in flight now and the Revision is decided at once.
+func (a *Autoscaler) Poke(namespace, name string) {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	now := a.now()
+	a.mu.Lock()
+	rev := a.getLocked(key)
+	if rev.decided && rev.last.DesiredPods > 0 {
+		a.mu.Unlock()
+		return
+	}
+	rev.concurrency.Record(now, 1)
+	rev.rps.Record(now, 1)
+	rev.seen = now
+	changed := rev.watched && a.decideLocked(rev, now)
+	a.mu.Unlock()
+	if changed {
+		a.notify(key)
+	}
+}
+
+func (a *Autoscaler) getLocked(key types.NamespacedName) *revision {
+	rev, ok := a.revs[key]
+	if !ok {
+		rev = &revision{}
+		a.revs[key] = rev
+	}
+	return rev
+}
+
+// Watch registers or refreshes a PodAutoscaler's settings and what its Deployment
+// has ready; the reconciler calls it on every reconcile.
+func (a *Autoscaler) Watch(key types.NamespacedName, s decider.Settings, ready int32, reachable bool) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rev := a.getLocked(key)
+	if !rev.watched {
+		rev.watched, rev.since = true, now
+		rev.state = decider.NewState(now, ready)
+	}
+	if ready == 0 && rev.ready > 0 && rev.decided && rev.last.DesiredPods == 0 {
+		// At zero the history is over: the next burst is measured from its own start,
+		// not averaged into a window of the idleness that scaled the Revision down.
+		rev.concurrency.Reset()
+		rev.rps.Reset()
+	}
+	rev.settings, rev.ready, rev.reachable = s, ready, reachable
+}
+
+// Forget drops a Revision whose PodAutoscaler is gone.
+func (a *Autoscaler) Forget(key types.NamespacedName) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.revs, key)
+}
+
+// Decision returns the latest decision for a watched Revision, deciding now if there
+// is none yet. DesiredPods is NoDecision while the Revision's load is not known.
+func (a *Autoscaler) Decision(key types.NamespacedName) decider.Decision {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rev, ok := a.revs[key]
+	if !ok || !rev.watched {
+		return decider.Decision{DesiredPods: NoDecision}
+	}
+	if !rev.decided {
+		a.decideLocked(rev, now)
+	}
+	return rev.last
+}
+
+// decideLocked runs the decider for rev and reports whether the outcome changed in a
+// way the reconciler acts on: the desired scale, or the sign of the excess burst
+// capacity (as Knative publishes).
+func (a *Autoscaler) decideLocked(rev *revision, now time.Time) bool {
+	s := rev.settings
+	w := &rev.concurrency
+	if s.Metric == "rps" {
+		w = &rev.rps
+	}
+	var d decider.Decision
+	if w.IsEmpty(now, s.StableWindow) && now.Sub(rev.since) < s.StableWindow {
+		// Nothing recorded since watching began, and not for long: after a restart
+		// the history is simply missing, and zero would scale a busy Revision down.
+		d = decider.Decision{DesiredPods: NoDecision}
+	} else {
+		d = rev.state.Decide(s, now, rev.ready, rev.reachable, w.Average(now, s.StableWindow), w.Average(now, s.PanicWindow))
+	}
+	changed := !rev.decided || d.DesiredPods != rev.last.DesiredPods ||
+		(d.ExcessBurstCapacity < 0) != (rev.last.ExcessBurstCapacity < 0)
+	rev.last, rev.decided = d, true
+	return changed
+}
+
+// Start ticks until ctx ends. It runs on the leader only (NeedLeaderElection): its
+// results wake the leader's reconciler.
+func (a *Autoscaler) Start(ctx context.Context) error {
+	t := time.NewTicker(a.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			for _, key := range a.decideAll() {
+				a.notify(key)
+			}
+		}
+	}
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (a *Autoscaler) NeedLeaderElection() bool { return true }
+
+// idleForget is how long an unwatched Revision's load is kept: long enough for its
+// PodAutoscaler to be created, short enough that load for deleted Revisions goes.
+const idleForget = 5 * time.Minute
+
+// decideAll decides for every watched Revision that can change: one with load in its
+// window, pods to shed, or a panic to leave. An idle Revision at zero is skipped.
+func (a *Autoscaler) decideAll() []types.NamespacedName {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var changed []types.NamespacedName
+	for key, rev := range a.revs {
+		if !rev.watched {
+			if now.Sub(rev.seen) > idleForget {
+				delete(a.revs, key)
+			}
+			continue
+		}
+		if rev.decided && rev.last.DesiredPods == 0 && !rev.last.Panicking && rev.ready == 0 &&
+			rev.concurrency.IsEmpty(now, rev.settings.StableWindow) && rev.rps.IsEmpty(now, rev.settings.StableWindow) {
+			continue
+		}
+		if a.decideLocked(rev, now) {
+			changed = append(changed, key)
+		}
+	}
+	return changed
+}

@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The gateway is Ferry's activator: a request routed to a revision that has no ready
+// endpoint, or none below its containerConcurrency, is held here until one can take
+// it, within the revision's timeout and a per-revision bound, instead of being
+// refused. Nothing polls: an endpoints swap closes the Service's changed channel, and a
+// request that gives back a slot hands a token to the waiters.
+
+// activator is the holding state the two listeners share.
+type activator struct {
+	sink      stats.Sink
+	maxQueued int64
+	// timeout is the revision timeout of Services without the annotation.
+	timeout time.Duration
+	metrics *metrics
+	// active receives the revisions that come out of idleness; nil without a
+	// reporter.
+	active *activeSet
+	// draining is closed when the listeners stop accepting: held requests are
+	// answered then, so that clients retry elsewhere instead of waiting for the
+	// drain timeout.
+	draining  chan struct{}
+	drainOnce sync.Once
+}
+
+func newActivator(opts Options, m *metrics) *activator {
+	return &activator{sink: opts.Stats, maxQueued: int64(opts.MaxQueued), timeout: opts.RequestTimeout, metrics: m,
+		draining: make(chan struct{})}
+}
+
+// drain answers the held requests and those that would be.
+func (a *activator) drain() { a.drainOnce.Do(func() { close(a.draining) }) }
+
+// waitRoom is where a Service's held requests wait. waiting is read on every release
+// of a slot, so that releases cost one atomic load while nobody waits.
+type waitRoom struct {
+	// waiting counts the held requests of the Service, for its bound and its poke.
+	waiting atomic.Int64
+
+	mu sync.Mutex
+	// lines are the waiters by the split port they route to: a slot freed on one
+	// port's endpoint is of no use to the others', so each line gets its own token.
+	lines []*waitLine
+}
+
+// waitLine is the requests waiting for one port of a Service. tokens holds at most
+// one wake-up: a release that finds the line waiting leaves one, and the waiter that
+// takes it and gets a slot passes another on if others still wait, so that no freed
+// slot goes unnoticed while none is wasted on a herd.
+type waitLine struct {
+	port    intstr.IntOrString
+	waiters int // guarded by waitRoom.mu
+	tokens  chan struct{}
+}
+
+func (wr *waitRoom) join(port intstr.IntOrString) *waitLine {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	for _, l := range wr.lines {
+		if l.port == port {
+			l.waiters++
+			return l
+		}
+	}
+	l := &waitLine{port: port, waiters: 1, tokens: make(chan struct{}, 1)}
+	wr.lines = append(wr.lines, l)
+	return l
+}
+
+// leave takes a waiter out of its line; one that got a limited slot wakes the next
+// (passOn), since more slots may have been freed than tokens left.
+func (wr *waitRoom) leave(l *waitLine, passOn bool) {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	l.waiters--
+	if l.waiters > 0 {
+		if passOn {
+			wake(l)
+		}
+		return
+	}
+	for i, other := range wr.lines {
+		if other == l {
+			wr.lines = append(wr.lines[:i], wr.lines[i+1:]...)
+			break
+		}
+	}
+}
+
+// slotFreed wakes one waiter of each line; a release calls it after giving back its
+// slot, when waiting says someone waits.
+func (wr *waitRoom) slotFreed() {
+	wr.mu.Lock()
+	defer wr.mu.Unlock()
+	for _, l := range wr.lines {
+		wake(l)
+	}
+}
+
+func wake(l *waitLine) {
+	select {
+	case l.tokens <- struct{}{}:
+	default: // a token is already there
+	}
+}
+
+// hold waits until a ready endpoint of the split's Service has a free slot for the
+// request, and returns it with the slot taken; or answers the request itself (503,
+// 504, or nothing for a client that left: 499) and returns nil. cold says the
+// request found no ready endpoint at all, rather than none below the limit.
+func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedRequest, cold bool) *target {
+	svc := rr.split.service
+	room := &svc.room
+	queued := room.waiting.Add(1)
+	if queued > a.maxQueued {
+		room.waiting.Add(-1)
+		rr.code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
+		writeError(w, rr.code, "ferry: revision %s has %d requests waiting; try again\n", rr.revision, queued-1)
+		return nil
+	}
+	line := room.join(rr.split.port)
+	a.metrics.queued.Inc()
+	passOn := false
+	defer func() {
+		room.leave(line, passOn)
+		room.waiting.Add(-1)
+		a.metrics.queued.Dec()
+	}()
+	if cold && queued == 1 && a.sink != nil {
+		// The first request to wait for a revision without a pod tells the
+		// autoscaler at once; the others are in the next report. Not under a lock.
+		a.sink.Poke(svc.key.Namespace, rr.revision)
+	}
+
+	timer := time.NewTimer(time.Until(rr.deadline))
+	defer timer.Stop()
+	for {
+		// changed before endpoints: a swap after this load closes ch.
+		changed := *svc.changed.Load()
+		se := svc.endpoints.Load()
+		targets := se.targets(rr.split.port)
+		limit := se.limit()
+		if t := targets.acquire(limit); t != nil {
+			passOn = limit > 0
+			now := time.Now()
+			waited := now.Sub(rr.start)
+			if cold {
+				// From the swap that brought the pod (or the arrival, if the
+				// swap came first) to here: the gateway's own share of the cold
+				// start.
+				from := se.published
+				if from.Before(rr.start) {
+					from = rr.start
+				}
+				a.metrics.releaseDelay.Observe(now.Sub(from).Seconds())
+			}
+			a.metrics.activationWait.Observe(waited.Seconds())
+			w.Header().Set("X-Ferry-Activation-Wait", formatWait(waited))
+			rr.revision = svc.revisionName(se)
+			return t
+		}
+		select {
+		case <-changed:
+		case <-line.tokens:
+		case <-timer.C:
+			rr.code = http.StatusGatewayTimeout
+			timeout := rr.deadline.Sub(rr.start).Round(time.Millisecond)
+			w.Header().Set("X-Ferry-Activation-Wait", formatWait(time.Since(rr.start)))
+			if targets.empty() {
+				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, timeout)
+			} else {
+				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d) within %s\n",
+					rr.revision, limit, timeout)
+			}
+			return nil
+		case <-r.Context().Done():
+			rr.code = 499 // the client went away; nobody reads an answer
+			return nil
+		case <-a.draining:
+			rr.code = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close")
+			writeError(w, rr.code, "ferry: the gateway is shutting down; try again\n")
+			return nil
+		}
+	}
+}
+
+// formatWait is the X-Ferry-Activation-Wait value: seconds, to the millisecond.
+func formatWait(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
+}
+
+// answerSimulated answers for a kwok-simulated pod, which has no process to forward
+// to. The answer names the revision and the pod, so that a client sees where the
+// request was routed.
+func answerSimulated(w http.ResponseWriter, rr *routedRequest) {
+	rr.code = http.StatusOK
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Ferry-Simulated", "true")
+	w.WriteHeader(rr.code)
+	fmt.Fprintf(w, "Hello from revision %s (pod %s is simulated by kwok; no process serves it)\n", rr.revision, rr.target.ip)
+}

@@ -1,0 +1,223 @@
+package gateway
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+const second = uint64(time.Second / time.Microsecond)
+
+func TestLoadAreaIsTheIntegralOfConcurrency(t *testing.T) {
+	var l revisionLoad
+	// Concurrency 1 on [1s, 1.25s), 2 on [1.25s, 1.5s), 1 on [1.5s, 2s), then 1.
+	l.begin(1*second, nil)
+	l.begin(1*second+second/4, nil)
+	l.end(1*second + second/2)
+	area, n := l.read(2 * second)
+	if want := second + second/4; area != want || n != 1 {
+		t.Errorf("A(2s) = %dµs with %d in flight; want %dµs with 1", area, n, want)
+	}
+	if a3, _ := l.read(3 * second); a3-area != second {
+		t.Errorf("one request in flight for a second grew A by %dµs", a3-area)
+	}
+	l.end(3 * second)
+	if a4, n := l.read(10 * second); a4 != 2*second+second/4 || n != 0 {
+		t.Errorf("after the end: A = %dµs, %d in flight", a4, n)
+	}
+	if got := l.arrivals.Load(); got != 2 {
+		t.Errorf("%d arrivals", got)
+	}
+}
+
+// The area is kept modulo 2^44µs (203 days); differences stay exact across the wrap.
+func TestLoadAreaWraps(t *testing.T) {
+	var l revisionLoad
+	const wrap = uint64(1) << 44
+	before, _ := l.read(wrap - second)
+	l.begin(wrap-second/2, nil)
+	l.begin(wrap-second/2, nil)
+	after, n := l.read(wrap + second)
+	if grown := (after - before) & loadAreaMask; grown != 3*second || n != 2 {
+		t.Errorf("two requests for 1.5s across the wrap: %dµs, %d in flight", grown, n)
+	}
+}
+
+// The reporter turns the area into average concurrency over its period, for the
+// revisions that had load, and forgets the idle ones.
+func TestReporterAveragesOverThePeriod(t *testing.T) {
+	services := newServiceRegistry()
+	for _, name := range []string{"busy-1", "idle-1"} {
+		services.update(key(name), buildEndpoints(serviceWithPort(name), nil, notSimulated))
+	}
+	plain := serviceWithPort("plain")
+	plain.Labels = nil // not a revision's Service
+	services.update(key("plain"), buildEndpoints(plain, nil, notSimulated))
+	busy, idle, notRevision := services.services[key("busy-1")], services.services[key("idle-1")], services.services[key("plain")]
+
+	set := &activeSet{}
+	r := newReporter(&recordingSink{}, "gw-1", time.Second, set)
+	t0 := clockBase.Add(time.Hour)
+	at := func(d time.Duration) uint64 { return micros(t0.Add(d)) }
+	r.last = t0
+
+	// Period 1 (2s): busy-1 has requests of 1.5s and 1s, and one in flight since
+	// 1.5s: 3 request-seconds in 2s. idle-1 has one request of 2ms. plain has
+	// traffic but names no revision.
+	busy.load.begin(at(0), set)
+	busy.load.begin(at(500*time.Millisecond), set)
+	busy.load.end(at(1500 * time.Millisecond))
+	busy.load.end(at(1500 * time.Millisecond))
+	busy.load.begin(at(1500*time.Millisecond), set)
+	idle.load.begin(at(time.Second), set)
+	idle.load.end(at(time.Second + 2*time.Millisecond))
+	notRevision.load.begin(at(0), set)
+	notRevision.load.end(at(time.Second))
+
+	report := r.collect(t0.Add(2 * time.Second))
+	if report.Source != "gw-1" || report.Period != 2*time.Second || !report.Time.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("report header %+v", report)
+	}
+	got := map[string]stats.Stat{}
+	for _, s := range report.Stats {
+		got[s.Namespace+"/"+s.Revision] = s
+	}
+	if len(got) != 2 || !near(got["ns/busy-1"].AverageConcurrency, 1.5) || got["ns/busy-1"].Requests != 3 ||
+		!near(got["ns/idle-1"].AverageConcurrency, 0.001) || got["ns/idle-1"].Requests != 1 {
+		t.Errorf("period 1: %+v", report.Stats)
+	}
+
+	// Period 2 (1s): busy-1's request runs on to 2.5s; idle-1 has nothing.
+	busy.load.end(at(2500 * time.Millisecond))
+	report = r.collect(t0.Add(3 * time.Second))
+	if len(report.Stats) != 1 || report.Stats[0].Revision != "busy-1" || !near(report.Stats[0].AverageConcurrency, 0.5) ||
+		report.Stats[0].Requests != 0 {
+		t.Errorf("period 2: %+v", report.Stats)
+	}
+	if len(r.tracked) != 1 || idle.load.active.Load() {
+		t.Errorf("idle-1 is still tracked (%d tracked)", len(r.tracked))
+	}
+
+	// Period 3: nothing at all. Period 4: idle-1 wakes up and is reported again.
+	if report = r.collect(t0.Add(4 * time.Second)); len(report.Stats) != 0 || len(r.tracked) != 0 {
+		t.Errorf("period 3: %+v, %d tracked", report.Stats, len(r.tracked))
+	}
+	idle.load.begin(at(4*time.Second), set)
+	idle.load.end(at(4500 * time.Millisecond))
+	if report = r.collect(t0.Add(5 * time.Second)); len(report.Stats) != 1 || report.Stats[0].Revision != "idle-1" ||
+		!near(report.Stats[0].AverageConcurrency, 0.5) {
+		t.Errorf("period 4: %+v", report.Stats)
+	}
+}
+
+func near(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
+
+// Requests through the gateway, held ones included, are what the reporter reports.
+func TestGatewayReportsItsRequests(t *testing.T) {
+	sink := &recordingSink{}
+	g := startGatewayReporting(t, Options{Stats: sink, Source: "gw-test"}, false)
+	g.reporter.last = time.Now()
+	backend := newCountingBackend(t, "acct", 100*time.Millisecond)
+	g.serveRevision(revisionService("acct-1", 0, 0), backend.Server)
+	g.serveRevision(revisionService("cold-1", 0, 0))
+	g.route("acct.example.com", "acct-1")
+	g.route("cold.example.com", "cold-1")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held := g.send(ctx, "cold.example.com", "/")
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if a := <-g.send(context.Background(), "acct.example.com", "/"); a.code != 200 {
+				t.Errorf("%d %q", a.code, a.body)
+			}
+		})
+	}
+	wg.Wait()
+	cold := g.service("cold-1")
+	eventually(t, "the held request", func() bool { return cold.room.waiting.Load() == 1 })
+	start := g.reporter.last
+	report := g.reporter.collect(time.Now())
+	period := report.Period.Seconds()
+	got := map[string]stats.Stat{}
+	for _, s := range report.Stats {
+		got[s.Revision] = s
+	}
+	// Two requests of at least 100ms: at least 0.2 request-seconds over the period.
+	if area := got["acct-1"].AverageConcurrency * period; got["acct-1"].Requests != 2 || area < 0.2 || area > 0.2+period/2 {
+		t.Errorf("acct-1: %+v over %v (area %.3fs)", got["acct-1"], report.Period, area)
+	}
+	// The held request has been in flight since it arrived, after start.
+	if c := got["cold-1"]; c.Requests != 1 || c.AverageConcurrency <= 0 || c.AverageConcurrency > 1 {
+		t.Errorf("cold-1: %+v", c)
+	}
+	if report.Source != "gw-test" || report.Time.Before(start) {
+		t.Errorf("report %+v", report)
+	}
+
+	// Next period: the held request is still demand; acct-1 was idle.
+	time.Sleep(20 * time.Millisecond)
+	report = g.reporter.collect(time.Now())
+	if len(report.Stats) != 1 || report.Stats[0].Revision != "cold-1" || !near(report.Stats[0].AverageConcurrency, 1) {
+		t.Errorf("second period: %+v", report.Stats)
+	}
+	cancel()
+	<-held
+	eventually(t, "the held request to end", func() bool { return cold.room.waiting.Load() == 0 })
+}
+
+func TestReporterRunsEveryInterval(t *testing.T) {
+	sink := &recordingSink{}
+	g := startGateway(t, Options{Stats: sink, ReportInterval: 20 * time.Millisecond})
+	g.services.update(key("sim-1"), buildEndpoints(serviceWithPort("sim-1"),
+		[]discoveryv1.EndpointSlice{sliceFor("sim-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
+	g.route("sim.example.com", "sim-1")
+	if a := <-g.send(context.Background(), "sim.example.com", "/"); a.code != 200 {
+		t.Fatalf("%d %q", a.code, a.body)
+	}
+	eventually(t, "a report of the request", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		for _, r := range sink.reports {
+			for _, s := range r.Stats {
+				if s.Revision == "sim-1" && s.Requests == 1 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if g.reporter.NeedLeaderElection() {
+		t.Error("the reporter waits for leader election")
+	}
+}
+
+// BenchmarkAccounting is what the accounting adds to each request: the clock twice,
+// arrival and end on the revision, taking and giving back a slot on one of three
+// pods, from every core at once.
+func BenchmarkAccounting(b *testing.B) {
+	services := newServiceRegistry()
+	services.update(key("rev-1"), buildEndpoints(serviceWithPort("rev-1"),
+		[]discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated))
+	svc := services.services[key("rev-1")]
+	set := &activeSet{}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			se := svc.endpoints.Load()
+			svc.load.begin(micros(time.Now()), set)
+			t := se.targets(intstr.FromInt32(80)).acquire(se.limit())
+			t.release()
+			if svc.room.waiting.Load() > 0 {
+				svc.room.slotFreed()
+			}
+			svc.load.end(micros(time.Now()))
+		}
+	})
+}

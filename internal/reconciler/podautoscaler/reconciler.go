@@ -1,0 +1,276 @@
+// Package podautoscaler reconciles PodAutoscalers. The KPA class applies the
+// autoscaler's decisions (package autoscaler) to the Revision's Deployment through its
+// scale subresource; the HPA class hands the Deployment to a HorizontalPodAutoscaler.
+//
+// A reconcile is level-based: it reads the PodAutoscaler, the Deployment and the
+// latest decision, and computes the scale and the status from them alone (the state
+// machine of scale to zero lives in the Active condition and its transition time).
+package podautoscaler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/autoscaler"
+	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
+	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+)
+
+// Reconciler reconciles one PodAutoscaler per call.
+type Reconciler struct {
+	Client     client.Client
+	Children   *created.Children
+	Status     *statuswriter.Writer
+	Refused    *refusal.Writes
+	Autoscaler *autoscaler.Autoscaler
+	// Config returns the live configuration (config-autoscaler, config-deployment).
+	Config func() *config.Config
+	now    func() time.Time
+}
+
+// SetupWithManager registers the controller. decisions carries the Autoscaler's
+// notifications into the controller's queue.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, decisions source.Source, workers int) error {
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podautoscaler").
+		Watches(&av1alpha1.PodAutoscaler{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
+		// The Deployment belongs to the Revision; its PodAutoscaler has the Revision's name.
+		Watches(&appsv1.Deployment{}, oldestfirst.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: scaleChanged})).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, oldestfirst.Owner(mgr, &av1alpha1.PodAutoscaler{})).
+		WatchesRawSource(decisions).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(terminating.Ignore(r))
+}
+
+func deploymentToPA(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[v1.RevisionLabelKey]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// scaleChanged reports a Deployment update that changes what the PodAutoscaler reads.
+func scaleChanged(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld.(*appsv1.Deployment), e.ObjectNew.(*appsv1.Deployment)
+	return o.Status.ReadyReplicas != n.Status.ReadyReplicas || !equality.Semantic.DeepEqual(o.Spec.Replicas, n.Spec.Replicas)
+}
+
+// Reconcile scales the PodAutoscaler's target and reports it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pa := &av1alpha1.PodAutoscaler{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pa); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Autoscaler.Forget(req.NamespacedName)
+			r.Status.Forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if pa.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	status := pa.Status.DeepCopy()
+	status.ObservedGeneration = pa.Generation
+	status.ServiceName, status.MetricsServiceName = pa.Name, pa.Name
+	m := av1alpha1.PodAutoscalerConditions.Manage(&status.Status)
+	m.InitializeConditions()
+	// No ServerlessService: the gateway reaches the pods, or holds requests while
+	// there are none, through the Revision's Service.
+	m.MarkTrue(av1alpha1.PodAutoscalerConditionSKSReady)
+
+	dep := &appsv1.Deployment{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pa.Namespace, Name: pa.Spec.ScaleTargetRef.Name}, dep); {
+	case apierrors.IsNotFound(err):
+		// The Revision creates its Deployment alongside; its creation wakes us.
+		m.MarkUnknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "DeploymentMissing",
+			"The scale target %q does not exist yet.", pa.Spec.ScaleTargetRef.Name)
+		return r.Status.Write(ctx, pa, &pa.Status, status)
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+
+	switch pa.Class() {
+	case av1alpha1.KPA:
+		return r.reconcileKPA(ctx, pa, dep, status, m)
+	case av1alpha1.HPA:
+		return r.reconcileHPA(ctx, pa, dep, status, m)
+	default:
+		// Another autoscaler's class (Knative's classes are pluggable): not ours.
+		return ctrl.Result{}, nil
+	}
+}
+
+func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscaler, dep *appsv1.Deployment, status *av1alpha1.PodAutoscalerStatus, m duck.ConditionManager) (ctrl.Result, error) {
+	cfg := r.Config()
+	key := client.ObjectKeyFromObject(pa)
+	settings := decider.SettingsFor(cfg.Autoscaler, pa.Annotations, pa.Spec.ContainerConcurrency)
+	reachable := pa.Spec.Reachability != av1alpha1.ReachabilityUnreachable
+	ready := dep.Status.ReadyReplicas
+	r.Autoscaler.Watch(key, settings, ready, reachable)
+	decision := r.Autoscaler.Decision(key)
+
+	current := int32(1)
+	if dep.Spec.Replicas != nil {
+		current = *dep.Spec.Replicas
+	}
+	activity, since := activityOf(pa)
+	res := decider.Scale(decider.ScaleInput{
+		Settings:          settings,
+		Desired:           decision.DesiredPods,
+		Current:           current,
+		Ready:             ready,
+		Reachable:         reachable,
+		Initialized:       pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue(),
+		Activity:          activity,
+		Since:             since,
+		ActivationTimeout: activationTimeout(pa, cfg),
+		Now:               r.now(),
+	})
+	want := current
+	if res.Scale >= 0 && res.Scale != current {
+		if err := r.scale(ctx, dep, res.Scale); err != nil {
+			return ctrl.Result{}, err
+		}
+		want = res.Scale
+	}
+	status.DesiredScale, status.ActualScale = &want, &ready
+	markActivity(m, res)
+	if res.Initialized {
+		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
+	} else if !m.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue() {
+		m.MarkUnknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, av1alpha1.ReasonInitializing, "")
+	}
+	result, err := r.Status.Write(ctx, pa, &pa.Status, status)
+	if err == nil && res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
+		result.RequeueAfter = res.RequeueAfter
+	}
+	return result, err
+}
+
+// scale sets the Deployment's replicas through its scale subresource, the one write
+// an autoscaler needs (and the only Deployment access its RBAC grants for writing).
+func (r *Reconciler) scale(ctx context.Context, dep *appsv1.Deployment, n int32) error {
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n))
+	return r.Client.SubResource("scale").Patch(ctx, dep, patch,
+		&client.SubResourcePatchOptions{SubResourceBody: &autoscalingv1.Scale{}})
+}
+
+// activityOf reads the scale-to-zero state from the Active condition.
+func activityOf(pa *av1alpha1.PodAutoscaler) (decider.Activity, time.Time) {
+	c := pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionActive)
+	if c == nil {
+		return "", time.Time{}
+	}
+	since := c.LastTransitionTime.Time
+	switch {
+	case c.Status == corev1.ConditionTrue:
+		return decider.Active, since
+	case c.Status == corev1.ConditionFalse && c.Reason == av1alpha1.ReasonTimedOut:
+		return decider.TimedOut, since
+	case c.Status == corev1.ConditionFalse:
+		return decider.Inactive, since
+	case c.Reason == av1alpha1.ReasonQueued:
+		return decider.Activating, since
+	}
+	return "", since
+}
+
+func markActivity(m duck.ConditionManager, res decider.ScaleResult) {
+	switch res.Activity {
+	case decider.Active:
+		m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+	case decider.Inactive, decider.TimedOut:
+		m.MarkFalse(av1alpha1.PodAutoscalerConditionActive, res.Reason, "%s", res.Message)
+	case decider.Activating:
+		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, res.Reason, "%s", res.Message)
+	default:
+		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonInitializing, "")
+	}
+}
+
+// activationTimeout is Knative's: the progress deadline plus 30 s.
+func activationTimeout(pa *av1alpha1.PodAutoscaler, cfg *config.Config) time.Duration {
+	d := cfg.Deployment.ProgressDeadline
+	if v, ok := pa.Annotations[v1.ProgressDeadlineAnnotationKey]; ok {
+		if pd, err := time.ParseDuration(v); err == nil {
+			d = pd
+		}
+	}
+	return d + 30*time.Second
+}
+
+// reconcileHPA hands the Deployment to a HorizontalPodAutoscaler, as Knative's HPA
+// class does; it never scales to zero.
+func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscaler, dep *appsv1.Deployment, status *av1alpha1.PodAutoscalerStatus, m duck.ConditionManager) (ctrl.Result, error) {
+	r.Autoscaler.Forget(client.ObjectKeyFromObject(pa))
+	desired := resources.MakeHPA(pa, r.Config().Autoscaler)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), hpa)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
+		hpa = desired
+	case err != nil:
+		return ctrl.Result{}, err
+	case !metav1.IsControlledBy(hpa, pa):
+		m.MarkFalse(av1alpha1.PodAutoscalerConditionActive, "NotOwned", "There is an existing HorizontalPodAutoscaler %q that we do not own.", desired.Name)
+		return r.Status.Write(ctx, pa, &pa.Status, status)
+	case !equality.Semantic.DeepDerivative(desired.Spec, hpa.Spec):
+		upd := hpa.DeepCopy()
+		upd.Spec = desired.Spec
+		err = r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
+		hpa = upd
+	}
+	if refused, ok := refusal.As(err); ok {
+		m.MarkFalse(av1alpha1.PodAutoscalerConditionActive, refused.Reason(), "%s", refused.Error())
+		res, werr := r.Status.Write(ctx, pa, &pa.Status, status)
+		return refusal.Result(res, werr, refused)
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	ready := dep.Status.ReadyReplicas
+	desiredScale := hpa.Status.DesiredReplicas
+	if desiredScale == 0 && dep.Spec.Replicas != nil {
+		desiredScale = *dep.Spec.Replicas
+	}
+	status.DesiredScale, status.ActualScale = &desiredScale, &ready
+	if ready > 0 {
+		m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
+	} else {
+		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonQueued, "Requests to the target are being buffered as resources are provisioned.")
+	}
+	return r.Status.Write(ctx, pa, &pa.Status, status)
+}
