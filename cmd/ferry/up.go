@@ -143,9 +143,9 @@ func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, ex
 Start Ferry's components against it, each in its own terminal:
 
   %s controller --kubeconfig %s \
-      --metrics-addr 127.0.0.1:9090 --health-addr 127.0.0.1:8082%s
+      --metrics-addr 127.0.0.1:9090 --health-addr 127.0.0.1:8082 --stats-addr 127.0.0.1:8084%s
   %s gateway --kubeconfig %s --addr %s --local-addr %s --simulated-pods \
-      --metrics-addr 127.0.0.1:9091 --health-addr 127.0.0.1:8083
+      --metrics-addr 127.0.0.1:9091 --health-addr 127.0.0.1:8083 --autoscaler 127.0.0.1:8084
 
 then:
 

@@ -47,6 +47,8 @@ type revision struct {
 	// seen is the last time load was recorded: unwatched entries without load are
 	// dropped after a while.
 	seen time.Time
+	// poked is when the first poke of a wake-up came, until the wake's scale write.
+	poked time.Time
 }
 
 // New returns an Autoscaler that calls notify when a decision changes. notify must
@@ -89,6 +91,9 @@ func (a *Autoscaler) Poke(namespace, name string) {
 	rev.concurrency.Record(now, 1)
 	rev.rps.Record(now, 1)
 	rev.seen = now
+	if rev.poked.IsZero() {
+		rev.poked = now
+	}
 	changed := rev.watched && a.decideLocked(rev, now)
 	a.mu.Unlock()
 	if changed {
@@ -122,7 +127,25 @@ func (a *Autoscaler) Watch(key types.NamespacedName, s decider.Settings, ready i
 		rev.concurrency.Reset()
 		rev.rps.Reset()
 	}
+	if ready > 0 {
+		rev.poked = time.Time{} // any wake-up is over
+	}
 	rev.settings, rev.ready, rev.reachable = s, ready, reachable
+}
+
+// Woken returns how long ago the poke that woke key came, once: the reconciler calls
+// it after the scale write that asks for the first pod.
+func (a *Autoscaler) Woken(key types.NamespacedName) (time.Duration, bool) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rev, ok := a.revs[key]
+	if !ok || rev.poked.IsZero() {
+		return 0, false
+	}
+	d := now.Sub(rev.poked)
+	rev.poked = time.Time{}
+	return d, true
 }
 
 // Forget drops a Revision whose PodAutoscaler is gone.

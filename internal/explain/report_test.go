@@ -135,12 +135,12 @@ func TestBuild(t *testing.T) {
 		name: "healthy and routed by the gateway",
 		chain: func() Chain {
 			c := healthy()
-			c.Probed, c.GatewayURL, c.RoutedAnswer = true, "http://127.0.0.1:8080", "503 ferry: routed to revision "+svcName+"-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)"
+			c.Probed, c.GatewayURL, c.RoutedAnswer = true, "http://127.0.0.1:8080", "200 Hello from revision "+svcName+"-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)"
 			return c
 		},
 		ok:       true,
 		headline: "Ready and routed: the gateway at http://127.0.0.1:8080 routed a request to it",
-		screen:   []string{"      ✓ gateway: routed GET / with Host " + svcName + ".ns.example.com: 503 ferry: routed to revision"},
+		screen:   []string{"      ✓ gateway: routed GET / with Host " + svcName + ".ns.example.com: 200 Hello from revision"},
 	}, {
 		name: "Ready but the gateway does not route it",
 		chain: func() Chain {

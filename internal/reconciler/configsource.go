@@ -80,6 +80,9 @@ func sameDomains(a, b *config.Domain) bool {
 // gcChanged: config-gc changed.
 func gcChanged(old, new *config.Config) bool { return *old.GC != *new.GC }
 
+// autoscalerChanged: config-autoscaler changed what PodAutoscalers decide with.
+func autoscalerChanged(old, new *config.Config) bool { return *old.Autoscaler != *new.Autoscaler }
+
 // every lists every object of a kind from the cache (newList makes its list) as
 // reconcile requests.
 func every(c client.Reader, newList func() client.ObjectList) func(context.Context) ([]reconcile.Request, error) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/config"
@@ -123,6 +124,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
+	log := mgr.GetLogger().WithName("config")
 	decisions := tracker.NewQueueSource()
 	as := autoscaler.New(decisions.Enqueue)
 	if err := mgr.Add(as); err != nil {
@@ -130,12 +132,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	}
 	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler"),
 		Refused: refused(), Autoscaler: as, Config: opts.Config}
-	if err := pa.SetupWithManager(mgr, decisions, opts.Workers); err != nil {
+	paOnChange := &configChanges{name: "podautoscaler", register: opts.OnConfigChange, matters: autoscalerChanged,
+		list:    every(c, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }),
+		onError: func(err error) { log.Error(err, "Listing PodAutoscalers after a configuration change") }}
+	if err := pa.SetupWithManager(mgr, opts.Workers, decisions, paOnChange); err != nil {
 		return nil, err
 	}
 	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
-	log := mgr.GetLogger().WithName("config")
 	routesOnChange := &configChanges{name: "route", register: opts.OnConfigChange, matters: routingChanged, list: every(c, func() client.ObjectList { return &v1.RouteList{} }),
 		onError: func(err error) { log.Error(err, "Listing Routes after a configuration change") }}
 	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers, routesOnChange); err != nil {

@@ -176,7 +176,7 @@ svg text{font:11px system-ui,sans-serif;fill:#5b6475}
 <tr><td>Ready</td><td>{{.Ready.Count}}</td><td>{{dur .Ready.P50}}</td><td>{{dur .Ready.P90}}</td><td>{{dur .Ready.P95}}</td><td>{{dur .Ready.P99}}</td><td>{{dur .Ready.Max}}</td></tr>
 {{if .R.Gateway}}<tr><td>first routed response</td><td>{{.Routed.Count}}</td><td>{{dur .Routed.P50}}</td><td>{{dur .Routed.P90}}</td><td>{{dur .Routed.P95}}</td><td>{{dur .Routed.P99}}</td><td>{{dur .Routed.Max}}</td></tr>{{end}}
 </table>
-<p class="note">Each time is measured from the moment the Service's create request was sent. Ready means Ready=True at the current generation, as seen by a watch.{{if .R.Gateway}} Routed means the gateway's first answer that reached the Service's revision (with kwok's simulated pods: the gateway's 503 naming the revision).{{end}}</p></div>
+<p class="note">Each time is measured from the moment the Service's create request was sent. Ready means Ready=True at the current generation, as seen by a watch.{{if .R.Gateway}} Routed means the gateway's first answer that reached the Service's revision (with kwok's simulated pods: the gateway's 200 answering for the revision's pod).{{end}}</p></div>
 
 {{if .Phases}}<h2>Where the time goes</h2>
 <div class="panel"><table><tr><th>milestone</th><th>count</th><th>reached p50</th><th>p95</th><th>step p50</th><th>p95</th><th>max</th><th>waits for</th><th style="width:30%">step (p50 ▮, p95 ▯)</th></tr>

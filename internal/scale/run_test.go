@@ -9,7 +9,8 @@ func TestRouted(t *testing.T) {
 		want   bool
 	}{
 		{200, "Hello World!", true},
-		{503, "ferry: routed to revision x-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n", true},
+		{200, "Hello from revision x-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n", true},
+		{503, "ferry: routed to revision x-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n", false},
 		{503, "ferry: routed to revision x-00001, which has no ready endpoints\n", false},
 		{503, "upstream unavailable", false},
 		{404, `ferry: no route for host "x.ns.example.com"`, false},

@@ -96,7 +96,7 @@ func TestExplainReadyAndBroken(t *testing.T) {
 			t.Errorf("step not done in a healthy Service: %+v", s)
 		}
 	}
-	wantInReport(t, fine, "✓ Pod fine-00001-deployment-", "✓ gateway: routed GET / with Host fine."+ns+".example.com: 503 ferry: routed to revision fine-00001")
+	wantInReport(t, fine, "✓ Pod fine-00001-deployment-", "✓ gateway: routed GET / with Host fine."+ns+".example.com: 200 Hello from revision fine-00001")
 
 	// The status alone says routed too, without asking the gateway.
 	if r, err := explain.Check(ctx, testClient, explain.Target{Kind: explain.KindService, Namespace: ns, Name: "fine"}, ""); err != nil || !r.OK {

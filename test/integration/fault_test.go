@@ -97,7 +97,7 @@ func TestFaultControllerKill(t *testing.T) {
 	n := faultSetup(t)
 	startStandInGateway(t, testConfig)
 	ns := testNamespace(t)
-	args := []string{"controller", "--kubeconfig", testCluster.KubeconfigPath(), "--metrics-addr", "0"}
+	args := []string{"controller", "--kubeconfig", testCluster.KubeconfigPath(), "--metrics-addr", "0", "--stats-addr", "0"}
 	p := startProcess(t, "ferry controller", nil, args...)
 
 	start := time.Now()

@@ -39,6 +39,9 @@ func startGateway(t *testing.T) *gateway.Gateway {
 		LocalAddr:    "127.0.0.1:0",
 		Registry:     prometheus.NewRegistry(),
 		DialContext:  dialPodOnLoopback,
+		// A request for a revision without a ready endpoint is held this long,
+		// then answered 504.
+		RequestTimeout: 2 * time.Second,
 	})
 	if err := gw.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -343,7 +346,7 @@ func TestGatewayErrorsAndVisibility(t *testing.T) {
 	ns := testNamespace(t)
 	gw := startGateway(t)
 	exposeRevision(t, ns, "web-00001", revisionBackend(t, "web-00001"))
-	exposeRevision(t, ns, "idle-00001") // a Service without endpoints
+	exposeRevision(t, ns, "idle-00001") // a Service without endpoints: requests are held, then 504
 	external := "web." + ns + ".example.com"
 	local := "web." + ns + ".svc.cluster.local"
 	idle := "idle." + ns + ".example.com"
@@ -362,7 +365,7 @@ func TestGatewayErrorsAndVisibility(t *testing.T) {
 	}{
 		{listener: gw.ExternalAddr(), host: external, code: 200, body: "web-00001"},
 		{listener: gw.ExternalAddr(), host: "nobody." + ns + ".example.com", code: 404, body: "ferry: no route for host"},
-		{listener: gw.ExternalAddr(), host: idle, code: 503, body: "ferry: routed to revision idle-00001, which has no ready endpoints"},
+		{listener: gw.ExternalAddr(), host: idle, code: 504, body: "ferry: revision idle-00001 did not get a ready pod within 2s"},
 		{listener: gw.ExternalAddr(), host: local, code: 404, body: "ferry: no route for host"},
 		{listener: gw.LocalAddr(), host: local, code: 200, body: "web-00001"},
 		{listener: gw.LocalAddr(), host: external, code: 200, body: "web-00001"},
@@ -388,7 +391,7 @@ func TestGatewayErrorsAndVisibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIngress(t, &netv1alpha1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "thief"}}, "")
-	if code, body := send(t, gw.ExternalAddr(), external, "/"); code != 503 || !strings.Contains(body, "idle-00001") {
+	if code, body := send(t, gw.ExternalAddr(), external, "/"); code != 504 || !strings.Contains(body, "idle-00001") {
 		t.Errorf("after the handover: %d %q", code, body)
 	}
 }
@@ -403,18 +406,18 @@ func TestGatewaySimulatedPod(t *testing.T) {
 	host := "sim." + ns + ".example.com"
 	waitIngress(t, createIngress(t, ns, "sim", gwRule(netv1alpha1.IngressVisibilityExternalIP, host, gwPath(gwSplit{"sim-00001", 100}))), "")
 
-	want := "ferry: routed to revision sim-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n"
+	want := "Hello from revision sim-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n"
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, body := send(t, gw.ExternalAddr(), host, "/")
-		if code == 503 && body == want {
+		if code == 200 && body == want {
 			return
 		}
-		// The endpoints reconciler may not have seen the slice yet.
-		if time.Now().After(deadline) || !strings.Contains(body, "no ready endpoints") {
-			t.Fatalf("%d %q, want 503 %q", code, body, want)
+		// The endpoints reconciler may not have seen the slice yet: the request
+		// is held, and answered 504 if it still has not after RequestTimeout.
+		if time.Now().After(deadline) || !strings.Contains(body, "did not get a ready pod") {
+			t.Fatalf("%d %q, want 200 %q", code, body, want)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -53,7 +53,7 @@ func TestHAControllerFailover(t *testing.T) {
 	controllers := startReplicas(t, []string{"controller-a", "controller-b"}, "controller",
 		"--leader-elect", "--leader-election-namespace", config.SystemNamespace,
 		"--leader-election-lease-duration", haLease.String(),
-		"--metrics-addr", "0", "--health-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
+		"--metrics-addr", "0", "--health-addr", "0", "--stats-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
 	leader := controllers.waitLeader(t)
 	t.Logf("%s leads", leader)
 

@@ -46,11 +46,13 @@ func TestInstall(t *testing.T) {
 	// first), before which they may be refused writes into it.
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
-	addrs := loopbackAddrs(t, 2)
+	addrs := loopbackAddrs(t, 3)
+	// The gateway reports load to the controller over the network, as in a cluster.
 	gw := startProcess(t, "ferry gateway", nil, "gateway", "--kubeconfig", gateway.path,
-		"--simulated-pods", "--addr", addrs[0], "--local-addr", addrs[1], "--metrics-addr", "0", "--health-addr", "0")
+		"--simulated-pods", "--addr", addrs[0], "--local-addr", addrs[1], "--metrics-addr", "0", "--health-addr", "0",
+		"--autoscaler", addrs[2])
 	ctl := startProcess(t, "ferry controller", nil, "controller", "--kubeconfig", controller.path,
-		"--metrics-addr", "0", "--health-addr", "0", "--leader-elect", "--leader-election-namespace", systemNamespace)
+		"--metrics-addr", "0", "--health-addr", "0", "--stats-addr", addrs[2], "--leader-elect", "--leader-election-namespace", systemNamespace)
 	procs := []namedProcess{{"ferry controller", ctl}, {"ferry gateway", gw}}
 	watchProcesses(t, procs)
 	gatewayURL := "http://" + addrs[0]
@@ -140,8 +142,9 @@ func splitDemoV2(t *testing.T, split *unstructured.Unstructured) *unstructured.U
 	return v2
 }
 
-// routedTo is the revision a simulated pod's answer names.
-var routedTo = regexp.MustCompile(`ferry: routed to revision (\S+) `)
+// routedTo is the revision a simulated pod's answer names ("200 Hello from revision
+// hello-00001 (pod 10.244.0.5 is simulated by kwok; …)").
+var routedTo = regexp.MustCompile(`Hello from revision (\S+) `)
 
 // checkSplitAnswers: each tag's host answers from its revision, and the Service's own
 // host from both (90/10, so a few hundred requests see both).

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/admission"
@@ -48,7 +49,7 @@ var (
 )
 
 func init() {
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme, autoscalingv1alpha1.AddToScheme} {
 		if err := add(testScheme); err != nil {
 			panic(err)
 		}

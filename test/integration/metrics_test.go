@@ -80,8 +80,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("Service URL %q: %v", svc.Status.URL, err)
 	}
 
-	// kwok's pod has nothing behind it (the gateway answers 503 for it); an endpoint of
-	// our own, added to the revision's Service, answers 200.
+	// kwok's pod has nothing behind it (the gateway answers 200 for it, itself); an
+	// endpoint of our own, added to the revision's Service, answers 200 too.
 	backend := revisionBackend(t, revision)
 	addRevisionEndpoint(t, ns, revision, backend)
 	eventually(t, 30*time.Second, func() (bool, string) {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -271,6 +272,8 @@ func duckStatus(obj client.Object) *duck.Status {
 	case *v1.Route:
 		return &o.Status.Status
 	case *netv1alpha1.Ingress:
+		return &o.Status.Status
+	case *autoscalingv1alpha1.PodAutoscaler:
 		return &o.Status.Status
 	}
 	panic(fmt.Sprintf("no Knative status in %T", obj))

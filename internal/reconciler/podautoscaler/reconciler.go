@@ -36,6 +36,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/metrics"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
@@ -56,22 +57,23 @@ type Reconciler struct {
 	now    func() time.Time
 }
 
-// SetupWithManager registers the controller. decisions carries the Autoscaler's
-// notifications into the controller's queue.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, decisions source.Source, workers int) error {
+// SetupWithManager registers the controller. sources carry the Autoscaler's
+// notifications and configuration changes into the controller's queue.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, sources ...source.Source) error {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podautoscaler").
 		Watches(&av1alpha1.PodAutoscaler{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
 		// The Deployment belongs to the Revision; its PodAutoscaler has the Revision's name.
 		Watches(&appsv1.Deployment{}, oldestfirst.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: scaleChanged})).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, oldestfirst.Owner(mgr, &av1alpha1.PodAutoscaler{})).
-		WatchesRawSource(decisions).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(terminating.Ignore(r))
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, oldestfirst.Owner(mgr, &av1alpha1.PodAutoscaler{}))
+	for _, s := range sources {
+		b = b.WatchesRawSource(s)
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(terminating.Ignore(r))
 }
 
 func deploymentToPA(_ context.Context, o client.Object) []reconcile.Request {
@@ -162,6 +164,11 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	if res.Scale >= 0 && res.Scale != current {
 		if err := r.scale(ctx, dep, res.Scale); err != nil {
 			return ctrl.Result{}, err
+		}
+		if current == 0 {
+			if d, ok := r.Autoscaler.Woken(key); ok {
+				metrics.ObserveWake(d)
+			}
 		}
 		want = res.Scale
 	}
