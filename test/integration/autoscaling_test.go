@@ -231,6 +231,7 @@ func TestAutoscaleToZeroAndBack(t *testing.T) {
 	svc := autoscaled(ns, "sleepy", nil)
 	revision, host := createReady(t, svc)
 	idleSince := time.Now()
+	stayedReady := watchReady(t, svc)
 	var more []*v1.Service
 	for i := range others {
 		s := autoscaled(ns, fmt.Sprintf("sleepy-%d", i), nil)
@@ -277,12 +278,38 @@ func TestAutoscaleToZeroAndBack(t *testing.T) {
 		})
 		wakeUp(t, gw, ns, r, h)
 	}
+	if lapse := stayedReady(); lapse != "" {
+		t.Errorf("the Service left Ready while it scaled to zero and back: %s", lapse)
+	}
 	wake := histogram(t, ctrlmetrics.Registry, "ferry_autoscaler_wake_seconds").minus(wakeBefore)
 	release := histogram(t, farm.registry, "ferry_gateway_release_delay_seconds")
 	t.Logf("Ferry's share of %d cold starts: poke to scale write mean %v (%d), pod ready to request released mean %v (%d)",
 		1+others, wake.mean(), wake.count, release.mean(), release.count)
 	if wake.count < 1+others || release.count < 1+others {
 		t.Errorf("wake-ups measured: %d by the autoscaler, %d by the gateway; want %d each", wake.count, release.count, 1+others)
+	}
+}
+
+// watchReady polls svc until the returned function is called, which reports the first
+// time it saw svc not Ready ("" if never): scaling must not touch readiness.
+func watchReady(t *testing.T, svc *v1.Service) func() string {
+	ctx, cancel := context.WithCancel(context.Background())
+	lapse := make(chan string, 1)
+	go func() {
+		defer close(lapse)
+		for ctx.Err() == nil {
+			s := &v1.Service{}
+			if err := testClient.Get(ctx, client.ObjectKeyFromObject(svc), s); err == nil && !s.IsReady() {
+				lapse <- fmt.Sprintf("%v: %+v", time.Now().Format(time.StampMilli), s.Status.Conditions)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(cancel)
+	return func() string {
+		cancel()
+		return <-lapse
 	}
 }
 

@@ -39,7 +39,13 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 	status.DesiredReplicas = &desired
 	status.ActualReplicas = ptr(d.Status.ReadyReplicas)
 
+	// Once its pods were available, a Revision stays so while the autoscaler scales
+	// it: a new replica count is a Deployment generation not yet observed, and then
+	// Available=False while the new pods start (Knative reads Progressing, not
+	// Available, for the same reason). Only a failure takes it back.
+	wasAvailable := m.GetCondition(v1.RevisionConditionResourcesAvailable).IsTrue()
 	switch {
+	case wasAvailable && !progressDeadlineExceeded(d) && replicaFailure(d) == nil:
 	case d.Status.ObservedGeneration < d.Generation:
 		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, ReasonDeploying, "")
 	case isAvailable(d):

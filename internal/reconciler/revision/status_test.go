@@ -43,6 +43,8 @@ func TestPropagateDeployment(t *testing.T) {
 		resources cond
 		container cond
 		message   string
+		// wasAvailable: the Revision's pods were available before (it was Ready).
+		wasAvailable bool
 	}{{
 		name:      "available",
 		d:         deployment(1, 1, available),
@@ -110,12 +112,43 @@ func TestPropagateDeployment(t *testing.T) {
 		resources: cond{corev1.ConditionFalse, "FailedCreate"},
 		container: cond{corev1.ConditionUnknown, ""},
 		message:   `pods "hello-00001-deployment-5d8f" is forbidden: exceeded quota: no-pods`,
+	}, {
+		name: "scaled by the autoscaler, not observed yet",
+		d: func() *appsv1.Deployment {
+			d := deployment(3, 1, available)
+			d.Generation = 2
+			return d
+		}(),
+		wasAvailable: true,
+		ready:        cond{corev1.ConditionTrue, ""},
+		resources:    cond{corev1.ConditionTrue, ""},
+		container:    cond{corev1.ConditionTrue, ""},
+	}, {
+		name:         "scaling up from zero, the new pod starting",
+		d:            deployment(1, 0, unavailable),
+		pods:         []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}})},
+		wasAvailable: true,
+		ready:        cond{corev1.ConditionTrue, ""},
+		resources:    cond{corev1.ConditionTrue, ""},
+		container:    cond{corev1.ConditionTrue, ""},
+	}, {
+		name:         "scaling up, but the progress deadline passed",
+		d:            deployment(2, 1, unavailable, deadlineGone),
+		wasAvailable: true,
+		ready:        cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
+		resources:    cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
+		container:    cond{corev1.ConditionTrue, ""},
+		message:      "Unable to create pods for more than 600 seconds.",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			status := &v1.RevisionStatus{}
 			m := v1.RevisionConditions.Manage(&status.Status)
 			m.InitializeConditions()
+			if tc.wasAvailable {
+				m.MarkTrue(v1.RevisionConditionResourcesAvailable)
+				m.MarkTrue(v1.RevisionConditionContainerHealthy)
+			}
 			propagateDeployment(status, m, tc.d, tc.pods)
 			for _, c := range []struct {
 				typ  string
