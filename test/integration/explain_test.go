@@ -27,13 +27,14 @@ func startFerryAndGateway(t *testing.T, withGateway bool) string {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	mgr := newTestManager(t, rest.CopyConfig(testConfig))
-	if _, err := reconciler.SetupWithManager(mgr, reconciler.Options{}); err != nil {
+	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var gw *gateway.Gateway
 	if withGateway {
 		gw = gateway.New(gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true,
-			Registry: prometheus.NewRegistry()})
+			Registry: prometheus.NewRegistry(), Stats: ctrls.Autoscaler})
 		if err := gw.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
 		}

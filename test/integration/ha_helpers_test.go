@@ -23,13 +23,14 @@ import (
 	"github.com/ferry-serving/ferry/internal/scale"
 )
 
-// startGatewayProcess runs `ferry gateway --simulated-pods` on free loopback ports
-// until the test ends and returns its external address once it accepts connections.
-func startGatewayProcess(t *testing.T, name string) string {
+// startGatewayProcess runs `ferry gateway --simulated-pods` on free loopback ports,
+// reporting to the autoscaler at autoscaler, until the test ends and returns its
+// external address once it accepts connections.
+func startGatewayProcess(t *testing.T, name, autoscaler string) string {
 	t.Helper()
 	addr, local := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	p := startProcess(t, name, nil, "gateway", "--simulated-pods", "--addr", addr, "--local-addr", local,
-		"--metrics-addr", "0", "--health-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
+		"--metrics-addr", "0", "--health-addr", "0", "--autoscaler", autoscaler, "--kubeconfig", testCluster.KubeconfigPath())
 	eventually(t, time.Minute, func() (bool, string) {
 		if p.Exited() {
 			t.Fatalf("%s exited:\n%s", name, p.Output())

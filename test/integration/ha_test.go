@@ -49,11 +49,15 @@ func TestHAControllerFailover(t *testing.T) {
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
 
-	gateways := []string{startGatewayProcess(t, "gateway-a"), startGatewayProcess(t, "gateway-b")}
-	controllers := startReplicas(t, []string{"controller-a", "controller-b"}, "controller",
+	// Each controller takes the gateways' load reports, as behind the headless Service
+	// ferry-autoscaler; without them a Revision scaled to zero would never wake.
+	stats := map[string][]string{"controller-a": {"--stats-addr", freeLoopbackAddr(t)}, "controller-b": {"--stats-addr", freeLoopbackAddr(t)}}
+	autoscaler := stats["controller-a"][1] + "," + stats["controller-b"][1]
+	gateways := []string{startGatewayProcess(t, "gateway-a", autoscaler), startGatewayProcess(t, "gateway-b", autoscaler)}
+	controllers := startReplicas(t, []string{"controller-a", "controller-b"}, stats, "controller",
 		"--leader-elect", "--leader-election-namespace", config.SystemNamespace,
 		"--leader-election-lease-duration", haLease.String(),
-		"--metrics-addr", "0", "--health-addr", "0", "--stats-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
+		"--metrics-addr", "0", "--health-addr", "0", "--kubeconfig", testCluster.KubeconfigPath())
 	leader := controllers.waitLeader(t)
 	t.Logf("%s leads", leader)
 
@@ -159,6 +163,8 @@ const acquiredLease = "successfully acquired lease"
 type replicas struct {
 	t    *testing.T
 	args []string
+	// own are each replica's own arguments, after args.
+	own map[string][]string
 
 	mu       sync.Mutex
 	procs    map[string]*process
@@ -168,15 +174,19 @@ type replicas struct {
 	done, stopped chan struct{}
 }
 
-func startReplicas(t *testing.T, names []string, args ...string) *replicas {
-	r := &replicas{t: t, args: args, procs: map[string]*process{}, killed: map[string]bool{},
+func startReplicas(t *testing.T, names []string, own map[string][]string, args ...string) *replicas {
+	r := &replicas{t: t, args: args, own: own, procs: map[string]*process{}, killed: map[string]bool{},
 		done: make(chan struct{}), stopped: make(chan struct{})}
 	for _, name := range names {
-		r.procs[name] = startProcess(t, name, nil, args...)
+		r.procs[name] = startProcess(t, name, nil, r.argsOf(name)...)
 	}
 	go r.supervise()
 	t.Cleanup(func() { r.stop() })
 	return r
+}
+
+func (r *replicas) argsOf(name string) []string {
+	return append(append([]string(nil), r.args...), r.own[name]...)
 }
 
 func (r *replicas) supervise() {
@@ -195,7 +205,7 @@ func (r *replicas) supervise() {
 			out := strings.TrimSpace(p.Output())
 			r.restarts = append(r.restarts, fmt.Sprintf("%s at %s (%s)", name, time.Now().Format("15:04:05"), out[strings.LastIndex(out, "\n")+1:]))
 			r.t.Logf("%s exited by itself; starting it again. It printed:\n%s", name, out)
-			r.procs[name] = startProcess(r.t, name, nil, r.args...)
+			r.procs[name] = startProcess(r.t, name, nil, r.argsOf(name)...)
 		}
 		r.mu.Unlock()
 	}

@@ -33,11 +33,12 @@ func startScaleFerry(t *testing.T) (string, *scale.WriteCounter) {
 	// keeps the first logger set in the process, whichever test sets it.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	mgr := newTestManager(t, cfg)
-	if _, err := reconciler.SetupWithManager(mgr, reconciler.Options{}); err != nil {
+	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	gw := gateway.New(gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true,
-		Registry: prometheus.NewRegistry()})
+		Registry: prometheus.NewRegistry(), Stats: ctrls.Autoscaler})
 	if err := gw.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,9 +100,9 @@ func decode(w http.ResponseWriter, body io.Reader, v any) bool {
 // A Client is a controller-runtime Runnable: add it to the manager, and it sends
 // until the manager stops.
 type Client struct {
-	address   string
-	host      string
-	port      string
+	address string
+	// targets are the address's comma-separated host:port entries.
+	targets   []target
 	addrErr   error
 	resolve   func(ctx context.Context, host string) ([]string, error)
 	http      *http.Client
@@ -123,6 +124,8 @@ type Client struct {
 }
 
 var _ Sink = (*Client)(nil)
+
+type target struct{ host, port string }
 
 type message struct {
 	path string
@@ -159,8 +162,10 @@ func WithLogger(log logr.Logger) ClientOption {
 	return func(c *Client) { c.log, c.hasLogger = log, true }
 }
 
-// NewClient returns a Client that posts to address, host:port (a Service's DNS name
-// and port, or an IP literal and port). A malformed address makes Start fail.
+// NewClient returns a Client that posts to address: host:port (a Service's DNS name
+// and port, or an IP literal and port), or several, separated by commas (replicas
+// that no one name resolves to, such as processes on one host). A malformed address
+// makes Start fail.
 func NewClient(address string, opts ...ClientOption) *Client {
 	c := &Client{
 		address: address,
@@ -170,9 +175,16 @@ func NewClient(address string, opts ...ClientOption) *Client {
 		posts:   make(chan struct{}, 64),
 		failing: map[string]bool{},
 	}
-	c.host, c.port, c.addrErr = net.SplitHostPort(address)
-	if c.addrErr == nil && (c.host == "" || c.port == "") {
-		c.addrErr = errors.New("missing host or port")
+	for _, a := range strings.Split(address, ",") {
+		host, port, err := net.SplitHostPort(strings.TrimSpace(a))
+		if err == nil && (host == "" || port == "") {
+			err = errors.New("missing host or port")
+		}
+		if err != nil {
+			c.addrErr = err
+			break
+		}
+		c.targets = append(c.targets, target{host, port})
 	}
 	for _, o := range opts {
 		o(c)
@@ -246,13 +258,19 @@ func (c *Client) send(ctx context.Context, m message, posts *sync.WaitGroup) {
 		c.failed.Add(1)
 		return
 	}
-	addrs, err := c.addresses(ctx)
-	if err != nil || len(addrs) == 0 {
-		c.failed.Add(1)
-		c.noteFailure(c.host, fmt.Errorf("resolving: %v", err))
-		return
+	var addrs []string
+	for _, t := range c.targets {
+		resolved, err := c.addresses(ctx, t.host)
+		if err != nil || len(resolved) == 0 {
+			c.failed.Add(1)
+			c.noteFailure(t.host, fmt.Errorf("resolving: %v", err))
+			continue
+		}
+		c.noteSuccess(t.host)
+		for _, ip := range resolved {
+			addrs = append(addrs, net.JoinHostPort(ip, t.port))
+		}
 	}
-	c.noteSuccess(c.host)
 	for _, addr := range addrs {
 		select {
 		case c.posts <- struct{}{}:
@@ -267,19 +285,19 @@ func (c *Client) send(ctx context.Context, m message, posts *sync.WaitGroup) {
 	}
 }
 
-func (c *Client) addresses(ctx context.Context) ([]string, error) {
-	if net.ParseIP(c.host) != nil {
-		return []string{c.host}, nil
+func (c *Client) addresses(ctx context.Context, host string) ([]string, error) {
+	if net.ParseIP(host) != nil {
+		return []string{host}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return c.resolve(ctx, c.host)
+	return c.resolve(ctx, host)
 }
 
 func (c *Client) post(stop context.Context, addr, path string, body []byte) {
 	ctx, cancel := context.WithTimeout(stop, c.timeout)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(addr, c.port) + path
+	url := "http://" + addr + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		c.failed.Add(1)

@@ -211,3 +211,23 @@ func TestClientCountsFailures(t *testing.T) {
 		t.Error("Start accepted an address without a port")
 	}
 }
+
+// A comma-separated address lists replicas that no one name resolves to (processes
+// on one host): each gets every message.
+func TestClientPostsToEveryListedAddress(t *testing.T) {
+	var recs [2]recorder
+	var addrs []string
+	for i := range recs {
+		srv := httptest.NewServer(Handler(&recs[i]))
+		t.Cleanup(srv.Close)
+		addrs = append(addrs, srv.Listener.Addr().String())
+	}
+	c := NewClient(strings.Join(addrs, ","))
+	startClient(t, c)
+	c.Poke("ns", "hello-00001")
+	eventually(t, "a poke at each replica", func() bool {
+		_, a := recs[0].got()
+		_, b := recs[1].got()
+		return len(a) == 1 && len(b) == 1
+	})
+}
