@@ -249,9 +249,11 @@ func TestAutoscaleToZeroAndBack(t *testing.T) {
 	rev := &v1.Revision{}
 	rev.Namespace, rev.Name = ns, revision
 	waitCondition(t, testClient, rev, v1.RevisionConditionActive, corev1.ConditionFalse, autoscalingv1alpha1.ReasonNoTraffic, 30*time.Second)
-	if !rev.IsReady() || rev.Status.ActualReplicas == nil || *rev.Status.ActualReplicas != 0 {
-		t.Errorf("Revision at zero: Ready %v, actualReplicas %v; want Ready with 0", rev.IsReady(), rev.Status.ActualReplicas)
-	}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		get(t, testClient, ns, revision, rev)
+		return rev.IsReady() && rev.Status.ActualReplicas != nil && *rev.Status.ActualReplicas == 0,
+			fmt.Sprintf("Revision at zero: Ready %v, actualReplicas %v; want Ready with 0", rev.IsReady(), deref(rev.Status.ActualReplicas))
+	})
 	pa := &autoscalingv1alpha1.PodAutoscaler{}
 	pa.Namespace, pa.Name = ns, revision
 	waitCondition(t, testClient, pa, autoscalingv1alpha1.PodAutoscalerConditionActive, corev1.ConditionFalse, autoscalingv1alpha1.ReasonNoTraffic, 30*time.Second)
@@ -602,4 +604,11 @@ func TestAutoscalerConfigBadValue(t *testing.T) {
 	if w := f.Config.Load().Autoscaler.StableWindow; w != 20*time.Second {
 		t.Errorf("after a bad stable-window: %v in force, want the last good 20s", w)
 	}
+}
+
+func deref(p *int32) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }

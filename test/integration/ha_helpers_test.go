@@ -268,7 +268,7 @@ func checkEveryGatewayRoutes(t *testing.T, ns, runID string, gateways []string) 
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				host, want := explain.HostOf(svc.Status.URL), "routed to revision "+svc.Status.LatestReadyRevisionName+" "
+				host, want := explain.HostOf(svc.Status.URL), "Hello from revision "+svc.Status.LatestReadyRevisionName+" "
 				var answer string
 				for attempt := 0; ; attempt++ {
 					var routed bool
