@@ -42,8 +42,8 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the lease before another replica takes over (whole seconds, at least 2s)")
 	// client-go's default (5 QPS, controller-runtime's 20) throttles a burst of Services to
 	// a few per second; the API server's priority and fairness protects it instead.
-	cmd.Flags().Float32Var(&f.qps, "kube-api-qps", 200, "requests per second to the API server, sustained (-1: no client-side limit)")
-	cmd.Flags().IntVar(&f.burst, "kube-api-burst", 400, "requests to the API server in a burst above --kube-api-qps")
+	cmd.Flags().Float32Var(&f.qps, "kube-api-qps", 500, "requests per second to the API server, sustained (-1: no client-side limit)")
+	cmd.Flags().IntVar(&f.burst, "kube-api-burst", 1000, "requests to the API server in a burst above --kube-api-qps")
 }
 
 // checkLease refuses lease durations the Lease object cannot hold: it stores whole
