@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -24,33 +25,25 @@ const (
 	progressDeadlineKey = "serving.knative.dev/progress-deadline"
 )
 
-type keys []string
-
-func (k keys) get(m map[string]string) (string, string, bool) {
-	for _, key := range k {
-		if v, ok := m[key]; ok {
-			return key, v, true
-		}
-	}
-	return k[0], "", false
-}
+// keys are an annotation's keys, the preferred first.
+type keys = av1alpha1.Annotation
 
 var (
-	classAnn             = keys{autoscalingGroup + "/class"}
-	minScaleAnn          = keys{autoscalingGroup + "/min-scale", autoscalingGroup + "/minScale"}
-	maxScaleAnn          = keys{autoscalingGroup + "/max-scale", autoscalingGroup + "/maxScale"}
-	initialScaleAnn      = keys{autoscalingGroup + "/initial-scale", autoscalingGroup + "/initialScale"}
-	activationScaleAnn   = keys{autoscalingGroup + "/activation-scale"}
-	metricAnn            = keys{autoscalingGroup + "/metric"}
-	targetAnn            = keys{autoscalingGroup + "/target"}
-	windowAnn            = keys{autoscalingGroup + "/window"}
-	algorithmAnn         = keys{autoscalingGroup + "/metric-aggregation-algorithm", autoscalingGroup + "/metricAggregationAlgorithm"}
-	panicWindowAnn       = keys{autoscalingGroup + "/panic-window-percentage", autoscalingGroup + "/panicWindowPercentage"}
-	panicThresholdAnn    = keys{autoscalingGroup + "/panic-threshold-percentage", autoscalingGroup + "/panicThresholdPercentage"}
-	scaleDownDelayAnn    = keys{autoscalingGroup + "/scale-down-delay", autoscalingGroup + "/scaleDownDelay"}
-	podRetentionAnn      = keys{autoscalingGroup + "/scale-to-zero-pod-retention-period", autoscalingGroup + "/scaleToZeroPodRetentionPeriod"}
-	targetUtilizationAnn = keys{autoscalingGroup + "/target-utilization-percentage", autoscalingGroup + "/targetUtilizationPercentage"}
-	targetBurstAnn       = keys{autoscalingGroup + "/target-burst-capacity", autoscalingGroup + "/targetBurstCapacity"}
+	classAnn             = av1alpha1.ClassAnnotation
+	minScaleAnn          = av1alpha1.MinScaleAnnotation
+	maxScaleAnn          = av1alpha1.MaxScaleAnnotation
+	initialScaleAnn      = av1alpha1.InitialScaleAnnotation
+	activationScaleAnn   = av1alpha1.ActivationScaleAnnotation
+	metricAnn            = av1alpha1.MetricAnnotation
+	targetAnn            = av1alpha1.TargetAnnotation
+	windowAnn            = av1alpha1.WindowAnnotation
+	algorithmAnn         = av1alpha1.AggregationAnnotation
+	panicWindowAnn       = av1alpha1.PanicWindowAnnotation
+	panicThresholdAnn    = av1alpha1.PanicThresholdAnnotation
+	scaleDownDelayAnn    = av1alpha1.ScaleDownDelayAnnotation
+	podRetentionAnn      = av1alpha1.PodRetentionAnnotation
+	targetUtilizationAnn = av1alpha1.TargetUtilizationAnnotation
+	targetBurstAnn       = av1alpha1.TargetBurstCapacityAnnotation
 	rolloutDurationAnn   = keys{rolloutDurationKey, "serving.knative.dev/rolloutDuration"}
 	progressDeadlineAnn  = keys{progressDeadlineKey}
 	queueSidecarPercent  = keys{"queue.sidecar.serving.knative.dev/resource-percentage", "queue.sidecar.serving.knative.dev/resourcePercentage"}
@@ -89,7 +82,7 @@ func validateNoAutoscalingAnnotations(anns map[string]string) *FieldError {
 }
 
 func intGE0(m map[string]string, k keys) (int32, *FieldError) {
-	key, v, ok := k.get(m)
+	key, v, ok := k.Get(m)
 	if !ok {
 		return 0, nil
 	}
@@ -116,7 +109,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	}
 	var errs *FieldError
 	// class
-	if k, v, ok := classAnn.get(m); ok && strings.HasSuffix(v, ".knative.dev") && v != kpaClass && v != hpaClass {
+	if k, v, ok := classAnn.Get(m); ok && strings.HasSuffix(v, ".knative.dev") && v != kpaClass && v != hpaClass {
 		errs = errs.Also(ErrInvalidValue(v, k))
 	}
 	// min/max/activation scale
@@ -127,7 +120,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	if hi != 0 && hi < lo {
 		errs = errs.Also(ErrGeneric(fmt.Sprintf("max-scale=%d is less than min-scale=%d", hi, lo), maxScaleAnn[0], minScaleAnn[0]))
 	}
-	if k, _, ok := maxScaleAnn.get(m); ok && as.MaxScaleLimit != 0 {
+	if k, _, ok := maxScaleAnn.Get(m); ok && as.MaxScaleLimit != 0 {
 		limit := as.MaxScaleLimit
 		if hi > limit {
 			errs = errs.Also(ErrOutOfBoundsValue(hi, 1, limit, k))
@@ -136,7 +129,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 			errs = errs.Also(ErrGeneric(fmt.Sprint("max-scale=0 (unlimited), must be less than ", limit), k))
 		}
 	}
-	if k, v, ok := activationScaleAnn.get(m); ok {
+	if k, v, ok := activationScaleAnn.Get(m); ok {
 		if act, err := strconv.ParseInt(v, 10, 32); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		} else if lo > int32(act) {
@@ -149,7 +142,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	}
 	// floats
 	floatIn := func(k keys, lo, hi float64) {
-		if key, v, ok := k.get(m); ok {
+		if key, v, ok := k.Get(m); ok {
 			if fv, err := strconv.ParseFloat(v, 64); err != nil {
 				errs = errs.Also(ErrInvalidValue(v, key))
 			} else if fv < lo || fv > hi {
@@ -159,7 +152,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	}
 	floatIn(panicWindowAnn, 1, 100)
 	floatIn(panicThresholdAnn, 110, 1000)
-	if k, v, ok := targetAnn.get(m); ok {
+	if k, v, ok := targetAnn.Get(m); ok {
 		if fv, err := strconv.ParseFloat(v, 64); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		} else if fv < config.TargetMin {
@@ -167,13 +160,13 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 	}
 	floatIn(targetUtilizationAnn, 1, 100)
-	if k, v, ok := targetBurstAnn.get(m); ok {
+	if k, v, ok := targetBurstAnn.Get(m); ok {
 		if fv, err := strconv.ParseFloat(v, 64); err != nil || fv < 0 && fv != -1 {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		}
 	}
 	// window
-	if _, v, ok := windowAnn.get(m); ok {
+	if _, v, ok := windowAnn.Get(m); ok {
 		k := windowAnn[0]
 		switch d, err := time.ParseDuration(v); {
 		case err != nil:
@@ -185,7 +178,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 	}
 	// scale-to-zero-pod-retention-period
-	if k, v, ok := podRetentionAnn.get(m); ok {
+	if k, v, ok := podRetentionAnn.Get(m); ok {
 		if d, err := time.ParseDuration(v); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		} else if d < 0 || d > windowMax {
@@ -193,7 +186,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 	}
 	// scale-down-delay
-	if k, v, ok := scaleDownDelayAnn.get(m); ok {
+	if k, v, ok := scaleDownDelayAnn.Get(m); ok {
 		if d, err := time.ParseDuration(v); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		} else if d < 0 || d > windowMax {
@@ -203,9 +196,9 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 	}
 	// metric
-	if _, metric, ok := metricAnn.get(m); ok {
+	if _, metric, ok := metricAnn.Get(m); ok {
 		class := as.PodAutoscalerClass
-		if _, c, ok := classAnn.get(m); ok {
+		if _, c, ok := classAnn.Get(m); ok {
 			class = c
 		}
 		bad := false
@@ -220,13 +213,13 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 	}
 	// metric-aggregation-algorithm, for the KPA only
-	if _, c, _ := classAnn.get(m); c == kpaClass {
-		if k, v, _ := algorithmAnn.get(m); v != "" && v != "linear" && v != "weighted-exponential" && v != "weightedExponential" {
+	if _, c, _ := classAnn.Get(m); c == kpaClass {
+		if k, v, _ := algorithmAnn.Get(m); v != "" && v != "linear" && v != "weighted-exponential" && v != "weightedExponential" {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		}
 	}
 	// initial-scale
-	if k, v, ok := initialScaleAnn.get(m); ok {
+	if k, v, ok := initialScaleAnn.Get(m); ok {
 		n, err := strconv.Atoi(v)
 		switch {
 		case err != nil:
@@ -254,7 +247,7 @@ func validateNetworkingAnnotations(m map[string]string) *FieldError {
 // validateDurationAnnotation checks rollout-duration or progress-deadline: a Go
 // duration, whole seconds, not negative.
 func validateDurationAnnotation(m map[string]string, k keys, what string) *FieldError {
-	key, v, _ := k.get(m)
+	key, v, _ := k.Get(m)
 	if v == "" {
 		return nil
 	}
@@ -281,7 +274,7 @@ func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
 		return nil
 	}
 	var errs *FieldError
-	if k, v, ok := queueSidecarPercent.get(m); ok {
+	if k, v, ok := queueSidecarPercent.Get(m); ok {
 		errs = ErrGeneric("Queue proxy resource percentage annotation is deprecated. Please use the available annotations to explicitly set resource values per service").ViaKey(k).AsWarning()
 		if fv, err := strconv.ParseFloat(v, 64); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, CurrentField).ViaKey(k))
@@ -290,7 +283,7 @@ func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
 		}
 	}
 	for _, q := range queueSidecarQuantity {
-		if k, v, ok := q.get(m); ok {
+		if k, v, ok := q.Get(m); ok {
 			if _, err := resource.ParseQuantity(v); err != nil {
 				errs = errs.Also(ErrInvalidValue(v, CurrentField).ViaKey(k))
 			}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/config"
 )
 
@@ -30,12 +31,8 @@ const (
 type annotation []string
 
 func (a annotation) lookup(m map[string]string) (string, bool) {
-	for _, k := range a {
-		if v, ok := m[k]; ok {
-			return v, true
-		}
-	}
-	return "", false
+	_, v, ok := av1alpha1.Annotation(a).Get(m)
+	return v, ok
 }
 
 func (a annotation) float(m map[string]string) (float64, bool) {
@@ -74,23 +71,21 @@ func (a annotation) duration(m map[string]string) (time.Duration, bool) {
 	return d, true
 }
 
-const group = "autoscaling.knative.dev/"
-
-// The annotations SettingsFor reads (Knative's pkg/apis/autoscaling/register.go).
+// The annotations SettingsFor reads.
 var (
-	metricAnn            = annotation{group + "metric"}
-	targetAnn            = annotation{group + "target"}
-	targetUtilizationAnn = annotation{group + "target-utilization-percentage", group + "targetUtilizationPercentage"}
-	targetBurstAnn       = annotation{group + "target-burst-capacity", group + "targetBurstCapacity"}
-	windowAnn            = annotation{group + "window"}
-	panicWindowAnn       = annotation{group + "panic-window-percentage", group + "panicWindowPercentage"}
-	panicThresholdAnn    = annotation{group + "panic-threshold-percentage", group + "panicThresholdPercentage"}
-	minScaleAnn          = annotation{group + "min-scale", group + "minScale"}
-	maxScaleAnn          = annotation{group + "max-scale", group + "maxScale"}
-	initialScaleAnn      = annotation{group + "initial-scale", group + "initialScale"}
-	activationScaleAnn   = annotation{group + "activation-scale"}
-	scaleDownDelayAnn    = annotation{group + "scale-down-delay", group + "scaleDownDelay"}
-	podRetentionAnn      = annotation{group + "scale-to-zero-pod-retention-period", group + "scaleToZeroPodRetentionPeriod"}
+	metricAnn            = annotation(av1alpha1.MetricAnnotation)
+	targetAnn            = annotation(av1alpha1.TargetAnnotation)
+	targetUtilizationAnn = annotation(av1alpha1.TargetUtilizationAnnotation)
+	targetBurstAnn       = annotation(av1alpha1.TargetBurstCapacityAnnotation)
+	windowAnn            = annotation(av1alpha1.WindowAnnotation)
+	panicWindowAnn       = annotation(av1alpha1.PanicWindowAnnotation)
+	panicThresholdAnn    = annotation(av1alpha1.PanicThresholdAnnotation)
+	minScaleAnn          = annotation(av1alpha1.MinScaleAnnotation)
+	maxScaleAnn          = annotation(av1alpha1.MaxScaleAnnotation)
+	initialScaleAnn      = annotation(av1alpha1.InitialScaleAnnotation)
+	activationScaleAnn   = annotation(av1alpha1.ActivationScaleAnnotation)
+	scaleDownDelayAnn    = annotation(av1alpha1.ScaleDownDelayAnnotation)
+	podRetentionAnn      = annotation(av1alpha1.PodRetentionAnnotation)
 )
 
 // Settings is one Revision's autoscaling parameters, resolved once from

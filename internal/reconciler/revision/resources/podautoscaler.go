@@ -17,13 +17,6 @@ const (
 	ProtocolH2C   = "h2c"
 )
 
-// Scale annotations with Knative's older camelCase spelling; the first present wins.
-var (
-	minScaleKeys     = []string{v1.MinScaleAnnotationKey, "autoscaling.knative.dev/minScale"}
-	maxScaleKeys     = []string{v1.MaxScaleAnnotationKey, "autoscaling.knative.dev/maxScale"}
-	initialScaleKeys = []string{v1.InitialScaleAnnotationKey, "autoscaling.knative.dev/initialScale"}
-)
-
 // MakePodAutoscaler builds the PodAutoscaler of a defaulted Revision, as Knative's
 // Revision reconciler does (pkg/reconciler/revision/resources/pa.go):
 //
@@ -113,15 +106,15 @@ func InitialReplicas(rev *v1.Revision, cfg *config.Autoscaler) int32 {
 		cfg = config.DefaultAutoscaler()
 	}
 	n := cfg.InitialScale
-	if v, ok := scaleAnnotation(rev.Annotations, initialScaleKeys); ok && (v > 0 || cfg.AllowZeroInitialScale) {
+	if v, ok := scaleAnnotation(rev.Annotations, av1alpha1.InitialScaleAnnotation); ok && (v > 0 || cfg.AllowZeroInitialScale) {
 		n = v
 	}
 	lo := cfg.MinScale
-	if v, ok := scaleAnnotation(rev.Annotations, minScaleKeys); ok {
+	if v, ok := scaleAnnotation(rev.Annotations, av1alpha1.MinScaleAnnotation); ok {
 		lo = v
 	}
 	hi := cfg.MaxScale
-	if v, ok := scaleAnnotation(rev.Annotations, maxScaleKeys); ok {
+	if v, ok := scaleAnnotation(rev.Annotations, av1alpha1.MaxScaleAnnotation); ok {
 		hi = v
 	}
 	n = max(n, lo)
@@ -131,18 +124,15 @@ func InitialReplicas(rev *v1.Revision, cfg *config.Autoscaler) int32 {
 	return n
 }
 
-// scaleAnnotation reads the first of keys present in anns as a scale (an int32 ≥ 0).
-func scaleAnnotation(anns map[string]string, keys []string) (int32, bool) {
-	for _, k := range keys {
-		s, ok := anns[k]
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || v < 0 {
-			return 0, false
-		}
-		return int32(v), true
+// scaleAnnotation reads the annotation as a scale (an int32 ≥ 0).
+func scaleAnnotation(anns map[string]string, a av1alpha1.Annotation) (int32, bool) {
+	_, s, ok := a.Get(anns)
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return int32(v), true
 }
