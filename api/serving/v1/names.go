@@ -19,9 +19,6 @@ const (
 	ProgressDeadlineAnnotationKey   = "serving.knative.dev/progress-deadline"
 	VisibilityLabelKey              = "networking.knative.dev/visibility"
 	VisibilityClusterLocal          = "cluster-local"
-	MinScaleAnnotationKey           = "autoscaling.knative.dev/min-scale"
-	InitialScaleAnnotationKey       = "autoscaling.knative.dev/initial-scale"
-	MaxScaleAnnotationKey           = "autoscaling.knative.dev/max-scale"
 
 	// DefaultUserContainerName is the name given to an unnamed user container.
 	DefaultUserContainerName = "user-container"
