@@ -4,6 +4,8 @@ package v1alpha1
 // camelCase spelling Knative still reads. Admission, the decider and the Revision's
 // builders read Knative's autoscaling annotations through these, so that the lists
 // exist once.
+//
+// +kubebuilder:object:generate=false
 type Annotation []string
 
 // Get returns the first of the keys present in m with its value; the preferred key
