@@ -121,11 +121,14 @@ func quota(res corev1.ResourceName) func(t *testing.T, ns string) func() {
 		if err := testClient.Create(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
-		// The quota admission plugin refuses only once the quota controller has
-		// computed its usage.
+		// The quota admission plugin refuses with "exceeded quota" only once the quota
+		// controller has computed its usage and the API server's own copy of the
+		// quota shows it; before, it refuses with another message ("status unknown
+		// for quota"), which would make a second, different failure. A dry-run create
+		// of what the quota counts says when it is there.
 		eventually(t, 20*time.Second, func() (bool, string) {
-			get(t, testClient, ns, q.Name, q)
-			return q.Status.Hard != nil, "quota not yet computed"
+			err := testClient.Create(context.Background(), quotaProbe(ns, res), client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), "exceeded quota"), fmt.Sprintf("dry-run create: %v", err)
 		})
 		return func() {
 			if err := testClient.Delete(context.Background(), q); err != nil {
@@ -133,6 +136,18 @@ func quota(res corev1.ResourceName) func(t *testing.T, ns string) func() {
 			}
 		}
 	}
+}
+
+// quotaProbe is an object the quota on res counts: a Deployment or a Pod.
+func quotaProbe(ns string, res corev1.ResourceName) client.Object {
+	labels := map[string]string{"app": "quota-probe"}
+	podSpec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "ferry.test/probe"}}}
+	if res == corev1.ResourcePods {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-probe"}, Spec: podSpec}
+	}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-probe"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec}}}
 }
 
 // denyDeployments makes a ValidatingAdmissionPolicy deny every Deployment in ns.
@@ -193,7 +208,7 @@ func noDeploymentsUser(t *testing.T) string {
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"", "serving.knative.dev", "networking.internal.knative.dev", "events.k8s.io"},
+		{APIGroups: []string{"", "serving.knative.dev", "networking.internal.knative.dev", "autoscaling.internal.knative.dev", "events.k8s.io"},
 			Resources: []string{"*"}, Verbs: []string{"*"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"update", "patch", "delete"}},
 	}}
