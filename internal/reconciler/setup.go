@@ -130,7 +130,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	if err := mgr.Add(as); err != nil {
 		return nil, fmt.Errorf("adding the autoscaler: %w", err)
 	}
-	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler"),
+	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
 		Refused: refused(), Autoscaler: as, Config: opts.Config}
 	paOnChange := &configChanges{name: "podautoscaler", register: opts.OnConfigChange, matters: autoscalerChanged,
 		list:    every(c, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }),

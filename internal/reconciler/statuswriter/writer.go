@@ -48,6 +48,8 @@ type Writer struct {
 
 	// onReady, if set, receives each object's time to Ready.
 	onReady func(time.Duration)
+	// states are Ready=False reasons that are states, not failures: no Event.
+	states map[string]bool
 
 	mu sync.Mutex
 	// last holds what was last written for each object, so that a reconcile reading a
@@ -95,6 +97,17 @@ func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *
 // that no Writer saw arrive is not observed. Call it before the Writer is used.
 func (w *Writer) OnReady(f func(time.Duration)) *Writer {
 	w.onReady = f
+	return w
+}
+
+// NotFailures names reasons of Ready=False that are states an object goes through in
+// normal operation (a PodAutoscaler at zero: NoTraffic), for which the Writer records
+// no Warning Event. Call it before the Writer is used.
+func (w *Writer) NotFailures(reasons ...string) *Writer {
+	w.states = make(map[string]bool, len(reasons))
+	for _, r := range reasons {
+		w.states[r] = true
+	}
 	return w
 }
 
@@ -146,6 +159,9 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	// Decided before the write (which refreshes obj, and cached with it), recorded
 	// after it succeeds, so that a write that failed and is retried warns once.
 	failure := newFailure(cached, desired)
+	if failure != nil && w.states[failure.Reason] {
+		failure = nil
+	}
 	wasReady := cached.GetCondition(duck.ConditionReady).IsTrue()
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -211,3 +211,34 @@ func TestChanges(t *testing.T) {
 		t.Error("a spec change is dropped")
 	}
 }
+
+// A Ready=False reason named a state (NotFailures) is written without a Warning
+// Event; another reason still gets one.
+func TestNotFailures(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	stored := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	rec := events.NewFakeRecorder(10)
+	w := New(c, rec, 0).NotFailures("NoTraffic")
+	ctx := context.Background()
+	for i, reason := range []string{"NoTraffic", "TimedOut"} {
+		got := &v1.Route{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
+			t.Fatal(err)
+		}
+		desired := got.Status.DeepCopy()
+		desired.ObservedGeneration = 1
+		m := v1.RouteConditions.Manage(&desired.Status)
+		m.InitializeConditions()
+		m.MarkFalse(v1.RouteConditionAllTrafficAssigned, reason, "%s", reason)
+		if _, err := w.Write(ctx, got, &got.Status, desired); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.Events) != i {
+			t.Errorf("after Ready=False %s: %d events, want %d", reason, len(rec.Events), i)
+		}
+	}
+}
