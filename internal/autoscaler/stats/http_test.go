@@ -117,9 +117,11 @@ func TestClientPostsToTheHandler(t *testing.T) {
 	startClient(t, c)
 	c.Report(sample)
 	c.Poke("ns", "hello-00001")
+	// The handler records a message before the client reads the answer and counts it
+	// sent: wait for both.
 	eventually(t, "the report and the poke", func() bool {
 		reports, pokes := rec.got()
-		return len(reports) == 1 && len(pokes) == 1
+		return len(reports) == 1 && len(pokes) == 1 && c.Sent()+c.Failed() == 2
 	})
 	if reports, _ := rec.got(); !reflect.DeepEqual(reports[0], sample) {
 		t.Errorf("report %+v", reports[0])
