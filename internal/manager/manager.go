@@ -108,6 +108,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		RenewDeadline:                 leaseFraction(opts.LeaseDuration, 2, 3),
 		RetryPeriod:                   leaseFraction(opts.LeaseDuration, 2, 15),
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
+		Cache:                         cacheOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)

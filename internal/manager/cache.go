@@ -1,0 +1,50 @@
+package manager
+
+import (
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// cacheOptions keep in memory only what Ferry reads. The informers' copies are most of
+// the controller's memory, and at scale most of them are objects Ferry never looks at
+// or fields it never reads:
+//   - managedFields, on every object, are often larger than the rest of it;
+//   - Pods and Deployments of other workloads: only those of Revisions (labelled with
+//     serving.knative.dev/revision, which Ferry sets on both) are read;
+//   - a Pod's spec: the Revision reconciler reads only the status, to say why pods do
+//     not start, and the Deployment reports the rest.
+func cacheOptions() cache.Options {
+	ofRevisions := labels.NewSelector().Add(mustRequirement(servingv1.RevisionLabelKey, selection.Exists))
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:        {Label: ofRevisions, Transform: podStatusOnly},
+			&appsv1.Deployment{}: {Label: ofRevisions},
+		},
+	}
+}
+
+// podStatusOnly drops what the cache need not keep of a Pod: its spec and managed
+// fields. The metadata (labels, owners) and the status stay.
+func podStatusOnly(o any) (any, error) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil // a tombstone
+	}
+	pod.ManagedFields = nil
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	return pod, nil
+}
+
+func mustRequirement(key string, op selection.Operator) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, nil)
+	if err != nil {
+		panic(err) // only a programming error: the key is a constant
+	}
+	return *r
+}
