@@ -55,13 +55,14 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller: Configurations and the Revisions they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	ages := oldestfirst.New()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configuration").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		Watches(&v1.Configuration{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&v1.Configuration{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
 		// A Revision's replicas and the like do not change which is latest or ready.
-		Watches(&v1.Revision{}, oldestfirst.Owner(mgr, &v1.Configuration{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		Watches(&v1.Revision{}, ages.Owner(mgr, &v1.Configuration{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, n := e.ObjectOld.(*v1.Revision), e.ObjectNew.(*v1.Revision)
 			return o.IsReady() != n.IsReady() || o.IsFailed() != n.IsFailed() ||
 				!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||

@@ -1,6 +1,8 @@
 // Package oldestfirst orders a controller's work by the age of the objects it is
 // about: the requests an event handler adds to controller-runtime's priority queue get
-// a priority that is higher the earlier the event's object was created.
+// a priority that is higher the earlier the object they reconcile was created — its
+// own age, which the controller's own watch records, whatever event woke it (a child
+// is younger than its owner).
 //
 // Why: each of Ferry's controllers has one queue, and a Service goes through several
 // of them, several times (the Route is woken by its Configuration, its Revision, its

@@ -63,13 +63,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, sources ...
 	if r.now == nil {
 		r.now = time.Now
 	}
+	ages := oldestfirst.New()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podautoscaler").
-		Watches(&av1alpha1.PodAutoscaler{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&av1alpha1.PodAutoscaler{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
 		// The Deployment belongs to the Revision; its PodAutoscaler has the Revision's name.
-		Watches(&appsv1.Deployment{}, oldestfirst.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
+		Watches(&appsv1.Deployment{}, ages.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: scaleChanged})).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, oldestfirst.Owner(mgr, &av1alpha1.PodAutoscaler{}))
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, ages.Owner(mgr, &av1alpha1.PodAutoscaler{}))
 	for _, s := range sources {
 		b = b.WatchesRawSource(s)
 	}

@@ -61,15 +61,16 @@ type Reconciler struct {
 // updates that leave what the status is computed from alone, and pod events other than
 // a pod starting or stopping to show a problem (the Deployment reports healthy pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	ages := oldestfirst.New()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("revision").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		Watches(&v1.Revision{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
-		Watches(&appsv1.Deployment{}, oldestfirst.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
-		Watches(&corev1.Service{}, oldestfirst.Owner(mgr, &v1.Revision{})).
-		Watches(&av1alpha1.PodAutoscaler{}, oldestfirst.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: autoscalerChanged})).
-		Watches(&corev1.Pod{}, oldestfirst.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), builder.WithPredicates(predicate.Funcs{
+		Watches(&v1.Revision{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&appsv1.Deployment{}, ages.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
+		Watches(&corev1.Service{}, ages.Owner(mgr, &v1.Revision{})).
+		Watches(&av1alpha1.PodAutoscaler{}, ages.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: autoscalerChanged})).
+		Watches(&corev1.Pod{}, ages.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
 			UpdateFunc: func(e event.UpdateEvent) bool {
 				return troubled(e.ObjectOld.(*corev1.Pod)) != troubled(e.ObjectNew.(*corev1.Pod))

@@ -26,6 +26,7 @@ import (
 // of it (a Revision's replicas, a Configuration's latest created Revision) are dropped
 // before the tracker: they would wake every Route that names the object for nothing.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHandler, enqueue source.Source, workers int, more ...source.Source) error {
+	ages := oldestfirst.New()
 	b := ctrl.NewControllerManagedBy(mgr)
 	for _, src := range more {
 		b = b.WatchesRawSource(src)
@@ -34,13 +35,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHan
 		Named("route").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		Watches(&v1.Route{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
-		Watches(&netv1alpha1.Ingress{}, oldestfirst.Owner(mgr, &v1.Route{})).
-		Watches(&corev1.Service{}, oldestfirst.Owner(mgr, &v1.Route{})).
-		Watches(&v1.Configuration{}, oldestfirst.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		Watches(&v1.Route{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&netv1alpha1.Ingress{}, ages.Owner(mgr, &v1.Route{})).
+		Watches(&corev1.Service{}, ages.Owner(mgr, &v1.Route{})).
+		Watches(&v1.Configuration{}, ages.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return routingOfConfiguration(e.ObjectOld.(*v1.Configuration)) != routingOfConfiguration(e.ObjectNew.(*v1.Configuration))
 		}})).
-		Watches(&v1.Revision{}, oldestfirst.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		Watches(&v1.Revision{}, ages.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			return routingOfRevision(e.ObjectOld.(*v1.Revision)) != routingOfRevision(e.ObjectNew.(*v1.Revision))
 		}})).
 		WatchesRawSource(enqueue).

@@ -39,13 +39,14 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller: Services and the children they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	ages := oldestfirst.New()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("service").
 		// Its own status writes cannot change the outcome; anything else can, a stale
 		// status another controller wrote included.
-		Watches(&v1.Service{}, oldestfirst.Object(), builder.WithPredicates(r.Status.Changes())).
-		Watches(&v1.Configuration{}, oldestfirst.Owner(mgr, &v1.Service{})).
-		Watches(&v1.Route{}, oldestfirst.Owner(mgr, &v1.Service{})).
+		Watches(&v1.Service{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
+		Watches(&v1.Configuration{}, ages.Owner(mgr, &v1.Service{})).
+		Watches(&v1.Route{}, ages.Owner(mgr, &v1.Service{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(terminating.Ignore(r))
 }
