@@ -30,6 +30,7 @@ type scaleFlags struct {
 	timeout     time.Duration
 	kubeconfig  string
 	namespace   string
+	namespaces  int
 	gateway     string
 	image       string
 	cleanup     bool
@@ -70,7 +71,8 @@ The exit status is 1 when any Service missed its deadline.`,
 	fl.IntVar(&f.concurrency, "concurrency", scale.DefaultConcurrency, "at most this many creates in flight (and gateway probes, and floor writes)")
 	fl.DurationVar(&f.timeout, "timeout-per-service", scale.DefaultTimeoutPerService, "each Service's deadline to be Ready (and routed), from its create request")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "run against this cluster, where Ferry runs already (default: a local cluster with Ferry in-process)")
-	fl.StringVar(&f.namespace, "namespace", "", "namespace of the Services, created if missing (default ferry-scale-<run ID>)")
+	fl.StringVar(&f.namespace, "namespace", "", "namespace of the Services, created if missing (default ferry-scale-<run ID>); with --namespaces K > 1, the base of their names")
+	fl.IntVar(&f.namespaces, "namespaces", 1, "spread the Services round-robin over K namespaces, <namespace>-0 … <namespace>-<K-1>, each created if missing")
 	fl.StringVar(&f.gateway, "gateway", "", "with --kubeconfig: the gateway's URL, to measure time to the first routed response")
 	fl.StringVar(&f.image, "image", scale.DefaultImage, "the Services' image")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "delete what the run created and wait until it is gone")
@@ -85,6 +87,9 @@ The exit status is 1 when any Service missed its deadline.`,
 func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	if f.n <= 0 {
 		return errors.New("scale: say how many Services with -n N")
+	}
+	if f.namespaces < 1 || f.namespaces > f.n {
+		return fmt.Errorf("scale: --namespaces must be between 1 and the number of Services (-n %d), not %d", f.n, f.namespaces)
 	}
 	if f.workers != 0 && f.kubeconfig != "" {
 		return errors.New("scale: --workers configures the in-process Ferry; with --kubeconfig, Ferry runs elsewhere")
@@ -106,7 +111,7 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	var cfg *rest.Config
 	runCtx, stopFerry := ctx, func() {}
 	opts := scale.Options{N: f.n, Concurrency: f.concurrency, TimeoutPerService: f.timeout, Image: f.image,
-		Namespace: f.namespace, GatewayURL: f.gateway, Warmup: true, Phases: f.phases, Progress: out, Terminal: isTerminal(out)}
+		Namespace: f.namespace, Namespaces: f.namespaces, GatewayURL: f.gateway, Warmup: true, Phases: f.phases, Progress: out, Terminal: isTerminal(out)}
 	if f.kubeconfig != "" {
 		var err error
 		if cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig); err != nil {
@@ -189,7 +194,11 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		stopProfile = func() { once.Do(func() { pprof.StopCPUProfile(); pf.Close() }) }
 		defer stopProfile()
 	}
-	fmt.Fprintf(out, "Creating %d Services, %d at a time ...\n", f.n, opts.Concurrency)
+	if f.namespaces > 1 {
+		fmt.Fprintf(out, "Creating %d Services over %d namespaces, %d at a time ...\n", f.n, f.namespaces, opts.Concurrency)
+	} else {
+		fmt.Fprintf(out, "Creating %d Services, %d at a time ...\n", f.n, opts.Concurrency)
+	}
 	var res *scale.Result
 	var runErr error
 	pprof.Do(runCtx, pprof.Labels("component", "scale-run"), func(ctx context.Context) { res, runErr = scale.Run(ctx, opts) })
@@ -205,7 +214,8 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 
 	if f.floor && runErr == nil {
 		// In-process, nothing but the floor should write meanwhile: Ferry would go
-		// on working on Services that missed their deadline.
+		// on working on Services that missed their deadline. The objects are sized in
+		// the run's (first) namespace.
 		stopFerry()
 		floor, err := scale.Floor(ctx, scale.FloorOptions{Config: cfg, Writes: res.Writes, Concurrency: res.Concurrency,
 			Real: res.Total, SizeNamespace: res.Namespace, Progress: out})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -19,9 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Cleanup deletes what the run created — its Services (the warm-up's too) and, if
-// the run created it, the namespace — and waits until they and their children
-// (Configurations, Revisions, Routes, Deployments, pods) are gone, or timeout.
+// Cleanup deletes what the run created — its Services (the warm-up's too) and the
+// namespaces the run created — and waits until they and their children
+// (Configurations, Revisions, Routes, Deployments, pods) are gone, or timeout. In a
+// namespace the run created, the namespace is deleted; in the others, the run's
+// Services.
 func Cleanup(ctx context.Context, cfg *rest.Config, r *Result, timeout time.Duration, progress io.Writer) error {
 	if progress == nil {
 		progress = io.Discard
@@ -37,48 +41,84 @@ func Cleanup(ctx context.Context, cfg *rest.Config, r *Result, timeout time.Dura
 		return err
 	}
 	sel := labels.NewSelector().Add(*req)
+	created := r.createdNamespaces()
+	var deleted, emptied []string // the namespaces deleted; those the run's Services are deleted in
+	for _, ns := range r.AllNamespaces() {
+		if created[ns] {
+			deleted = append(deleted, ns)
+		} else {
+			emptied = append(emptied, ns)
+		}
+	}
 	start := time.Now()
-	if r.NamespaceCreated {
-		fmt.Fprintf(progress, "Deleting namespace %s ...\n", r.Namespace)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.Namespace}}
-		if err := c.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting namespace %s: %w", r.Namespace, err)
-		}
-		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns)
-			if apierrors.IsNotFound(err) {
-				return true, nil
+	if len(deleted) > 0 {
+		fmt.Fprintf(progress, "Deleting %s ...\n", describeNamespaces(deleted))
+		for _, ns := range deleted {
+			if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting namespace %s: %w", ns, err)
 			}
-			return false, err
-		})
-		if err != nil {
-			return fmt.Errorf("namespace %s was not gone after %s: %w", r.Namespace, fmtDur(time.Since(start)), err)
 		}
-		fmt.Fprintf(progress, "Namespace %s is gone (%s).\n", r.Namespace, fmtDur(time.Since(start)))
-		return nil
 	}
-	fmt.Fprintf(progress, "Deleting the run's Services in %s ...\n", r.Namespace)
-	if err := c.DeleteAllOf(ctx, &v1.Service{}, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: sel},
-		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return fmt.Errorf("deleting the run's Services: %w", err)
+	if len(emptied) > 0 {
+		fmt.Fprintf(progress, "Deleting the run's Services in %s ...\n", strings.Join(emptied, ", "))
+		for _, ns := range emptied {
+			if err := c.DeleteAllOf(ctx, &v1.Service{}, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel},
+				client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+				return fmt.Errorf("deleting the run's Services in %s: %w", ns, err)
+			}
+		}
 	}
-	lists := []client.ObjectList{&v1.ServiceList{}, &v1.ConfigurationList{}, &v1.RouteList{}, &v1.RevisionList{}, &appsv1.DeploymentList{}, &corev1.PodList{}}
+	lists := []func() client.ObjectList{
+		func() client.ObjectList { return &v1.ServiceList{} }, func() client.ObjectList { return &v1.ConfigurationList{} },
+		func() client.ObjectList { return &v1.RouteList{} }, func() client.ObjectList { return &v1.RevisionList{} },
+		func() client.ObjectList { return &appsv1.DeploymentList{} }, func() client.ObjectList { return &corev1.PodList{} },
+	}
+	// What is left to wait for: the namespaces not gone yet, the namespaces with some
+	// of the run's objects left. Each is checked until it is done.
+	nsLeft, objsLeft := slices.Clone(deleted), slices.Clone(emptied)
 	var left string
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, l := range lists {
-			if err := c.List(ctx, l, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.Limit(1)); err != nil {
+		for len(nsLeft) > 0 {
+			ns := &corev1.Namespace{}
+			err := c.Get(ctx, client.ObjectKey{Name: nsLeft[0]}, ns)
+			if !apierrors.IsNotFound(err) {
 				return false, err
 			}
-			if meta.LenList(l) > 0 {
-				left = fmt.Sprintf("%T", l)
-				return false, nil
+			nsLeft = nsLeft[1:]
+		}
+		for len(objsLeft) > 0 {
+			for _, newList := range lists {
+				l := newList()
+				if err := c.List(ctx, l, client.InNamespace(objsLeft[0]), client.MatchingLabelsSelector{Selector: sel}, client.Limit(1)); err != nil {
+					return false, err
+				}
+				if meta.LenList(l) > 0 {
+					left = fmt.Sprintf("%T", l)
+					if len(emptied) > 1 {
+						left += " in " + objsLeft[0]
+					}
+					return false, nil
+				}
 			}
+			objsLeft = objsLeft[1:]
 		}
 		return true, nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && len(nsLeft) > 0:
+		return fmt.Errorf("namespace %s was not gone after %s: %w", nsLeft[0], fmtDur(time.Since(start)), err)
+	case err != nil:
 		return fmt.Errorf("the run's objects were not gone after %s (still some %s): %w", fmtDur(time.Since(start)), left, err)
 	}
-	fmt.Fprintf(progress, "The run's objects are gone (%s).\n", fmtDur(time.Since(start)))
+	switch len(deleted) {
+	case 0:
+	case 1:
+		fmt.Fprintf(progress, "Namespace %s is gone (%s).\n", deleted[0], fmtDur(time.Since(start)))
+	default:
+		fmt.Fprintf(progress, "The %d namespaces are gone (%s).\n", len(deleted), fmtDur(time.Since(start)))
+	}
+	if len(emptied) > 0 {
+		fmt.Fprintf(progress, "The run's objects are gone (%s).\n", fmtDur(time.Since(start)))
+	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 func RenderHTML(w io.Writer, r *Result) error {
 	ready := Summarize(r.ReadyTimes())
 	data := htmlData{R: r, Ready: ready, Created: Summarize(r.CreatedTimes()), Routed: Summarize(r.RoutedTimes()),
-		Stuck: r.Stuck(), Groups: r.StuckGroups(), Verbs: r.Writes.Verbs()}
+		Stuck: r.Stuck(), Groups: r.StuckGroups(), Verbs: r.Writes.Verbs(), Namespaces: describeNamespaces(r.AllNamespaces())}
 	data.Cards = []card{
 		{"Ready", fmt.Sprintf("%d / %d", r.ReadyCount(), r.N), okClass(r.AllReady)},
 		{"p50 to Ready", fmtDur(ready.P50), ""},
@@ -92,6 +92,8 @@ type htmlData struct {
 	Stuck                  []Sample
 	Groups                 []StuckGroup
 	Phases                 []htmlPhase
+	// Namespaces is "namespace ns", or "K namespaces (first … last)".
+	Namespaces string
 }
 
 type htmlPhase struct {
@@ -166,7 +168,7 @@ pre{background:#fff;border-left:3px solid #b3261e;padding:8px 12px;white-space:p
 svg text{font:11px system-ui,sans-serif;fill:#5b6475}
 </style></head><body><main>
 <h1>Ferry scale: {{.R.N}} Knative Services</h1>
-<div class="sub">run {{.R.RunID}} · namespace {{.R.Namespace}} · {{.R.Concurrency}} creates in flight · deadline {{.R.TimeoutPerService}} per Service · image {{.R.Image}}{{if .R.Gateway}} · gateway {{.R.Gateway}}{{end}} · started {{time .R.Started}}</div>
+<div class="sub">run {{.R.RunID}} · {{.Namespaces}} · {{.R.Concurrency}} creates in flight · deadline {{.R.TimeoutPerService}} per Service · image {{.R.Image}}{{if .R.Gateway}} · gateway {{.R.Gateway}}{{end}} · started {{time .R.Started}}</div>
 <div class="cards">{{range .Cards}}<div class="card {{.Class}}"><div class="v">{{.Value}}</div><div class="l">{{.Label}}</div></div>{{end}}</div>
 
 <h2>Time to Ready</h2>

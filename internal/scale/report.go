@@ -17,8 +17,8 @@ import (
 // the process's usage, the floor and the stuck Services (all of them grouped, the
 // first maxExplained explained).
 func WriteSummary(w io.Writer, r *Result, maxExplained int) {
-	fmt.Fprintf(w, "\nFerry scale run %s: %d Services in namespace %s, %d creates in flight, %s per Service\n",
-		r.RunID, r.N, r.Namespace, r.Concurrency, r.TimeoutPerService)
+	fmt.Fprintf(w, "\nFerry scale run %s: %d Services in %s, %d creates in flight, %s per Service\n",
+		r.RunID, r.N, describeNamespaces(r.AllNamespaces()), r.Concurrency, r.TimeoutPerService)
 	ready := r.ReadyCount()
 	stuck := r.Stuck()
 	if r.AllReady {

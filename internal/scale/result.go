@@ -13,6 +13,9 @@ import (
 type Sample struct {
 	Index int
 	Name  string
+	// Namespace is the Service's namespace when the run spans several; empty when
+	// it is the Result's Namespace.
+	Namespace string
 	// Start is when the create request was sent, since the run started.
 	Start time.Duration
 	// Created is how long the create request took (time-to-created).
@@ -37,6 +40,7 @@ type Sample struct {
 type sampleJSON struct {
 	Index         int          `json:"index"`
 	Name          string       `json:"name"`
+	Namespace     string       `json:"namespace,omitempty"`
 	Start         float64      `json:"startSeconds"`
 	Created       *float64     `json:"timeToCreatedSeconds"`
 	Ready         *float64     `json:"timeToReadySeconds"`
@@ -72,7 +76,7 @@ func (s Sample) MarshalJSON() ([]byte, error) {
 	if p := seconds(s.Start); p != nil {
 		start = *p
 	}
-	j := sampleJSON{Index: s.Index, Name: s.Name, Start: start, Created: seconds(s.Created), Ready: seconds(s.Ready),
+	j := sampleJSON{Index: s.Index, Name: s.Name, Namespace: s.Namespace, Start: start, Created: seconds(s.Created), Ready: seconds(s.Ready),
 		Routed: seconds(s.Routed), RouteAttempts: s.RouteAttempts, LastAnswer: s.LastAnswer, Error: s.Error, Stuck: s.Stuck, Explanation: s.Explanation}
 	if s.Milestones != nil {
 		j.Milestones = map[string]float64{}
@@ -91,7 +95,7 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = Sample{Index: j.Index, Name: j.Name, Start: fromSeconds(&j.Start), Created: fromSeconds(j.Created), Ready: fromSeconds(j.Ready),
+	*s = Sample{Index: j.Index, Name: j.Name, Namespace: j.Namespace, Start: fromSeconds(&j.Start), Created: fromSeconds(j.Created), Ready: fromSeconds(j.Ready),
 		Routed: fromSeconds(j.Routed), RouteAttempts: j.RouteAttempts, LastAnswer: j.LastAnswer, Error: j.Error, Stuck: j.Stuck, Explanation: j.Explanation}
 	if j.Milestones != nil {
 		s.Milestones = &Milestones{}
@@ -106,10 +110,17 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 
 // Result is a whole run.
 type Result struct {
-	RunID     string
+	RunID string
+	// Namespace is the run's namespace, the first of Namespaces when it has several.
 	Namespace string
-	// NamespaceCreated says the run created its namespace (Cleanup deletes it).
-	NamespaceCreated  bool
+	// Namespaces are all of the run's namespaces (see AllNamespaces), Namespace
+	// first; the i-th Service is in Namespaces[NamespaceIndex(i, len(Namespaces))].
+	Namespaces []string
+	// NamespaceCreated says the run created Namespace (Cleanup deletes it).
+	NamespaceCreated bool
+	// NamespacesCreated are those of Namespaces the run created (Cleanup deletes
+	// them).
+	NamespacesCreated []string
 	N                 int
 	Concurrency       int
 	Image             string
@@ -296,6 +307,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		RunID             string        `json:"runID"`
 		Namespace         string        `json:"namespace"`
+		Namespaces        []string      `json:"namespaces"`
 		N                 int           `json:"n"`
 		Concurrency       int           `json:"concurrency"`
 		Image             string        `json:"image"`
@@ -312,7 +324,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Notes             []string      `json:"notes,omitempty"`
 		Samples           []Sample      `json:"samples"`
 	}{
-		RunID: r.RunID, Namespace: r.Namespace, N: r.N, Concurrency: r.Concurrency, Image: r.Image,
+		RunID: r.RunID, Namespace: r.Namespace, Namespaces: r.AllNamespaces(), N: r.N, Concurrency: r.Concurrency, Image: r.Image,
 		TimeoutPerService: r.TimeoutPerService.Seconds(), Gateway: r.Gateway, InProcess: r.InProcess, Started: r.Started,
 		Summary: summary{
 			TimeToCreated: toDistJSON(Summarize(r.CreatedTimes())), TimeToReady: toDistJSON(Summarize(r.ReadyTimes())),

@@ -32,8 +32,13 @@ type Options struct {
 	// client side unless Config.QPS is set: the API server's own limits are what is
 	// measured.
 	Config *rest.Config
-	// Namespace holds the run's Services; it is created when missing.
+	// Namespace holds the run's Services; it is created when missing. With
+	// Namespaces > 1 it is the base of their names.
 	Namespace string
+	// Namespaces spreads the Services over this many namespaces (default 1: just
+	// Namespace), <Namespace>-0 … <Namespace>-<K-1>, each created when missing:
+	// Service i goes to namespace i mod K, the warm-up to the first.
+	Namespaces int
 	// N Services are created, at most Concurrency creates in flight.
 	N           int
 	Concurrency int
@@ -89,6 +94,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Namespace == "" {
 		o.Namespace = "ferry-scale-" + o.RunID
 	}
+	switch {
+	case o.Namespaces == 0:
+		o.Namespaces = 1
+	case o.Namespaces < 0 || o.Namespaces > o.N:
+		return o, fmt.Errorf("scale: Namespaces must be between 1 and N (%d), not %d", o.N, o.Namespaces)
+	case o.Namespaces > 1:
+		if err := validNamespaces(NamespaceNames(o.Namespace, o.Namespaces)); err != nil {
+			return o, err
+		}
+	}
 	if o.GatewayURL != "" && !strings.Contains(o.GatewayURL, "://") {
 		o.GatewayURL = "http://" + o.GatewayURL
 	}
@@ -102,6 +117,10 @@ type runner struct {
 	cfg  *rest.Config
 	c    client.WithWatch
 	http *http.Client
+	// namespaces are the run's, the first one's Services and the warm-up in it;
+	// inRun is them as a set.
+	namespaces []string
+	inRun      map[string]bool
 
 	mu         sync.Mutex
 	names      []string
@@ -132,7 +151,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, cfg: unthrottled(o.Config), probeSem: make(chan struct{}, o.Concurrency)}
+	r := &runner{o: o, cfg: unthrottled(o.Config), probeSem: make(chan struct{}, o.Concurrency),
+		namespaces: NamespaceNames(o.Namespace, o.Namespaces), inRun: map[string]bool{}}
+	for _, ns := range r.namespaces {
+		r.inRun[ns] = true
+	}
 	if r.c, err = client.NewWithWatch(r.cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -142,9 +165,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer r.http.CloseIdleConnections()
 
-	res := &Result{RunID: o.RunID, Namespace: o.Namespace, N: o.N, Concurrency: o.Concurrency, Image: o.Image,
-		TimeoutPerService: o.TimeoutPerService, Gateway: o.GatewayURL, InProcess: o.InProcess}
-	if res.NamespaceCreated, err = ensureNamespace(ctx, r.c, o.Namespace); err != nil {
+	res := &Result{RunID: o.RunID, Namespace: r.namespaces[0], Namespaces: r.namespaces, N: o.N, Concurrency: o.Concurrency,
+		Image: o.Image, TimeoutPerService: o.TimeoutPerService, Gateway: o.GatewayURL, InProcess: o.InProcess}
+	res.NamespacesCreated, err = ensureNamespaces(ctx, r.c, r.namespaces)
+	res.NamespaceCreated = len(res.NamespacesCreated) > 0 && res.NamespacesCreated[0] == r.namespaces[0]
+	if err != nil {
 		return nil, err
 	}
 	if o.Warmup {
@@ -168,7 +193,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// before the first create.
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	informer, err := r.watchServices(watchCtx, labels.Set{RunLabel: o.RunID}, func(svc *v1.Service) { r.observe(ctx, svc) })
+	informer, err := r.watchServices(watchCtx, r.scope(), labels.Set{RunLabel: o.RunID}, func(svc *v1.Service) { r.observe(ctx, svc) })
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +334,7 @@ func (r *runner) createAll(ctx context.Context) {
 }
 
 func (r *runner) create(ctx context.Context, i int) {
-	svc := r.service(r.names[i], r.o.RunID)
+	svc := r.service(r.nsOf(i), r.names[i], r.o.RunID)
 	r.mu.Lock()
 	r.start[i] = time.Now()
 	r.mu.Unlock()
@@ -348,11 +373,11 @@ func createWithRetry(ctx context.Context, c client.Client, obj client.Object) er
 	}
 }
 
-// service is the Service the run creates: the image, and the run label on the
+// service is the Service the run creates in ns: the image, and the run label on the
 // Service and its template (so Revisions, Deployments and pods carry it too).
-func (r *runner) service(name, runLabel string) *v1.Service {
+func (r *runner) service(ns, name, runLabel string) *v1.Service {
 	l := map[string]string{RunLabel: runLabel}
-	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: r.o.Namespace, Name: name, Labels: l}}
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l}}
 	svc.Spec.Template.ObjectMeta.Labels = map[string]string{RunLabel: runLabel}
 	svc.Spec.Template.Spec.Containers = []corev1.Container{{Image: r.o.Image}}
 	return svc
@@ -364,7 +389,7 @@ func (r *runner) observe(ctx context.Context, svc *v1.Service) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i, ok := r.index[svc.Name]
-	if !ok || !r.readyAt[i].IsZero() || !svc.IsReady() {
+	if !ok || svc.Namespace != r.nsOf(i) || !r.readyAt[i].IsZero() || !svc.IsReady() {
 		return
 	}
 	r.readyAt[i] = now
@@ -438,10 +463,32 @@ func (r *runner) probeOnce(ctx context.Context, host string) (bool, string) {
 // explain.Routed).
 func Routed(status int, body string) bool { return explain.Routed(status, body) }
 
-// watchServices runs an informer on the Services in the run's namespace that match
-// sel, calling f on every add and update, and returns once it has synced.
-func (r *runner) watchServices(ctx context.Context, sel labels.Set, f func(*v1.Service)) (cache.SharedIndexInformer, error) {
-	inf, err := r.watch(ctx, func() client.ObjectList { return &v1.ServiceList{} }, &v1.Service{}, sel.AsSelector().String(), func(obj any) {
+// nsOf is the namespace of the i-th Service.
+func (r *runner) nsOf(i int) string { return r.namespaces[NamespaceIndex(i, len(r.namespaces))] }
+
+// sampleNamespace is the i-th Service's namespace for its Sample: only when the run
+// has several (else it is the Result's).
+func (r *runner) sampleNamespace(i int) string {
+	if len(r.namespaces) == 1 {
+		return ""
+	}
+	return r.nsOf(i)
+}
+
+// scope is where the run's watches and lists look: its namespace, or the whole
+// cluster when it has several (with the run's label, or filtered to its
+// namespaces).
+func (r *runner) scope() string {
+	if len(r.namespaces) == 1 {
+		return r.namespaces[0]
+	}
+	return metav1.NamespaceAll
+}
+
+// watchServices runs an informer on the Services in ns ("": all namespaces) that
+// match sel, calling f on every add and update, and returns once it has synced.
+func (r *runner) watchServices(ctx context.Context, ns string, sel labels.Set, f func(*v1.Service)) (cache.SharedIndexInformer, error) {
+	inf, err := r.watch(ctx, ns, nil, func() client.ObjectList { return &v1.ServiceList{} }, &v1.Service{}, sel.AsSelector().String(), func(obj any) {
 		if svc, ok := obj.(*v1.Service); ok {
 			f(svc)
 		}
@@ -450,38 +497,44 @@ func (r *runner) watchServices(ctx context.Context, sel labels.Set, f func(*v1.S
 		return nil, err
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("the watch on Services in %s did not sync: %w", r.o.Namespace, context.Cause(ctx))
+		return nil, fmt.Errorf("the watch on Services in %s did not sync: %w", r.where(ns), context.Cause(ctx))
 	}
 	return inf, nil
 }
 
 // watchChildren watches the objects the run's Services own, down to the pods, and
 // records the milestones they reach. KIngresses do not carry the run's label; all
-// of the namespace's Knative ones are watched.
+// of the namespace's Knative ones are watched (with several namespaces: the
+// cluster's, those outside the run's namespaces dropped as they arrive).
 func (r *runner) watchChildren(ctx context.Context) error {
 	run := labels.Set{RunLabel: r.o.RunID}.AsSelector().String()
+	var only map[string]bool
+	if r.scope() == metav1.NamespaceAll {
+		only = r.inRun
+	}
 	kinds := []struct {
 		newList  func() client.ObjectList
 		example  runtime.Object
 		selector string
+		only     map[string]bool
 	}{
-		{func() client.ObjectList { return &v1.ConfigurationList{} }, &v1.Configuration{}, run},
-		{func() client.ObjectList { return &v1.RouteList{} }, &v1.Route{}, run},
-		{func() client.ObjectList { return &v1.RevisionList{} }, &v1.Revision{}, run},
-		{func() client.ObjectList { return &appsv1.DeploymentList{} }, &appsv1.Deployment{}, run},
-		{func() client.ObjectList { return &corev1.PodList{} }, &corev1.Pod{}, run},
-		{func() client.ObjectList { return &netv1alpha1.IngressList{} }, &netv1alpha1.Ingress{}, v1.ServiceLabelKey},
+		{func() client.ObjectList { return &v1.ConfigurationList{} }, &v1.Configuration{}, run, nil},
+		{func() client.ObjectList { return &v1.RouteList{} }, &v1.Route{}, run, nil},
+		{func() client.ObjectList { return &v1.RevisionList{} }, &v1.Revision{}, run, nil},
+		{func() client.ObjectList { return &appsv1.DeploymentList{} }, &appsv1.Deployment{}, run, nil},
+		{func() client.ObjectList { return &corev1.PodList{} }, &corev1.Pod{}, run, nil},
+		{func() client.ObjectList { return &netv1alpha1.IngressList{} }, &netv1alpha1.Ingress{}, v1.ServiceLabelKey, only},
 	}
 	var synced []cache.InformerSynced
 	for _, k := range kinds {
-		inf, err := r.watch(ctx, k.newList, k.example, k.selector, r.reach)
+		inf, err := r.watch(ctx, r.scope(), k.only, k.newList, k.example, k.selector, r.reach)
 		if err != nil {
 			return err
 		}
 		synced = append(synced, inf.HasSynced)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("the watches in %s did not sync: %w", r.o.Namespace, context.Cause(ctx))
+		return fmt.Errorf("the watches in %s did not sync: %w", r.where(r.scope()), context.Cause(ctx))
 	}
 	return nil
 }
@@ -496,7 +549,7 @@ func (r *runner) reach(obj any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i, ok := r.index[name]
-	if !ok {
+	if !ok || namespaceOf(obj) != r.nsOf(i) {
 		return
 	}
 	for _, m := range reached {
@@ -506,19 +559,34 @@ func (r *runner) reach(obj any) {
 	}
 }
 
-// watch runs an informer on one kind in the run's namespace, calling f on every add
-// and update. Managed fields are dropped from its cache.
-func (r *runner) watch(ctx context.Context, newList func() client.ObjectList, example runtime.Object, selector string, f func(any)) (cache.SharedIndexInformer, error) {
-	ns := r.o.Namespace
+// where names ns for a message: the namespace, or the run's namespaces.
+func (r *runner) where(ns string) string {
+	if ns != metav1.NamespaceAll {
+		return "namespace " + ns
+	}
+	return describeNamespaces(r.namespaces)
+}
+
+// watch runs an informer on one kind in ns ("": all namespaces), calling f on every
+// add and update. With only, objects outside those namespaces are dropped before
+// they reach the cache. Managed fields are dropped from its cache.
+func (r *runner) watch(ctx context.Context, ns string, only map[string]bool, newList func() client.ObjectList, example runtime.Object, selector string, f func(any)) (cache.SharedIndexInformer, error) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
 			l := newList()
-			return l, r.c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &opts})
+			if err := r.c.List(ctx, l, &client.ListOptions{Namespace: ns, Raw: &opts}); err != nil || only == nil {
+				return l, err
+			}
+			return l, filterList(l, only)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = selector
-			return r.c.Watch(ctx, newList(), &client.ListOptions{Namespace: ns, Raw: &opts})
+			w, err := r.c.Watch(ctx, newList(), &client.ListOptions{Namespace: ns, Raw: &opts})
+			if err != nil || only == nil {
+				return w, err
+			}
+			return filterWatch(w, only), nil
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
@@ -549,14 +617,15 @@ func (r *runner) warmup(ctx context.Context) error {
 	defer cancel()
 	ready := make(chan *v1.Service, 1)
 	var once sync.Once
-	if _, err := r.watchServices(ctx, labels.Set{RunLabel: runLabel}, func(svc *v1.Service) {
+	first := r.namespaces[0]
+	if _, err := r.watchServices(ctx, first, labels.Set{RunLabel: runLabel}, func(svc *v1.Service) {
 		if svc.IsReady() {
 			once.Do(func() { ready <- svc })
 		}
 	}); err != nil {
 		return err
 	}
-	svc := r.service(name, runLabel)
+	svc := r.service(first, name, runLabel)
 	if err := createWithRetry(ctx, r.c, svc); err != nil {
 		return fmt.Errorf("warm-up: creating Service %s: %w", name, err)
 	}
@@ -577,7 +646,7 @@ func (r *runner) warmup(ctx context.Context) error {
 		}
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer rcancel()
-		objs, _ := r.readObjects(rctx, runLabel)
+		objs, _ := r.readObjects(rctx, runLabel, first)
 		chain := objs.chain(name)
 		return fmt.Errorf("warm-up: Service %s was not Ready after %s; is Ferry running?\n%s", name, fmtDur(time.Since(start)), Explain(chain))
 	}
@@ -597,7 +666,7 @@ func (r *runner) fillResult(res *Result, t0, end time.Time) {
 	allReady, allRouted := true, r.o.GatewayURL != ""
 	res.Samples = make([]Sample, len(r.names))
 	for i, name := range r.names {
-		s := Sample{Index: i, Name: name, Created: since(r.start[i], r.createdAt[i]), Ready: since(r.start[i], r.readyAt[i]),
+		s := Sample{Index: i, Name: name, Namespace: r.sampleNamespace(i), Created: since(r.start[i], r.createdAt[i]), Ready: since(r.start[i], r.readyAt[i]),
 			Routed: since(r.start[i], r.routedAt[i]), RouteAttempts: r.attempts[i], LastAnswer: r.lastAnswer[i], Error: r.createErr[i]}
 		if !r.start[i].IsZero() {
 			s.Start = r.start[i].Sub(t0)
@@ -649,13 +718,13 @@ func (r *runner) explainStuck(ctx context.Context, res *Result, store cache.Stor
 	if len(stuck) == 0 {
 		return nil
 	}
-	objs, err := r.readObjects(ctx, r.o.RunID)
+	objs, err := r.readObjects(ctx, r.o.RunID, r.scope())
 	for _, i := range stuck {
 		s := &res.Samples[i]
 		chain := objs.chain(s.Name)
 		if chain.Service == nil {
 			// A failed list: the watch's copy is the next best thing.
-			if obj, ok, _ := store.GetByKey(r.o.Namespace + "/" + s.Name); ok {
+			if obj, ok, _ := store.GetByKey(r.nsOf(i) + "/" + s.Name); ok {
 				chain.Service = obj.(*v1.Service)
 			}
 		}
@@ -673,7 +742,8 @@ func (r *runner) explainStuck(ctx context.Context, res *Result, store cache.Stor
 	return err
 }
 
-// objects are a namespace's Knative objects and their children, read once.
+// objects are a run's Knative objects and their children, read once, by name (the
+// run's names are unique over its namespaces).
 type objects struct {
 	services    map[string]*v1.Service
 	configs     map[string]*v1.Configuration
@@ -684,10 +754,9 @@ type objects struct {
 	pods        map[string][]corev1.Pod // by Revision
 }
 
-// readObjects lists the run's objects: everything that carries its label, and the
-// namespace's KIngresses (which do not).
-func (r *runner) readObjects(ctx context.Context, runLabel string) (*objects, error) {
-	ns := r.o.Namespace
+// readObjects lists the run's objects in ns ("": the run's namespaces): everything
+// that carries its label, and the namespaces' KIngresses (which do not).
+func (r *runner) readObjects(ctx context.Context, runLabel, ns string) (*objects, error) {
 	sel := client.MatchingLabels{RunLabel: runLabel}
 	var (
 		svcs  v1.ServiceList
@@ -705,8 +774,11 @@ func (r *runner) readObjects(ctx context.Context, runLabel string) (*objects, er
 	)
 	for _, l := range lists {
 		opts := []client.ListOption{client.InNamespace(ns)}
-		if !l.all {
+		switch {
+		case !l.all:
 			opts = append(opts, sel)
+		case ns == metav1.NamespaceAll:
+			opts = append(opts, client.HasLabels{v1.ServiceLabelKey})
 		}
 		if err := r.c.List(ctx, l.l, opts...); err != nil {
 			errs = append(errs, fmt.Errorf("listing %T: %w", l.l, err))
@@ -729,6 +801,9 @@ func (r *runner) readObjects(ctx context.Context, runLabel string) (*objects, er
 		o.routes[rts.Items[i].Name] = &rts.Items[i]
 	}
 	for i := range ings.Items {
+		if ns == metav1.NamespaceAll && !r.inRun[ings.Items[i].Namespace] {
+			continue
+		}
 		o.ingresses[ings.Items[i].Name] = &ings.Items[i]
 	}
 	for i := range deps.Items {
@@ -753,16 +828,4 @@ func (o *objects) chain(name string) Chain {
 		c.Pods[rev.Name] = o.pods[rev.Name]
 	}
 	return c
-}
-
-// ensureNamespace creates ns unless it exists, and says whether it did.
-func ensureNamespace(ctx context.Context, c client.Client, ns string) (bool, error) {
-	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsAlreadyExists(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("creating namespace %s: %w", ns, err)
 }
