@@ -81,6 +81,11 @@ func TestScale(t *testing.T) {
 	if got := len(res.RoutedTimes()); got != n {
 		t.Errorf("%d/%d Services routed through the gateway", got, n)
 	}
+	// Ready in the order they were created (oldest first through every queue), not all
+	// at the end of the burst: an order, so it does not depend on the machine's speed.
+	if o := res.CreationOrder(); o.RankCorrelation < 0.8 {
+		t.Errorf("rank correlation of create and Ready order %.2f, want ≥ 0.8 (p50 / total %.2f)", o.RankCorrelation, o.P50OverTotal)
+	}
 	if res.WritesError != "" {
 		t.Errorf("writes unknown: %s", res.WritesError)
 	}
