@@ -127,15 +127,27 @@ func (w *Writer) NotFailures(reasons ...string) *Writer {
 // the right one: a precondition would only turn it into a conflict, a wasted write and
 // a retry, and a merge patch computed against the stale copy could drop changes.
 func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired Status) (reconcile.Result, error) {
-	if equality.Semantic.DeepEqual(cached, desired) {
-		w.release(client.ObjectKeyFromObject(obj))
+	key := client.ObjectKeyFromObject(obj)
+	w.mu.Lock()
+	last, seen := w.last[key]
+	w.mu.Unlock()
+	if seen && last.uid != obj.GetUID() {
+		seen = false
+	}
+	// While the cache still shows the version this Writer's last write was computed
+	// from, the API server holds that write, not the cached status: a status that
+	// went back to the cached one (Ready, Unknown, Ready again before the cache caught
+	// up) must be written, or it is lost — the write's own watch event is filtered
+	// out (Changes) and wakes no one.
+	behind := seen && last.from == obj.GetResourceVersion()
+	if equality.Semantic.DeepEqual(cached, desired) && !behind {
+		w.release(key)
 		return reconcile.Result{}, nil
 	}
 	patch, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": desired}})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	key := client.ObjectKeyFromObject(obj)
 	// Read before the write, which refreshes obj with whatever generation is current.
 	generation, created := obj.GetGeneration(), obj.GetCreationTimestamp().Time
 	h := fnv.New64a()
@@ -143,12 +155,6 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	now := w.now()
 	this := written{uid: obj.GetUID(), sum: h.Sum64(), at: now, from: obj.GetResourceVersion()}
 
-	w.mu.Lock()
-	last, seen := w.last[key]
-	w.mu.Unlock()
-	if seen && last.uid != this.uid {
-		seen = false
-	}
 	if seen {
 		this.readyGeneration = last.readyGeneration
 	}
