@@ -3,11 +3,13 @@
 // when the object newly fails.
 //
 // It also holds back statuses that are on their way (Ready Unknown) for a short settle
-// time after the object's creation or its last status write. Most rollouts finish
-// within it, so each object's status is written once, when it is Ready or has failed,
-// instead of once per step (Deploying, RevisionMissing, IngressNotConfigured, ...);
-// the reconciler requeues itself for the end of the wait, so a rollout that takes
-// longer still shows its progress. Knative's readiness rule (observedGeneration equals
+// time: after the object's creation, and after the first change that could not be
+// written at once. Most steps finish within it, so each object's status is written
+// about once, when it is Ready or has failed, instead of once per step (Deploying,
+// RevisionMissing, IngressNotConfigured, ...): a change is written settle after it
+// began, with whatever the status is by then. The reconciler requeues itself for the end
+// of the wait, so a rollout that takes longer still shows its progress, at most settle
+// late. Losing Ready is written at once. Knative's readiness rule (observedGeneration equals
 // generation and Ready is True) makes an object whose status is held back read as not
 // ready, as it is.
 //
@@ -58,6 +60,8 @@ type Writer struct {
 	// since holds when the watch brought each object's current generation, while it
 	// is not yet Ready: the API server records no time for a generation change.
 	since map[types.NamespacedName]arrival
+	// held holds since when a change of each object's status has been held back.
+	held map[types.NamespacedName]time.Time
 }
 
 // arrival is when the Writer's watch brought generation of the object with uid.
@@ -86,7 +90,8 @@ type written struct {
 // may be nil), holding back statuses on their way for settle (none if settle <= 0).
 func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *Writer {
 	return &Writer{client: c, recorder: recorder, settle: settle, now: time.Now,
-		last: make(map[types.NamespacedName]written), since: make(map[types.NamespacedName]arrival)}
+		last: make(map[types.NamespacedName]written), since: make(map[types.NamespacedName]arrival),
+		held: make(map[types.NamespacedName]time.Time)}
 }
 
 // OnReady makes the Writer call f with an object's time to Ready when it writes
@@ -136,6 +141,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	// out (Changes) and wakes no one.
 	behind := seen && last.from == obj.GetResourceVersion()
 	if equality.Semantic.DeepEqual(cached, desired) && !behind {
+		w.release(key)
 		return reconcile.Result{}, nil
 	}
 	patch, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": desired}})
@@ -158,7 +164,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 		// controller, a stale write across a failover), and it is written again.
 		return reconcile.Result{}, nil
 	}
-	if wait := w.holdBack(obj, desired, last, seen, now); wait > 0 {
+	if wait := w.holdBack(key, obj, cached, desired, now); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
@@ -181,6 +187,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	measured := false
 	w.mu.Lock()
 	w.last[key] = this
+	delete(w.held, key)
 	if becameReady {
 		start, measured = w.readySinceLocked(key, this.uid, generation, created, !wasReady)
 	}
@@ -267,16 +274,30 @@ func (w *Writer) arrived(obj client.Object, at time.Time) {
 }
 
 // holdBack returns how much longer an in-progress status should wait: the settle time
-// runs from the object's creation or from its last status write, whichever is later.
-func (w *Writer) holdBack(obj client.Object, desired Status, last written, seen bool, now time.Time) time.Duration {
-	if w.settle <= 0 || !desired.GetCondition(duck.ConditionReady).IsUnknown() {
+// runs from the object's creation while it is young, else from when a change was first
+// held back. A Ready object that is no longer Ready is not held back.
+func (w *Writer) holdBack(key types.NamespacedName, obj client.Object, cached, desired Status, now time.Time) time.Duration {
+	if w.settle <= 0 || !desired.GetCondition(duck.ConditionReady).IsUnknown() || cached.GetCondition(duck.ConditionReady).IsTrue() {
 		return 0
 	}
-	from := obj.GetCreationTimestamp().Time
-	if seen && last.at.After(from) {
-		from = last.at
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	from, held := w.held[key]
+	if !held {
+		from = obj.GetCreationTimestamp().Time
+		if now.Sub(from) >= w.settle {
+			from = now
+		}
+		w.held[key] = from
 	}
 	return from.Add(w.settle).Sub(now)
+}
+
+// release forgets a held-back change: the status is as desired after all.
+func (w *Writer) release(key types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.held, key)
+	w.mu.Unlock()
 }
 
 // Forget drops what the Writer remembers of a deleted object.
@@ -284,6 +305,7 @@ func (w *Writer) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	delete(w.last, key)
 	delete(w.since, key)
+	delete(w.held, key)
 	w.mu.Unlock()
 }
 

@@ -164,13 +164,42 @@ func TestSettle(t *testing.T) {
 	if !stored2().IsReady() {
 		t.Fatal("Ready was not written")
 	}
-	// Still on its way once the settle time has passed: written.
-	now = now.Add(3 * time.Second)
-	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown)); err != nil || res.RequeueAfter != 0 {
+	// No longer Ready: written at once.
+	ready := stored2()
+	if res, err := w.Write(ctx, ready.DeepCopy(), &ready.Status, status(corev1.ConditionUnknown)); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("Write = %+v, %v", res, err)
 	}
 	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "Deploying" {
 		t.Fatalf("Ready = %+v", c)
+	}
+
+	// Long after creation, a change on the way is held back for the settle time from
+	// when it was first seen, not restarted by the next change ...
+	deploying := stored2()
+	now = now.Add(10 * time.Second)
+	waiting := status(corev1.ConditionUnknown)
+	v1.RevisionConditions.Manage(&waiting.Status).MarkUnknown(v1.RevisionConditionResourcesAvailable, "Waiting", "")
+	if res, err := w.Write(ctx, deploying.DeepCopy(), &deploying.Status, waiting); err != nil || res.RequeueAfter != 2*time.Second {
+		t.Fatalf("Write = %+v, %v; want a requeue after 2s", res, err)
+	}
+	now = now.Add(time.Second)
+	v1.RevisionConditions.Manage(&waiting.Status).MarkUnknown(v1.RevisionConditionResourcesAvailable, "StillWaiting", "")
+	if res, err := w.Write(ctx, deploying.DeepCopy(), &deploying.Status, waiting); err != nil || res.RequeueAfter != time.Second {
+		t.Fatalf("Write = %+v, %v; want a requeue after 1s", res, err)
+	}
+	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "Deploying" {
+		t.Fatalf("a held-back change was written: Ready = %+v", c)
+	}
+	// ... and written when it is over, as it is by then.
+	now = now.Add(time.Second)
+	if res, err := w.Write(ctx, deploying.DeepCopy(), &deploying.Status, waiting); err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("Write = %+v, %v", res, err)
+	}
+	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "StillWaiting" {
+		t.Fatalf("Ready = %+v", c)
+	}
+	if len(w.held) != 0 {
+		t.Errorf("%d held-back changes remembered after the write", len(w.held))
 	}
 }
 
