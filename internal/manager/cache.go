@@ -2,7 +2,6 @@ package manager
 
 import (
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -14,17 +13,19 @@ import (
 // the controller's memory, and at scale most of them are objects Ferry never looks at
 // or fields it never reads:
 //   - managedFields, on every object, are often larger than the rest of it;
-//   - Pods and Deployments of other workloads: only those of Revisions (labelled with
-//     serving.knative.dev/revision, which Ferry sets on both) are read;
+//   - Pods of other workloads: only those of Revisions (labelled with
+//     serving.knative.dev/revision from the template) are read, through that label;
 //   - a Pod's spec: the Revision reconciler reads only the status, to say why pods do
 //     not start, and the Deployment reports the rest.
+//
+// Deployments are all kept: one named like a Revision's but not Ferry's must be seen,
+// so that the Revision reports NotOwned instead of retrying a create that conflicts.
 func cacheOptions() cache.Options {
 	ofRevisions := labels.NewSelector().Add(mustRequirement(servingv1.RevisionLabelKey, selection.Exists))
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:        {Label: ofRevisions, Transform: podStatusOnly},
-			&appsv1.Deployment{}: {Label: ofRevisions},
+			&corev1.Pod{}: {Label: ofRevisions, Transform: podStatusOnly},
 		},
 	}
 }
