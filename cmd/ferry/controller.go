@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/admission"
+	"github.com/ferry-serving/ferry/internal/backpressure"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -107,10 +109,14 @@ func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
 	return ferry.Start(cmd.Context())
 }
 
+// inProgressLimit's flag text, the same for ferry up and ferry controller.
+var inProgressLimitUsage = "hold a Service create at admission (up to " + admission.MaxHold.String() + ") while this many Services are on their way to Ready; the default is " + strconv.Itoa(backpressure.DefaultLimit) + ", -1 never holds (nor postpones scaling to zero during a burst)"
+
 func newControllerCommand() *cobra.Command {
 	var flags clusterFlags
 	var opts reconciler.Options
 	var webhookAddr, statsAddr string
+	var inProgressLimit int
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Ferry's Knative Serving reconcilers against a cluster",
@@ -120,7 +126,7 @@ func newControllerCommand() *cobra.Command {
 			if webhookAddr != "" {
 				// In the cluster: behind the Service ferry-webhook, with the certificate in
 				// the Secret ferry-webhook-certs (config/webhook).
-				mopts.Admission = &admission.Options{InCluster: true, Addr: webhookAddr}
+				mopts.Admission = &admission.Options{InCluster: true, Addr: webhookAddr, InProgressLimit: inProgressLimit}
 			}
 			return flags.run(cmd, mopts)
 		},
@@ -128,6 +134,7 @@ func newControllerCommand() *cobra.Command {
 	flags.add(cmd)
 	cmd.Flags().StringVar(&opts.Domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().StringVar(&webhookAddr, "webhook-addr", "", "serve Knative's validation and defaulting webhooks here (e.g. :8443) and register them by the Service ferry-webhook in ferry-system; only for a controller running in that cluster (config/webhook)")
+	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, "with --webhook-addr: "+inProgressLimitUsage)
 	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")
 	cmd.Flags().StringVar(&statsAddr, "stats-addr", ":8083", "where the autoscaler takes the gateways' load reports (every replica serves; 0 turns it off)")
 	return cmd

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -39,6 +40,7 @@ type scaleFlags struct {
 	phases      bool
 	cpuprofile  string
 	workers     int
+	inProgress  int
 }
 
 func newScaleCommand() *cobra.Command {
@@ -80,6 +82,7 @@ The exit status is 1 when any Service missed its deadline.`,
 	fl.BoolVar(&f.floor, "floor", false, "after the run, time the same number of plain writes against the same API server")
 	fl.BoolVar(&f.phases, "phases", true, "also watch Configurations, Revisions, Deployments, pods, Routes and KIngresses, to report where the time goes")
 	fl.IntVar(&f.workers, "workers", 0, "without --kubeconfig: each of Ferry's controllers' concurrent reconciles (default: Ferry's default)")
+	fl.IntVar(&f.inProgress, "admission-in-progress-limit", 0, "without --kubeconfig: "+inProgressLimitUsage)
 	fl.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the run (the whole process: with the local cluster, the control plane too)")
 	return cmd
 }
@@ -91,8 +94,8 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	if f.namespaces < 1 || f.namespaces > f.n {
 		return fmt.Errorf("scale: --namespaces must be between 1 and the number of Services (-n %d), not %d", f.n, f.namespaces)
 	}
-	if f.workers != 0 && f.kubeconfig != "" {
-		return errors.New("scale: --workers configures the in-process Ferry; with --kubeconfig, Ferry runs elsewhere")
+	if (f.workers != 0 || f.inProgress != 0) && f.kubeconfig != "" {
+		return errors.New("scale: --workers and --admission-in-progress-limit configure the in-process Ferry; with --kubeconfig, Ferry runs elsewhere")
 	}
 	if f.gateway != "" && f.kubeconfig == "" {
 		return errors.New("scale: --gateway is for --kubeconfig; the local cluster's gateway is probed anyway")
@@ -149,7 +152,9 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		ferry, err := manager.New(ferryCfg, manager.Options{
 			Reconcilers:       true,
 			ReconcilerOptions: reconciler.Options{Workers: f.workers},
-			Gateway:           &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true},
+			// As with ferry up: Knative's defaulting and validation, and back-pressure.
+			Admission: &admission.Options{InProgressLimit: f.inProgress},
+			Gateway:   &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true},
 		})
 		if err != nil {
 			return err
@@ -172,6 +177,11 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 			})
 		}
 		defer stopFerry()
+		select {
+		case <-ferry.Admission.Ready():
+		case <-gctx.Done():
+			return fmt.Errorf("ferry: %w", g.Wait())
+		}
 		cfg = cluster.RESTConfig()
 		opts.GatewayURL = "http://" + ferry.Gateway.ExternalAddr()
 		opts.InProcess = true

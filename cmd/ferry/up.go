@@ -22,7 +22,7 @@ import (
 
 func newUpCommand() *cobra.Command {
 	var dataDir, externalAddr, localAddr, domain string
-	var port int
+	var port, inProgressLimit int
 	var clusterOnly bool
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -79,7 +79,7 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				Reconcilers:       true,
 				ReconcilerOptions: reconciler.Options{Domain: domain},
 				// Knative's validation and defaulting, by URL on 127.0.0.1.
-				Admission: &admission.Options{},
+				Admission: &admission.Options{InProgressLimit: inProgressLimit},
 				// kwok simulates every pod: the gateway answers for them instead of dialing.
 				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
 			})
@@ -122,6 +122,7 @@ Ctrl-C stops it.
 	cmd.Flags().StringVar(&externalAddr, "gateway-addr", "127.0.0.1:8080", "the gateway's external listener")
 	cmd.Flags().StringVar(&localAddr, "gateway-local-addr", "127.0.0.1:8081", "the gateway's cluster-local listener")
 	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
+	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, inProgressLimitUsage)
 	cmd.Flags().BoolVar(&clusterOnly, "cluster-only", false, "run the cluster with Ferry's CRDs but not Ferry: print how to start ferry controller and ferry gateway against it")
 	return cmd
 }

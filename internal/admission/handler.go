@@ -14,10 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// The paths the two webhooks are served on.
+// The paths the webhooks are served on.
 const (
 	MutatePath   = "/mutate"
 	ValidatePath = "/validate"
+	HoldPath     = "/hold"
 )
 
 // Mutator is the defaulting webhook: Knative's SetDefaults for the four kinds.

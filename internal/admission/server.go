@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/backpressure"
 	"github.com/ferry-serving/ferry/internal/config"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -28,6 +29,8 @@ import (
 const (
 	MutatingWebhookName   = "webhook.serving.ferry.dev"
 	ValidatingWebhookName = "validation.webhook.serving.ferry.dev"
+	// HoldWebhookName is the back-pressure webhook, in the validating configuration.
+	HoldWebhookName = "backpressure.webhook.serving.ferry.dev"
 	// ServiceName is the Service in front of the controller pods' webhook port.
 	ServiceName = "ferry-webhook"
 	// CertSecretName holds the CA and serving certificate in the system namespace.
@@ -53,6 +56,14 @@ type Options struct {
 	Namespace string
 	// Addr is where to listen: default 127.0.0.1:0 (a free port), or :8443 InCluster.
 	Addr string
+	// Backlog, if set, is the back-pressure webhook's: it holds Service creates while
+	// too many Services are in progress (package backpressure). Without it the webhook
+	// admits at once. The manager sets it from InProgressLimit.
+	Backlog *backpressure.Backlog
+	// InProgressLimit is the Backlog's limit: 0 is backpressure.DefaultLimit; a
+	// negative number never holds (and the autoscaler never postpones scaling to
+	// zero for a burst).
+	InProgressLimit int
 	// SkipRevisionsBy, if set, is a username whose requests on Revisions skip both
 	// webhooks (matchConditions): Ferry's controller creates Revisions from
 	// Configurations that were admitted already. InCluster, it is found with a
@@ -112,6 +123,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Server, error)
 	mux := http.NewServeMux()
 	mux.Handle(MutatePath, &admission.Webhook{Handler: &Mutator{Config: opts.Config}})
 	mux.Handle(ValidatePath, &admission.Webhook{Handler: &Validator{Config: opts.Config, Client: client}})
+	mux.Handle(HoldPath, &admission.Webhook{Handler: &Holder{Config: opts.Config, Backlog: opts.Backlog}})
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -178,7 +190,7 @@ func (s *Server) clientConfig(path string) admissionregv1.WebhookClientConfig {
 
 // Register creates or updates both webhook configurations to point at this server.
 func (s *Server) Register(ctx context.Context) error {
-	mwc, vwc := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.opts.SkipRevisionsBy)
+	mwc, vwc := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.clientConfig(HoldPath), s.opts.SkipRevisionsBy)
 	api := s.client.AdmissionregistrationV1()
 	if cur, err := api.MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		if _, err := api.MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -216,14 +228,17 @@ func (s *Server) Register(ctx context.Context) error {
 // WebhookConfigurations are Ferry's two registrations: every create and update of the
 // four serving.knative.dev/v1 kinds (not their status), failurePolicy Fail, no side
 // effects (so dry runs are admitted too). skipRevisionsBy, if set, lets that user's
-// requests on Revisions through without a call.
-func WebhookConfigurations(mutate, validate admissionregv1.WebhookClientConfig, skipRevisionsBy string) (*admissionregv1.MutatingWebhookConfiguration, *admissionregv1.ValidatingWebhookConfiguration) {
-	fail := admissionregv1.Fail
+// requests on Revisions through without a call. The validating configuration also
+// holds the back-pressure webhook: Service creates only, with the longest timeout the
+// API server allows, and failurePolicy Ignore, so that a controller that is down or
+// slow never blocks a create.
+func WebhookConfigurations(mutate, validate, hold admissionregv1.WebhookClientConfig, skipRevisionsBy string) (*admissionregv1.MutatingWebhookConfiguration, *admissionregv1.ValidatingWebhookConfiguration) {
+	fail, ignore := admissionregv1.Fail, admissionregv1.Ignore
 	none := admissionregv1.SideEffectClassNone
 	equivalent := admissionregv1.Equivalent
 	never := admissionregv1.NeverReinvocationPolicy
 	scope := admissionregv1.NamespacedScope
-	timeout := int32(10)
+	timeout, holdTimeout := int32(10), int32(holdTimeout/time.Second)
 	rules := []admissionregv1.RuleWithOperations{{
 		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
 		Rule: admissionregv1.Rule{
@@ -268,6 +283,23 @@ func WebhookConfigurations(mutate, validate admissionregv1.WebhookClientConfig, 
 			TimeoutSeconds:          &timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			MatchConditions:         conditions,
+		}, {
+			Name:         HoldWebhookName,
+			ClientConfig: hold,
+			Rules: []admissionregv1.RuleWithOperations{{
+				Operations: []admissionregv1.OperationType{admissionregv1.Create},
+				Rule: admissionregv1.Rule{
+					APIGroups:   []string{"serving.knative.dev"},
+					APIVersions: []string{"v1"},
+					Resources:   []string{"services"},
+					Scope:       &scope,
+				},
+			}},
+			FailurePolicy:           &ignore,
+			MatchPolicy:             &equivalent,
+			SideEffects:             &none,
+			TimeoutSeconds:          &holdTimeout,
+			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
 	return mwc, vwc

@@ -75,7 +75,7 @@ func TestManifestsMatchRegistration(t *testing.T) {
 	s := &Server{opts: Options{InCluster: true, Namespace: "ferry-system"}}
 	empty := []byte(nil)
 	s.ca.Store(&empty)
-	wm, wv := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), "system:serviceaccount:ferry-system:ferry-controller")
+	wm, wv := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.clientConfig(HoldPath), "system:serviceaccount:ferry-system:ferry-controller")
 	m.TypeMeta, v.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
 	if !equality.Semantic.DeepEqual(&m, wm) {
 		t.Errorf("mutating:\nmanifest %+v\nregistered %+v", m.Webhooks[0], wm.Webhooks[0])

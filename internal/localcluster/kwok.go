@@ -29,8 +29,11 @@ const (
 	NodeName            = "ferry-node"
 	ImagePullErrorImage = "ferry.test/image-pull-error"
 	CrashingImage       = "ferry.test/exit-1"
-	fakeNodeAnnotation  = "kwok.x-k8s.io/node"
-	podCIDR             = "10.244.0.0/16"
+	// NeverReadyImage runs, but its readiness probe never passes: a Revision of it
+	// stays on its way to Ready until its progress deadline.
+	NeverReadyImage    = "ferry.test/never-ready"
+	fakeNodeAnnotation = "kwok.x-k8s.io/node"
+	podCIDR            = "10.244.0.0/16"
 )
 
 // startKwok starts kwok's controllers in-process and creates the fake Node they manage.
@@ -127,14 +130,14 @@ func kwokStages() (map[internalversion.StageResourceRef][]*internalversion.Stage
 	notFailureImage := "    matchExpressions:\n" +
 		"    - key: '.spec.containers.[0].image'\n" +
 		"      operator: 'NotIn'\n" +
-		"      values: ['" + ImagePullErrorImage + "', '" + CrashingImage + "']\n"
+		"      values: ['" + ImagePullErrorImage + "', '" + CrashingImage + "', '" + NeverReadyImage + "']\n"
 	podReady := strings.Replace(podfast.DefaultPodReady, "    matchExpressions:\n", notFailureImage, 1)
 	if podReady == podfast.DefaultPodReady {
 		return nil, fmt.Errorf("kwok's pod-ready stage has changed shape; update kwokStages")
 	}
 	out := map[internalversion.StageResourceRef][]*internalversion.Stage{}
 	for _, raw := range []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat,
-		podReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete, imagePullErrorStage, crashLoopStage} {
+		podReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete, imagePullErrorStage, crashLoopStage, neverReadyStage} {
 		stage, err := config.UnmarshalWithType[*internalversion.Stage](raw)
 		if err != nil {
 			return nil, fmt.Errorf("kwok stage: %w", err)
@@ -238,6 +241,59 @@ spec:
           waiting:
             reason: CrashLoopBackOff
             message: "back-off restarting failed container"
+      {{ end }}
+      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      {{ with $podIPs }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+`
+
+// neverReadyStage runs a pod whose containers never pass their readiness probe.
+const neverReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: ferry-pod-never-ready
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending']
+    - key: '.spec.containers.[0].image'
+      operator: 'In'
+      values: ['` + NeverReadyImage + `']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: PodScheduled
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        type: Ready
+        reason: ContainersNotReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
       {{ end }}
       {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
       {{ with $podIPs }}

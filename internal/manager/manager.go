@@ -13,6 +13,7 @@ import (
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/backpressure"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -127,13 +128,26 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 			opts.Admission = &a
 		}
 	}
+	// The Services in progress: admission holds creates while there are too many, and
+	// the autoscaler postpones scaling to zero during a burst (package backpressure).
+	var backlog *backpressure.Backlog
+	if limit := inProgressLimit(opts.Admission); limit >= 0 && (opts.Reconcilers || opts.Admission != nil) {
+		if backlog, err = addBacklog(mgr, limit); err != nil {
+			return nil, err
+		}
+		if opts.ReconcilerOptions.Busy == nil {
+			opts.ReconcilerOptions.Busy = backlog.Busy
+		}
+	}
 	if opts.Reconcilers {
 		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
 			return nil, fmt.Errorf("setting up the reconcilers: %w", err)
 		}
 	}
 	if opts.Admission != nil {
-		f.Admission = admission.NewRunner(cfg, *opts.Admission)
+		a := *opts.Admission
+		a.Backlog = backlog
+		f.Admission = admission.NewRunner(cfg, a)
 		if err := mgr.Add(f.Admission); err != nil {
 			return nil, fmt.Errorf("setting up admission: %w", err)
 		}
@@ -172,6 +186,31 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		}
 	}
 	return f, nil
+}
+
+// inProgressLimit is admission's InProgressLimit; without admission, the default.
+func inProgressLimit(a *admission.Options) int {
+	if a == nil {
+		return 0
+	}
+	return a.InProgressLimit
+}
+
+// addBacklog counts the Services in progress for the back-pressure webhook, from the
+// cache's Service informer (started on every replica, like admission).
+func addBacklog(mgr ctrl.Manager, limit int) (*backpressure.Backlog, error) {
+	if limit == 0 {
+		limit = backpressure.DefaultLimit
+	}
+	b := backpressure.New(limit)
+	informer, err := mgr.GetCache().GetInformer(context.Background(), &servingv1.Service{})
+	if err != nil {
+		return nil, fmt.Errorf("watching Services for admission: %w", err)
+	}
+	if _, err := informer.AddEventHandler(b); err != nil {
+		return nil, fmt.Errorf("watching Services for admission: %w", err)
+	}
+	return b, nil
 }
 
 // leaseFraction is num/den of the lease duration d, or nil (controller-runtime's

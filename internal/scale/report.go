@@ -33,6 +33,9 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 	if o := r.CreationOrder(); o != (CreationOrder{}) {
 		fmt.Fprintf(w, "Creation order: p50 / total %.2f, rank correlation %.2f (1: Ready in the order created)\n", o.P50OverTotal, o.RankCorrelation)
 	}
+	if n, longest := r.HeldCreates(); n > 0 {
+		fmt.Fprintf(w, "Creates held by admission: %d (the longest: %q)\n", n, longest)
+	}
 	fmt.Fprintln(w)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/admission"
 )
 
 // Sample is what one Service went through. Durations are measured from Start, the
@@ -30,6 +33,9 @@ type Sample struct {
 	LastAnswer string
 	// Error is why the create failed.
 	Error string
+	// CreateWarnings are the warnings the create was answered with (Ferry's admission
+	// says so when it held the create).
+	CreateWarnings []string
 	// Stuck says the Service missed its deadline; Explanation says where it stopped.
 	Stuck       bool
 	Explanation *Explanation
@@ -38,18 +44,19 @@ type Sample struct {
 }
 
 type sampleJSON struct {
-	Index         int          `json:"index"`
-	Name          string       `json:"name"`
-	Namespace     string       `json:"namespace,omitempty"`
-	Start         float64      `json:"startSeconds"`
-	Created       *float64     `json:"timeToCreatedSeconds"`
-	Ready         *float64     `json:"timeToReadySeconds"`
-	Routed        *float64     `json:"timeToRoutedSeconds"`
-	RouteAttempts int          `json:"routeAttempts,omitempty"`
-	LastAnswer    string       `json:"lastGatewayAnswer,omitempty"`
-	Error         string       `json:"error,omitempty"`
-	Stuck         bool         `json:"stuck"`
-	Explanation   *Explanation `json:"explanation,omitempty"`
+	Index          int          `json:"index"`
+	Name           string       `json:"name"`
+	Namespace      string       `json:"namespace,omitempty"`
+	Start          float64      `json:"startSeconds"`
+	Created        *float64     `json:"timeToCreatedSeconds"`
+	Ready          *float64     `json:"timeToReadySeconds"`
+	Routed         *float64     `json:"timeToRoutedSeconds"`
+	RouteAttempts  int          `json:"routeAttempts,omitempty"`
+	LastAnswer     string       `json:"lastGatewayAnswer,omitempty"`
+	Error          string       `json:"error,omitempty"`
+	CreateWarnings []string     `json:"createWarnings,omitempty"`
+	Stuck          bool         `json:"stuck"`
+	Explanation    *Explanation `json:"explanation,omitempty"`
 	// Milestones are in seconds since the create request, by milestone name.
 	Milestones map[string]float64 `json:"milestonesSeconds,omitempty"`
 }
@@ -77,7 +84,7 @@ func (s Sample) MarshalJSON() ([]byte, error) {
 		start = *p
 	}
 	j := sampleJSON{Index: s.Index, Name: s.Name, Namespace: s.Namespace, Start: start, Created: seconds(s.Created), Ready: seconds(s.Ready),
-		Routed: seconds(s.Routed), RouteAttempts: s.RouteAttempts, LastAnswer: s.LastAnswer, Error: s.Error, Stuck: s.Stuck, Explanation: s.Explanation}
+		Routed: seconds(s.Routed), RouteAttempts: s.RouteAttempts, LastAnswer: s.LastAnswer, Error: s.Error, CreateWarnings: s.CreateWarnings, Stuck: s.Stuck, Explanation: s.Explanation}
 	if s.Milestones != nil {
 		j.Milestones = map[string]float64{}
 		for m, d := range s.Milestones {
@@ -96,7 +103,7 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Sample{Index: j.Index, Name: j.Name, Namespace: j.Namespace, Start: fromSeconds(&j.Start), Created: fromSeconds(j.Created), Ready: fromSeconds(j.Ready),
-		Routed: fromSeconds(j.Routed), RouteAttempts: j.RouteAttempts, LastAnswer: j.LastAnswer, Error: j.Error, Stuck: j.Stuck, Explanation: j.Explanation}
+		Routed: fromSeconds(j.Routed), RouteAttempts: j.RouteAttempts, LastAnswer: j.LastAnswer, Error: j.Error, CreateWarnings: j.CreateWarnings, Stuck: j.Stuck, Explanation: j.Explanation}
 	if j.Milestones != nil {
 		s.Milestones = &Milestones{}
 		for m := Milestone(0); m < numMilestones; m++ {
@@ -337,4 +344,21 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Writes: seriesOf(r.Writes), WritesError: r.WritesError, FerryWrites: seriesOf(r.FerryWrites),
 		Process: r.Process, Floor: r.Floor, Notes: r.Notes, Samples: r.Samples,
 	})
+}
+
+// HeldCreates counts the creates that Ferry's admission held (package backpressure),
+// and returns the longest hold's warning.
+func (r *Result) HeldCreates() (int, string) {
+	n, longest, warning := 0, time.Duration(0), ""
+	for _, s := range r.Samples {
+		for _, w := range s.CreateWarnings {
+			if strings.HasPrefix(w, admission.HeldWarningPrefix) {
+				n++
+				if s.Created > longest {
+					longest, warning = s.Created, w
+				}
+			}
+		}
+	}
+	return n, warning
 }

@@ -130,6 +130,7 @@ type runner struct {
 	readyAt    []time.Time
 	routedAt   []time.Time
 	createErr  []string
+	createWarn [][]string
 	probing    []bool
 	probeDone  []bool
 	attempts   []int
@@ -156,6 +157,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, ns := range r.namespaces {
 		r.inRun[ns] = true
 	}
+	// Warnings are the run's to report (as each Service's CreateWarning), not to print.
+	r.cfg.WarningHandler, r.cfg.WarningHandlerWithContext = nil, r
 	if r.c, err = client.NewWithWatch(r.cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
 	}
@@ -185,7 +188,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		r.index[r.names[i]] = i
 	}
 	r.start, r.createdAt, r.readyAt, r.routedAt = make([]time.Time, o.N), make([]time.Time, o.N), make([]time.Time, o.N), make([]time.Time, o.N)
-	r.createErr, r.lastAnswer = make([]string, o.N), make([]string, o.N)
+	r.createErr, r.createWarn, r.lastAnswer = make([]string, o.N), make([][]string, o.N), make([]string, o.N)
 	r.probing, r.probeDone, r.attempts = make([]bool, o.N), make([]bool, o.N), make([]int, o.N)
 	r.reached = make([][numMilestones]time.Time, o.N)
 
@@ -334,6 +337,7 @@ func (r *runner) createAll(ctx context.Context) {
 }
 
 func (r *runner) create(ctx context.Context, i int) {
+	ctx = context.WithValue(ctx, sampleKey{}, i)
 	svc := r.service(r.nsOf(i), r.names[i], r.o.RunID)
 	r.mu.Lock()
 	r.start[i] = time.Now()
@@ -347,6 +351,19 @@ func (r *runner) create(ctx context.Context, i int) {
 		return
 	}
 	r.createdAt[i] = now
+}
+
+// sampleKey marks a create request's context with its Service's index, so that the
+// warning it is answered with is recorded with the Service.
+type sampleKey struct{}
+
+// HandleWarningHeaderWithContext records a create's warnings (rest.WarningHandlerWithContext).
+func (r *runner) HandleWarningHeaderWithContext(ctx context.Context, _ int, _ string, text string) {
+	if i, ok := ctx.Value(sampleKey{}).(int); ok {
+		r.mu.Lock()
+		r.createWarn[i] = append(r.createWarn[i], text)
+		r.mu.Unlock()
+	}
 }
 
 // createWithRetry retries what an overloaded API server answers (429, timeouts,
@@ -667,7 +684,8 @@ func (r *runner) fillResult(res *Result, t0, end time.Time) {
 	res.Samples = make([]Sample, len(r.names))
 	for i, name := range r.names {
 		s := Sample{Index: i, Name: name, Namespace: r.sampleNamespace(i), Created: since(r.start[i], r.createdAt[i]), Ready: since(r.start[i], r.readyAt[i]),
-			Routed: since(r.start[i], r.routedAt[i]), RouteAttempts: r.attempts[i], LastAnswer: r.lastAnswer[i], Error: r.createErr[i]}
+			Routed: since(r.start[i], r.routedAt[i]), RouteAttempts: r.attempts[i], LastAnswer: r.lastAnswer[i], Error: r.createErr[i],
+			CreateWarnings: r.createWarn[i]}
 		if !r.start[i].IsZero() {
 			s.Start = r.start[i].Sub(t0)
 		}

@@ -1,0 +1,126 @@
+package backpressure
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// DefaultLimit is how many Services may be in progress before creates are held: about
+// 20 s of work for Ferry on two cores, and still under a minute when scale-to-zero
+// competes for the API server, so a held Service is Ready well within Knative's usual
+// three-minute client deadline.
+const DefaultLimit = 300
+
+// Backlog is the set of Services in progress, kept from informer events.
+type Backlog struct {
+	limit int
+
+	mu         sync.Mutex
+	inProgress map[types.NamespacedName]struct{}
+	busy       bool
+	finished   chan struct{} // closed and replaced whenever a Service leaves the set
+}
+
+// New returns a Backlog that holds creates while limit Services are in progress.
+func New(limit int) *Backlog {
+	return &Backlog{limit: limit, inProgress: map[types.NamespacedName]struct{}{}, finished: make(chan struct{})}
+}
+
+// Limit is the number of Services in progress at which creates are held.
+func (b *Backlog) Limit() int { return b.limit }
+
+// Busy reports a burst. Work that can wait, such as scaling idle Revisions to zero,
+// waits while it lasts. A burst begins when a quarter of the limit is in progress
+// (a few Services stuck on their way to Ready do not make one) and ends only when
+// its tail is down to a thirtieth: postponed work all comes due when a burst ends,
+// and must not land on the burst's last Services.
+func (b *Backlog) Busy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.busy
+}
+
+// InProgress reports whether a Service is on its way to Ready: its status has not
+// observed its generation yet, or its Ready condition is neither True nor False. A
+// Service being deleted is not.
+func InProgress(s *servingv1.Service) bool {
+	if s.DeletionTimestamp != nil {
+		return false
+	}
+	return s.Status.ObservedGeneration != s.Generation || s.Status.GetCondition(duck.ConditionReady).IsUnknown()
+}
+
+// Hold waits while the backlog is at its limit, at most max or until ctx ends. It
+// returns how long it waited and the number in progress when it was called.
+func (b *Backlog) Hold(ctx context.Context, max time.Duration) (time.Duration, int) {
+	start := time.Now()
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	first := -1
+	for {
+		b.mu.Lock()
+		n, finished := len(b.inProgress), b.finished
+		b.mu.Unlock()
+		if first < 0 {
+			first = n
+		}
+		if n < b.limit {
+			return time.Since(start), first
+		}
+		select {
+		case <-finished:
+		case <-timeout.C:
+			return time.Since(start), first
+		case <-ctx.Done():
+			return time.Since(start), first
+		}
+	}
+}
+
+// OnAdd, OnUpdate and OnDelete keep the set from a Service informer.
+func (b *Backlog) OnAdd(obj any, _ bool) { b.observe(obj) }
+
+func (b *Backlog) OnUpdate(_, obj any) { b.observe(obj) }
+
+func (b *Backlog) OnDelete(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if s, ok := obj.(*servingv1.Service); ok {
+		b.set(types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, false)
+	}
+}
+
+var _ toolscache.ResourceEventHandler = (*Backlog)(nil)
+
+func (b *Backlog) observe(obj any) {
+	if s, ok := obj.(*servingv1.Service); ok {
+		b.set(types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, InProgress(s))
+	}
+}
+
+func (b *Backlog) set(key types.NamespacedName, inProgress bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, was := b.inProgress[key]
+	switch {
+	case inProgress && !was:
+		b.inProgress[key] = struct{}{}
+	case !inProgress && was:
+		delete(b.inProgress, key)
+		close(b.finished)
+		b.finished = make(chan struct{})
+	}
+	switch n := len(b.inProgress); {
+	case n >= max(1, b.limit/4):
+		b.busy = true
+	case n <= b.limit/30:
+		b.busy = false
+	}
+}
