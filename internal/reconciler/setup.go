@@ -78,6 +78,10 @@ type Options struct {
 	StatusSettle time.Duration
 	// Workers is each controller's MaxConcurrentReconciles (default DefaultWorkers).
 	Workers int
+	// Busy, if set, says a burst of Services is on its way to Ready
+	// (backpressure.Backlog.Busy); while it does, the KPA postpones scaling Revisions
+	// to zero.
+	Busy func() bool
 	// AfterRead, if set, runs in every reconcile between reading the object and
 	// acting on it; tests use it to widen races.
 	AfterRead func()
@@ -133,7 +137,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return nil, fmt.Errorf("adding the autoscaler: %w", err)
 	}
 	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
-		Refused: refused(), Autoscaler: as, Config: opts.Config}
+		Refused: refused(), Autoscaler: as, Config: opts.Config, Busy: opts.Busy}
 	paOnChange := &configChanges{name: "podautoscaler", register: opts.OnConfigChange, matters: autoscalerChanged,
 		list:    every(c, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }),
 		onError: func(err error) { log.Error(err, "Listing PodAutoscalers after a configuration change") }}

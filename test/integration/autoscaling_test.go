@@ -32,6 +32,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
+	"github.com/ferry-serving/ferry/internal/reconciler"
 )
 
 // The autoscaling tests run Ferry as `ferry up` assembles it: reconcilers, autoscaler
@@ -116,10 +117,18 @@ func (f *podFarm) maxInFlight() (int64, int) {
 // it returns Ferry and the gateway's external address.
 func startAutoscaling(t *testing.T, farm *podFarm) (*manager.Ferry, string) {
 	t.Helper()
+	return startAutoscalingBusy(t, farm, nil)
+}
+
+// startAutoscalingBusy is startAutoscaling with busy saying whether a burst of Services
+// is on its way to Ready (nil: Ferry's own count).
+func startAutoscalingBusy(t *testing.T, farm *podFarm, busy func() bool) (*manager.Ferry, string) {
+	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	farm.registry = prometheus.NewRegistry()
 	f, err := manager.New(rest.CopyConfig(testConfig), manager.Options{
-		Reconcilers: true,
+		Reconcilers:       true,
+		ReconcilerOptions: reconciler.Options{Busy: busy},
 		Gateway: &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0",
 			DialContext: farm.dial, DialSimulatedPods: true, Registry: farm.registry},
 		SkipNameValidation: true,
@@ -290,6 +299,41 @@ func TestAutoscaleToZeroAndBack(t *testing.T) {
 	if wake.count < 1+others || release.count < 1+others {
 		t.Errorf("wake-ups measured: %d by the autoscaler, %d by the gateway; want %d each", wake.count, release.count, 1+others)
 	}
+}
+
+// TestScaleToZeroWaitsForABurst: while a burst of Services is on its way to Ready, an
+// idle Revision keeps its pod (and its PodAutoscaler stays Active); once the burst has
+// drained, it goes to zero.
+func TestScaleToZeroWaitsForABurst(t *testing.T) {
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	var busy atomic.Bool
+	busy.Store(true)
+	startAutoscalingBusy(t, newPodFarm(t, 0), busy.Load)
+
+	svc := autoscaled(ns, "patient", nil)
+	revision, _ := createReady(t, svc)
+	window, _ := time.ParseDuration(testWindow)
+	// Well past the time it takes to reach zero when nothing else is going on (a
+	// stable window: TestAutoscaleToZeroAndBack).
+	deadline := time.Now().Add(window + 2*autoscalerTick + 10*time.Second)
+	for time.Now().Before(deadline) {
+		if spec, _ := scaleOf(t, ns, revision); spec != 1 {
+			t.Fatalf("during the burst: %d replicas, want 1", spec)
+		}
+		time.Sleep(time.Second)
+	}
+	pa := &autoscalingv1alpha1.PodAutoscaler{}
+	pa.Namespace, pa.Name = ns, revision
+	waitCondition(t, testClient, pa, autoscalingv1alpha1.PodAutoscalerConditionActive, corev1.ConditionTrue, "", time.Second)
+
+	busy.Store(false)
+	drained := time.Now()
+	eventually(t, 15*time.Second+2*autoscalerTick, func() (bool, string) {
+		spec, ready := scaleOf(t, ns, revision)
+		return spec == 0 && ready == 0, fmt.Sprintf("Deployment replicas %d, ready %d", spec, ready)
+	})
+	t.Logf("at zero %v after the burst drained", time.Since(drained).Round(time.Millisecond))
 }
 
 // watchReady polls svc until the returned function is called, which reports the first

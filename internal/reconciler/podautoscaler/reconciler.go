@@ -54,7 +54,10 @@ type Reconciler struct {
 	Autoscaler *autoscaler.Autoscaler
 	// Config returns the live configuration (config-autoscaler, config-deployment).
 	Config func() *config.Config
-	now    func() time.Time
+	// Busy, if set, reports a burst of Services on their way to Ready: scaling to zero
+	// waits until it drains (see reconcileKPA).
+	Busy func() bool
+	now  func() time.Time
 }
 
 // SetupWithManager registers the controller. sources carry the Autoscaler's
@@ -161,6 +164,15 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		ActivationTimeout: activationTimeout(pa, cfg),
 		Now:               r.now(),
 	})
+	if res.Scale == 0 && current > 0 && r.Busy != nil && r.Busy() {
+		// Reclaiming an idle Revision's pods is not urgent; the Services a burst
+		// is bringing up are. Scaling to zero costs a dozen writes across the control
+		// plane (scale, ReplicaSet, pod deletion, EndpointSlice, statuses), and a
+		// burst's first Services reach their stable window while later ones still
+		// wait: the wave of scale-downs would halve the burst's throughput. The
+		// PodAutoscaler stays as it is, Active, until the burst drains.
+		return ctrl.Result{RequeueAfter: busyRecheck}, nil
+	}
 	want := current
 	if res.Scale >= 0 && res.Scale != current {
 		if err := r.scale(ctx, dep, res.Scale); err != nil {
@@ -186,6 +198,9 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	}
 	return result, err
 }
+
+// busyRecheck is how often a scale to zero postponed by a burst is looked at again.
+const busyRecheck = 10 * time.Second
 
 // scale sets the Deployment's replicas through its scale subresource, the one write
 // an autoscaler needs (and the only Deployment access its RBAC grants for writing).
