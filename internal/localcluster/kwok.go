@@ -195,40 +195,7 @@ spec:
 `
 
 // crashLoopStage runs a pod whose containers exit 1 and crash-loop.
-const crashLoopStage = `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: ferry-pod-crash-loop
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '.status.phase'
-      operator: 'In'
-      values: ['Pending']
-    - key: '.spec.containers.[0].image'
-      operator: 'In'
-      values: ['` + CrashingImage + `']
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: PodScheduled
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        type: Ready
-        reason: ContainersNotReady
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
+var crashLoopStage = runningNotReadyStage("ferry-pod-crash-loop", CrashingImage, `
         restartCount: 1
         lastState:
           terminated:
@@ -240,25 +207,23 @@ spec:
         state:
           waiting:
             reason: CrashLoopBackOff
-            message: "back-off restarting failed container"
-      {{ end }}
-      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
-      {{ with $podIPs }}
-      podIP: {{ index . 0 | Quote }}
-      podIPs:
-      {{ range . }}
-      - ip: {{ . | Quote }}
-      {{ end }}
-      {{ end }}
-      phase: Running
-      startTime: {{ $now | Quote }}
-`
+            message: "back-off restarting failed container"`)
 
 // neverReadyStage runs a pod whose containers never pass their readiness probe.
-const neverReadyStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+var neverReadyStage = runningNotReadyStage("ferry-pod-never-ready", NeverReadyImage, `
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}`)
+
+// runningNotReadyStage is a stage for the pods of image: scheduled, Running with an IP,
+// not Ready, each container's status ending in containerState (YAML indented for it).
+func runningNotReadyStage(name, image, containerState string) string {
+	return `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
-  name: ferry-pod-never-ready
+  name: ` + name + `
 spec:
   resourceRef:
     apiGroup: v1
@@ -272,7 +237,7 @@ spec:
       values: ['Pending']
     - key: '.spec.containers.[0].image'
       operator: 'In'
-      values: ['` + NeverReadyImage + `']
+      values: ['` + image + `']
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -288,12 +253,7 @@ spec:
       {{ range .spec.containers }}
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}
-        ready: false
-        started: true
-        restartCount: 0
-        state:
-          running:
-            startedAt: {{ $now | Quote }}
+        ready: false` + containerState + `
       {{ end }}
       {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
       {{ with $podIPs }}
@@ -306,3 +266,4 @@ spec:
       phase: Running
       startTime: {{ $now | Quote }}
 `
+}
