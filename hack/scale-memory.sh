@@ -1,0 +1,27 @@
+#!/bin/bash
+# N Services through ferry controller + ferry gateway as processes against ferry up --cluster-only:
+# the controller's RSS and Go heap before and after (docs/scale.md). C: the controller
+# binary (e.g. one built -tags nolocalcluster, as in the image).
+set -u
+N=${1:-1000}; B=${FERRY:-bin/ferry}; C=${C:-$B}; D=$(mktemp -d); R=$D/report
+$B up --cluster-only --data-dir $D --gateway-addr 127.0.0.1:18080 --gateway-local-addr 127.0.0.1:18081 > $D/up.log 2>&1 &
+UP=$!
+for i in $(seq 120); do [ -s $D/kubeconfig ] && grep -q "is up" $D/up.log && break; sleep 1; done
+K=$D/kubeconfig
+$C controller --kubeconfig $K --metrics-addr 127.0.0.1:18085 --health-addr 127.0.0.1:18082 --stats-addr 127.0.0.1:18084 > $D/ctl.log 2>&1 &
+CTL=$!
+$C gateway --kubeconfig $K --addr 127.0.0.1:18080 --local-addr 127.0.0.1:18081 --simulated-pods --metrics-addr 0 --health-addr 127.0.0.1:18083 --autoscaler 127.0.0.1:18084 > $D/gw.log 2>&1 &
+GW=$!
+sleep 8
+rss() { awk '/VmRSS/{printf "%.0f MiB", $2/1024}' /proc/$1/status; }
+hwm() { awk '/VmHWM/{printf "%.0f MiB", $2/1024}' /proc/$1/status; }
+heap() { curl -s 127.0.0.1:18085/metrics | awk '/^go_memstats_heap_inuse_bytes/{printf "%.1f MiB", $2/1048576}'; }
+echo "before: controller RSS $(rss $CTL), heap in use $(heap)"
+$B scale -n $N --kubeconfig $K --phases=false --gateway http://127.0.0.1:18080 --report-dir $R --namespace mem ${SCALE_ARGS:-} 2>&1 | grep -v "^\s*$" | tail -3
+echo "after the burst: controller RSS $(rss $CTL) (peak $(hwm $CTL)), heap in use $(heap); gateway RSS $(rss $GW)"
+curl -s 127.0.0.1:18085/debug/pprof/heap > $D/heap.prof
+sleep 20
+echo "20 s later: controller RSS $(rss $CTL), heap in use $(heap)"
+sed -n 2,4p $R/summary.txt
+kill $GW $CTL; sleep 2; kill $UP; wait
+echo "logs and reports: $D"
