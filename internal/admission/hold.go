@@ -36,7 +36,7 @@ var _ admission.Handler = (*Holder)(nil)
 
 // Handle holds a valid Service create, never a dry run, at most MaxHold.
 func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Response {
-	if h.Backlog == nil || req.Operation != admissionv1.Create || req.Kind.Kind != "Service" || dryRun(req) {
+	if h.Backlog == nil || !h.Backlog.Full() || req.Operation != admissionv1.Create || req.Kind.Kind != "Service" || dryRun(req) {
 		return admission.Allowed("")
 	}
 	s, _, err := decode[servingv1.Service](req)

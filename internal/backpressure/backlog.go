@@ -35,6 +35,13 @@ func New(limit int) *Backlog {
 // Limit is the number of Services in progress at which creates are held.
 func (b *Backlog) Limit() int { return b.limit }
 
+// Full reports whether the limit is reached: a create would be held.
+func (b *Backlog) Full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.inProgress) >= b.limit
+}
+
 // Busy reports a burst. Work that can wait, such as scaling idle Revisions to zero,
 // waits while it lasts. A burst begins when a quarter of the limit is in progress
 // (a few Services stuck on their way to Ready do not make one) and ends only when

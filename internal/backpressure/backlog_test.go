@@ -59,9 +59,15 @@ func TestHoldWaitsForAServiceToFinish(t *testing.T) {
 	if waited, n := b.Hold(context.Background(), time.Minute); waited > time.Second || n != 1 {
 		t.Fatalf("below the limit: held %v with %d in progress", waited, n)
 	}
+	if b.Full() {
+		t.Error("full with 1 in progress, limit 2")
+	}
 	b.OnAdd(service("b", 1, 0, ""), false)
 	// A Service that is Ready already does not count.
 	b.OnAdd(service("c", 1, 1, corev1.ConditionTrue), true)
+	if !b.Full() {
+		t.Error("not full with 2 in progress, limit 2")
+	}
 
 	done := hold(b, time.Minute)
 	select {

@@ -196,8 +196,9 @@ func inProgressLimit(a *admission.Options) int {
 	return a.InProgressLimit
 }
 
-// addBacklog counts the Services in progress for the back-pressure webhook, from the
-// cache's Service informer (started on every replica, like admission).
+// addBacklog counts the Services in progress, for the back-pressure webhook and the
+// autoscaler, from the cache's Service informer (started on every replica, like
+// admission).
 func addBacklog(mgr ctrl.Manager, limit int) (*backpressure.Backlog, error) {
 	if limit == 0 {
 		limit = backpressure.DefaultLimit
@@ -205,10 +206,10 @@ func addBacklog(mgr ctrl.Manager, limit int) (*backpressure.Backlog, error) {
 	b := backpressure.New(limit)
 	informer, err := mgr.GetCache().GetInformer(context.Background(), &servingv1.Service{})
 	if err != nil {
-		return nil, fmt.Errorf("watching Services for admission: %w", err)
+		return nil, fmt.Errorf("watching Services for the backlog: %w", err)
 	}
 	if _, err := informer.AddEventHandler(b); err != nil {
-		return nil, fmt.Errorf("watching Services for admission: %w", err)
+		return nil, fmt.Errorf("watching Services for the backlog: %w", err)
 	}
 	return b, nil
 }
