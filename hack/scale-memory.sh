@@ -8,7 +8,7 @@ $B up --cluster-only --data-dir $D --gateway-addr 127.0.0.1:18080 --gateway-loca
 UP=$!
 for i in $(seq 120); do [ -s $D/kubeconfig ] && grep -q "is up" $D/up.log && break; sleep 1; done
 K=$D/kubeconfig
-$C controller --kubeconfig $K --metrics-addr 127.0.0.1:18085 --health-addr 127.0.0.1:18082 --stats-addr 127.0.0.1:18084 > $D/ctl.log 2>&1 &
+$C controller --kubeconfig $K --metrics-addr 127.0.0.1:18085 --pprof-addr 127.0.0.1:18086 --health-addr 127.0.0.1:18082 --stats-addr 127.0.0.1:18084 > $D/ctl.log 2>&1 &
 CTL=$!
 $C gateway --kubeconfig $K --addr 127.0.0.1:18080 --local-addr 127.0.0.1:18081 --simulated-pods --metrics-addr 0 --health-addr 127.0.0.1:18083 --autoscaler 127.0.0.1:18084 > $D/gw.log 2>&1 &
 GW=$!
@@ -19,7 +19,7 @@ heap() { curl -s 127.0.0.1:18085/metrics | awk '/^go_memstats_heap_inuse_bytes/{
 echo "before: controller RSS $(rss $CTL), heap in use $(heap)"
 $B scale -n $N --kubeconfig $K --phases=false --gateway http://127.0.0.1:18080 --report-dir $R --namespace mem ${SCALE_ARGS:-} 2>&1 | grep -v "^\s*$" | tail -3
 echo "after the burst: controller RSS $(rss $CTL) (peak $(hwm $CTL)), heap in use $(heap); gateway RSS $(rss $GW)"
-curl -s 127.0.0.1:18085/debug/pprof/heap > $D/heap.prof
+curl -s 127.0.0.1:18086/debug/pprof/heap > $D/heap.prof
 sleep 20
 echo "20 s later: controller RSS $(rss $CTL), heap in use $(heap)"
 sed -n 2,4p $R/summary.txt

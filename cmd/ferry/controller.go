@@ -26,6 +26,7 @@ type clusterFlags struct {
 	kubeconfig  string
 	metricsAddr string
 	healthAddr  string
+	pprofAddr   string
 	logFormat   string
 	leaderElect bool
 	namespace   string
@@ -38,6 +39,7 @@ func (f *clusterFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig to use (default: $KUBECONFIG, in-cluster config, ~/.kube/config)")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", ":9090", "where Prometheus metrics are served; 0 turns them off")
 	cmd.Flags().StringVar(&f.healthAddr, "health-addr", ":8082", "where /healthz and /readyz are served; 0 turns them off")
+	cmd.Flags().StringVar(&f.pprofAddr, "pprof-addr", "0", "where Go's profiles are served (/debug/pprof/); 0 turns them off")
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "json", "log format: json (one object per line) or console (for people)")
 	cmd.Flags().BoolVar(&f.leaderElect, "leader-elect", false, "elect one active replica (for more than one replica)")
 	cmd.Flags().StringVar(&f.namespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
@@ -100,7 +102,7 @@ func (f *clusterFlags) run(cmd *cobra.Command, opts manager.Options) error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = f.qps, f.burst
-	opts.HealthAddr = f.healthAddr
+	opts.HealthAddr, opts.PprofAddr = f.healthAddr, f.pprofAddr
 	opts.MetricsAddr, opts.LeaderElection, opts.LeaderElectionNamespace, opts.LeaseDuration = f.metricsAddr, f.leaderElect, f.namespace, f.lease
 	ferry, err := manager.New(cfg, opts)
 	if err != nil {

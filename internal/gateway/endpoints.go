@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -33,9 +34,31 @@ func endpointSliceService(o client.Object) []string {
 	return nil
 }
 
-// endpointsReconciler keeps the serviceRegistry in step with Services and their
-// EndpointSlices; it is keyed by Service, and touches nothing but that Service's
-// snapshot.
+// podRevisionIndex indexes the pods of Revisions by the Revision they run. It is the
+// gateway's own (the Revision reconciler has one too): `ferry gateway` runs without
+// the reconcilers.
+const podRevisionIndex = "ferry.gateway.podRevision"
+
+func podRevision(o client.Object) []string {
+	if name := o.GetLabels()[servingv1.RevisionLabelKey]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
+// revisionPortName is the port name a split reaches a Revision's pods by, besides
+// revisionServicePort: Knative's KIngress names the Revision's Service port 80 "http".
+const (
+	revisionPortName    = "http"
+	revisionServicePort = 80
+)
+
+// endpointsReconciler keeps the serviceRegistry in step with what a KIngress split
+// can name, keyed by namespace and name, and touches nothing but that key's snapshot:
+//   - a Revision: its ready pods, which the gateway follows itself (there is no
+//     Kubernetes Service per Revision, so no EndpointSlice controller work and no
+//     write per Revision to expose it);
+//   - otherwise a Service: its EndpointSlices' ready endpoints.
 type endpointsReconciler struct {
 	client   client.Reader
 	services *serviceRegistry
@@ -47,6 +70,13 @@ type endpointsReconciler struct {
 }
 
 func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rev := &servingv1.Revision{}
+	switch err := r.client.Get(ctx, req.NamespacedName, rev); {
+	case err == nil:
+		return reconcile.Result{}, r.reconcileRevision(ctx, req.NamespacedName, rev)
+	case !apierrors.IsNotFound(err):
+		return reconcile.Result{}, err
+	}
 	var svc *corev1.Service
 	var got corev1.Service
 	switch err := r.client.Get(ctx, req.NamespacedName, &got); {
@@ -64,7 +94,15 @@ func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		r.services.update(req.NamespacedName, nil)
 		return reconcile.Result{}, nil
 	}
-	simulated, err := r.simulatedNodes(ctx, sliceList.Items)
+	var nodes []string
+	for _, s := range sliceList.Items {
+		for _, ep := range s.Endpoints {
+			if ep.NodeName != nil {
+				nodes = append(nodes, *ep.NodeName)
+			}
+		}
+	}
+	simulated, err := r.simulatedNodes(ctx, nodes)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -72,9 +110,27 @@ func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	return reconcile.Result{}, nil
 }
 
+// reconcileRevision publishes the Revision's ready pods.
+func (r *endpointsReconciler) reconcileRevision(ctx context.Context, key types.NamespacedName, rev *servingv1.Revision) error {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(rev.Namespace), client.MatchingFields{podRevisionIndex: rev.Name}); err != nil {
+		return err
+	}
+	nodes := make([]string, 0, len(pods.Items))
+	for i := range pods.Items {
+		nodes = append(nodes, pods.Items[i].Spec.NodeName)
+	}
+	simulated, err := r.simulatedNodes(ctx, nodes)
+	if err != nil {
+		return err
+	}
+	r.services.update(key, buildRevisionEndpoints(rev, pods.Items, simulated))
+	return nil
+}
+
 // simulatedNodes reports, for each node that hosts an endpoint, whether kwok simulates
 // it. Only node metadata is read, so the cache holds no full Node objects.
-func (r *endpointsReconciler) simulatedNodes(ctx context.Context, endpointSlices []discoveryv1.EndpointSlice) (func(node string) bool, error) {
+func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string) (func(node string) bool, error) {
 	switch {
 	case r.dialSimulated:
 		return func(string) bool { return false }, nil
@@ -82,28 +138,67 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, endpointSlices
 		return func(string) bool { return true }, nil
 	}
 	fake := map[string]bool{}
-	for _, s := range endpointSlices {
-		for _, ep := range s.Endpoints {
-			if ep.NodeName == nil || *ep.NodeName == "" {
-				continue
-			}
-			name := *ep.NodeName
-			if _, seen := fake[name]; seen {
-				continue
-			}
-			node := &metav1.PartialObjectMetadata{}
-			node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
-			switch err := r.client.Get(ctx, client.ObjectKey{Name: name}, node); {
-			case apierrors.IsNotFound(err):
-				fake[name] = false
-			case err != nil:
-				return nil, err
-			default:
-				fake[name] = node.Annotations[kwokNodeAnnotation] == kwokNodeFake
-			}
+	for _, name := range nodes {
+		if _, seen := fake[name]; seen || name == "" {
+			continue
+		}
+		node := &metav1.PartialObjectMetadata{}
+		node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+		switch err := r.client.Get(ctx, client.ObjectKey{Name: name}, node); {
+		case apierrors.IsNotFound(err):
+			fake[name] = false
+		case err != nil:
+			return nil, err
+		default:
+			fake[name] = node.Annotations[kwokNodeAnnotation] == kwokNodeFake
 		}
 	}
 	return func(node string) bool { return fake[node] }, nil
+}
+
+// buildRevisionEndpoints indexes a Revision's ready pods under its port: 80, named
+// "http", to the Revision's user port. A pod is ready as an EndpointSlice would say:
+// it has an address, its Ready condition is True, and it is not terminating.
+// containerConcurrency and timeoutSeconds come from the Revision's spec.
+func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *serviceEndpoints {
+	port := rev.Spec.UserPort()
+	se := &serviceEndpoints{
+		revision:  rev.Name,
+		specPorts: []specPort{{name: revisionPortName, port: revisionServicePort}},
+		byName:    map[string]*targetSet{},
+		byNumber:  map[int32]*targetSet{},
+	}
+	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
+		se.concurrency = *cc
+	}
+	if t := rev.Spec.TimeoutSeconds; t != nil && *t > 0 {
+		se.timeout = time.Duration(*t) * time.Second
+	}
+	var ready *targetSet
+	for i := range pods {
+		pod := &pods[i]
+		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
+			continue
+		}
+		ip := pod.Status.PodIP
+		ready = addTarget(ready, target{addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), ip: ip,
+			simulated: simulated(pod.Spec.NodeName), pod: new(podSlot)})
+	}
+	if ready != nil {
+		sortTargets(ready)
+		se.byName[revisionPortName] = ready
+		se.byNumber[port] = ready
+	}
+	return se
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // buildEndpoints indexes the ready endpoints of a Service's slices by slice port. svc

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
 func addrs(ts *targetSet) (out []string) {
@@ -80,6 +83,9 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := servingv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	real, simulated := sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2"), sliceFor("rev-1", 8012, "10.0.0.3")
 	simulated.Name = "rev-1-kwok"
 	real.Endpoints[0].NodeName = ptr.To("real-node")
@@ -112,6 +118,82 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 		if !maps.Equal(got, tc.want) {
 			t.Errorf("SimulatedPods=%v DialSimulatedPods=%v: simulated %v, want %v", tc.simulatedPods, tc.dialSimulated, got, tc.want)
 		}
+	}
+}
+
+// A Revision's endpoints are its ready pods, on its user port, reached through port 80
+// ("http") as its Service's were; its spec says the concurrency and the timeout. A
+// Service of the same name (left by an older Ferry) is not read.
+func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rev-1"},
+		Spec: servingv1.RevisionSpec{ContainerConcurrency: ptr.To[int64](3), TimeoutSeconds: ptr.To[int64](7),
+			PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img", Ports: []corev1.ContainerPort{{ContainerPort: 9000}}}}}}}
+	pod := func(name, ip, node string, ready corev1.ConditionStatus, terminating bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{servingv1.RevisionLabelKey: "rev-1"}},
+			Spec:   corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}}
+		if terminating {
+			p.Finalizers = []string{"test"} // so that deleting it leaves it terminating
+		}
+		return p
+	}
+	other := pod("other", "10.0.0.9", "real-node", corev1.ConditionTrue, false)
+	other.Labels[servingv1.RevisionLabelKey] = "rev-2"
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&discoveryv1.EndpointSlice{}, endpointSliceServiceIndex, endpointSliceService).
+		WithIndex(&corev1.Pod{}, podRevisionIndex, podRevision).
+		WithObjects(rev,
+			pod("ready", "10.0.0.2", "real-node", corev1.ConditionTrue, false),
+			pod("simulated", "10.0.0.1", "kwok-node", corev1.ConditionTrue, false),
+			pod("starting", "10.0.0.3", "real-node", corev1.ConditionFalse, false),
+			pod("unscheduled", "", "", corev1.ConditionFalse, false),
+			pod("terminating", "10.0.0.4", "real-node", corev1.ConditionTrue, true),
+			other,
+			// What an older Ferry left: the Revision's Service and its slice.
+			serviceWithPort("rev-1"), ptr.To(sliceFor("rev-1", 8012, "10.0.0.5")),
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-node"}},
+			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node", Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake}}},
+		).Build()
+	if err := c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "terminating"}}); err != nil {
+		t.Fatal(err)
+	}
+	services := newServiceRegistry()
+	r := &endpointsReconciler{client: c, services: services}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+		t.Fatal(err)
+	}
+	se := services.acquire(key("rev-1")).endpoints.Load()
+	for _, port := range []intstr.IntOrString{intstr.FromInt32(80), intstr.FromString("http")} {
+		if got, want := addrs(se.targets(port)), []string{"10.0.0.1:9000", "10.0.0.2:9000"}; !slices.Equal(got, want) {
+			t.Errorf("port %s: endpoints %v, want %v", port.String(), got, want)
+		}
+	}
+	simulated := map[string]bool{}
+	for _, tg := range se.targets(intstr.FromInt32(80)).targets {
+		simulated[tg.ip] = tg.simulated
+	}
+	if want := map[string]bool{"10.0.0.1": true, "10.0.0.2": false}; !maps.Equal(simulated, want) {
+		t.Errorf("simulated %v, want %v", simulated, want)
+	}
+	if se.revision != "rev-1" || se.limit() != 3 || se.timeoutOr(time.Minute) != 7*time.Second {
+		t.Errorf("revision %q, limit %d, timeout %v; want rev-1, 3, 7s", se.revision, se.limit(), se.timeoutOr(time.Minute))
+	}
+
+	// Gone: the Service of the same name is what is left, and is followed.
+	if err := c.Delete(context.Background(), rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := addrs(services.acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
+		t.Errorf("after the Revision is deleted: endpoints %v, want the Service's", got)
 	}
 }
 

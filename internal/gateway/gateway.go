@@ -10,15 +10,18 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -77,6 +80,9 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		endpointSliceServiceIndex, endpointSliceService); err != nil {
 		return fmt.Errorf("indexing EndpointSlices by Service: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podRevisionIndex, podRevision); err != nil {
+		return fmt.Errorf("indexing pods by Revision: %w", err)
+	}
 
 	ingresses := &ingressReconciler{
 		client:        mgr.GetClient(),
@@ -102,6 +108,14 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		Named("gateway-endpoints").
 		For(&corev1.Service{}).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceOwner)).
+		// A Revision's spec says its port, concurrency and timeout; its status changes
+		// nothing here.
+		Watches(&servingv1.Revision{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return asEndpoint(e.ObjectOld.(*corev1.Pod)) != asEndpoint(e.ObjectNew.(*corev1.Pod))
+			},
+		})).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 2}).
 		Complete(endpoints); err != nil {
 		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
@@ -144,6 +158,26 @@ func sliceOwner(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podOwner maps a pod to its Revision, by the label the Revision's Deployment gives
+// its pods (the cache holds only such pods).
+func podOwner(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[servingv1.RevisionLabelKey]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// endpointView is what of a pod its Revision's endpoints are built from.
+type endpointView struct {
+	ip, node           string
+	ready, terminating bool
+}
+
+func asEndpoint(pod *corev1.Pod) endpointView {
+	return endpointView{ip: pod.Status.PodIP, node: pod.Spec.NodeName, ready: podReady(pod), terminating: pod.DeletionTimestamp != nil}
 }
 
 // ExternalAddr is the address the external listener is bound to, or "" before

@@ -38,6 +38,9 @@ type Options struct {
 	Admission *admission.Options
 	// MetricsAddr serves Prometheus metrics; "0" turns them off.
 	MetricsAddr string
+	// PprofAddr serves Go's profiles (/debug/pprof/, controller-runtime's); "" or "0"
+	// turns them off.
+	PprofAddr string
 	// HealthAddr serves /healthz (the process answers) and /readyz (caches synced,
 	// the gateway's listeners and the webhooks serving); "" or "0" turns them off.
 	HealthAddr string
@@ -95,10 +98,14 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.HealthAddr == "" {
 		opts.HealthAddr = "0"
 	}
+	if opts.PprofAddr == "" {
+		opts.PprofAddr = "0"
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "ferry-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

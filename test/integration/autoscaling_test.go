@@ -20,7 +20,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -204,20 +203,18 @@ func request(client *http.Client, listener, host string) (int, string, string, e
 	return res.StatusCode, string(body), res.Header.Get("X-Ferry-Activation-Wait"), err
 }
 
-// readyEndpointAt polls the revision's EndpointSlices until one has a ready endpoint
-// and sends the time it first saw one.
+// readyEndpointAt polls the revision's pods until one is ready (what the gateway
+// follows) and sends the time it first saw one.
 func readyEndpointAt(ctx context.Context, ns, revision string) <-chan time.Time {
 	at := make(chan time.Time, 1)
 	go func() {
 		for ctx.Err() == nil {
-			list := &discoveryv1.EndpointSliceList{}
-			if err := testClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: revision}); err == nil {
-				for _, s := range list.Items {
-					for _, ep := range s.Endpoints {
-						if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
-							at <- time.Now()
-							return
-						}
+			list := &corev1.PodList{}
+			if err := testClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1.RevisionLabelKey: revision}); err == nil {
+				for _, p := range list.Items {
+					if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podIsReady(&p) {
+						at <- time.Now()
+						return
 					}
 				}
 			}
@@ -225,6 +222,15 @@ func readyEndpointAt(ctx context.Context, ns, revision string) <-chan time.Time 
 		}
 	}()
 	return at
+}
+
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // TestAutoscaleToZeroAndBack: an idle Revision goes to zero pods within the stable

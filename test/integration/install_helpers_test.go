@@ -270,6 +270,10 @@ var gatewayMay = []accessCheck{
 		_, err := id.cs.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}},
+	{"list pods in every namespace", func(ctx context.Context, id *identity) error {
+		_, err := id.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}},
 }
 
 // dryRun makes the requests that might be allowed harmless; the API server authorizes

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"regexp"
@@ -16,8 +15,6 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -80,10 +77,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("Service URL %q: %v", svc.Status.URL, err)
 	}
 
-	// kwok's pod has nothing behind it (the gateway answers 200 for it, itself); an
-	// endpoint of our own, added to the revision's Service, answers 200 too.
-	backend := revisionBackend(t, revision)
-	addRevisionEndpoint(t, ns, revision, backend)
+	// kwok's pod has nothing behind it: the gateway answers 200 for it, itself.
 	eventually(t, 30*time.Second, func() (bool, string) {
 		code, body := send(t, f.Gateway.ExternalAddr(), u.Host, "/")
 		return code == http.StatusOK, strconv.Itoa(code) + " " + body
@@ -156,34 +150,6 @@ func probe(t *testing.T, addr, path string) (int, string) {
 		t.Fatal(err)
 	}
 	return res.StatusCode, string(body)
-}
-
-// addRevisionEndpoint adds an EndpointSlice to the revision's Service that points at
-// backend, with the port name the Service's port gives.
-func addRevisionEndpoint(t *testing.T, ns, revision string, backend *httptest.Server) {
-	t.Helper()
-	svc := &corev1.Service{}
-	if !get(t, testClient, ns, revision, svc) || len(svc.Spec.Ports) == 0 {
-		t.Fatalf("the revision's Service %s/%s: %+v", ns, revision, svc.Spec)
-	}
-	_, portStr, err := net.SplitHostPort(backend.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _ := strconv.Atoi(portStr)
-	name, port32, ready := svc.Spec.Ports[0].Name, int32(port), true
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: revision + "-test", Labels: map[string]string{
-			discoveryv1.LabelServiceName: revision,
-			discoveryv1.LabelManagedBy:   "ferry-test",
-		}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port32}},
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{podIP}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-	}
-	if err := testClient.Create(context.Background(), slice); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // scrape returns the samples the metrics endpoint serves, or nil if it does not

@@ -116,12 +116,17 @@ func TestServiceLifecycle(t *testing.T) {
 	if *rev.Status.ActualReplicas != 1 || *rev.Status.DesiredReplicas != 1 {
 		t.Errorf("revision replicas = %v/%v", *rev.Status.ActualReplicas, *rev.Status.DesiredReplicas)
 	}
-	dep, rsvc, ing, placeholder := &appsv1.Deployment{}, &corev1.Service{}, &netv1alpha1.Ingress{}, &corev1.Service{}
-	if !get(t, c, ns, "hello-00001-deployment", dep) || !get(t, c, ns, "hello-00001", rsvc) || !get(t, c, ns, "hello", ing) || !get(t, c, ns, "hello", placeholder) {
+	dep, ing, placeholder := &appsv1.Deployment{}, &netv1alpha1.Ingress{}, &corev1.Service{}
+	if !get(t, c, ns, "hello-00001-deployment", dep) || !get(t, c, ns, "hello", ing) || !get(t, c, ns, "hello", placeholder) {
 		t.Fatal("a grandchild is missing")
 	}
-	if rsvc.Spec.Ports[0].Port != 80 || rsvc.Spec.Ports[0].TargetPort.IntValue() != 8080 || rsvc.Spec.Selector[v1.RevisionLabelKey] != "hello-00001" {
-		t.Errorf("revision service = %+v", rsvc.Spec)
+	// The gateway follows the Revision's pods itself: no Kubernetes Service per
+	// Revision, and so no EndpointSlices for kube-controller-manager to keep.
+	if get(t, c, ns, "hello-00001", &corev1.Service{}) {
+		t.Error("the Revision has a Kubernetes Service")
+	}
+	if split := ing.Spec.Rules[0].HTTP.Paths[0].Splits[0]; split.ServiceName != "hello-00001" || split.ServicePort.IntValue() != 80 {
+		t.Errorf("kingress split = %+v, want the Revision hello-00001, port 80", split.IngressBackend)
 	}
 	if ing.Annotations[netv1alpha1.IngressClassAnnotationKey] != "ferry.ingress.networking.knative.dev" || ing.Spec.Rules[0].Hosts[0] != "hello."+ns+".example.com" {
 		t.Errorf("kingress = %+v", ing)
@@ -306,7 +311,7 @@ func TestDeleteService(t *testing.T) {
 		obj  client.Object
 	}{
 		{"gone", &v1.Configuration{}}, {"gone", &v1.Route{}}, {"gone-00001", &v1.Revision{}},
-		{"gone-00001-deployment", &appsv1.Deployment{}}, {"gone-00001", &corev1.Service{}},
+		{"gone-00001-deployment", &appsv1.Deployment{}},
 		{"gone", &netv1alpha1.Ingress{}}, {"gone", &corev1.Service{}},
 	}
 	for _, ch := range children {

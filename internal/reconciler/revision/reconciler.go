@@ -68,7 +68,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// status another controller wrote included.
 		Watches(&v1.Revision{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
 		Watches(&appsv1.Deployment{}, ages.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
-		Watches(&corev1.Service{}, ages.Owner(mgr, &v1.Revision{})).
 		Watches(&av1alpha1.PodAutoscaler{}, ages.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: autoscalerChanged})).
 		Watches(&corev1.Pod{}, ages.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
@@ -115,8 +114,8 @@ func podToRevision(_ context.Context, o client.Object) []reconcile.Request {
 // errNotOwned says a child's name is taken by an object the Revision does not control.
 var errNotOwned = errors.New("not owned")
 
-// Reconcile makes sure the Revision's Deployment and Service exist and reports how
-// its pods are doing.
+// Reconcile makes sure the Revision's Deployment and PodAutoscaler exist and reports
+// how its pods are doing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rev := &v1.Revision{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
@@ -139,12 +138,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := v1.RevisionConditions.Manage(&status.Status)
 	m.InitializeConditions()
 
-	// The Service, the Deployment and the PodAutoscaler do not depend on each other:
-	// on a Revision's first reconcile, creating them side by side takes one API round
-	// trip instead of three.
+	// The Deployment and the PodAutoscaler do not depend on each other: on a
+	// Revision's first reconcile, creating them side by side takes one API round trip
+	// instead of two. (There is no Service: the gateway follows the pods itself.)
 	as := r.Autoscaler()
-	svcErr := make(chan error, 1)
-	go func() { svcErr <- r.reconcileService(ctx, rev, resources.MakeService(want)) }()
 	var pa *av1alpha1.PodAutoscaler
 	paErr := make(chan error, 1)
 	go func() {
@@ -157,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err  error
 		kind string
 		name string
-	}{{<-svcErr, "Service", rev.Name}, {depErr, "Deployment", resources.DeploymentName(rev)}, {<-paErr, "PodAutoscaler", rev.Name}} {
+	}{{depErr, "Deployment", resources.DeploymentName(rev)}, {<-paErr, "PodAutoscaler", rev.Name}} {
 		refused, isRefused := refusal.As(e.err)
 		switch {
 		case errors.Is(e.err, errNotOwned):
@@ -211,28 +208,6 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, 
 	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
 }
 
-func (r *Reconciler) reconcileService(ctx context.Context, rev *v1.Revision, desired *corev1.Service) error {
-	have := &corev1.Service{}
-	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
-	switch {
-	case apierrors.IsNotFound(err):
-		return r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
-	case err != nil:
-		return err
-	case !metav1.IsControlledBy(have, rev):
-		return errNotOwned
-	case equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels) &&
-		sameKeys(have.Annotations, desired.Annotations, v1.ContainerConcurrencyAnnotationKey, v1.TimeoutSecondsAnnotationKey):
-		return nil
-	}
-	upd := have.DeepCopy()
-	upd.Spec.Selector = desired.Spec.Selector
-	upd.Spec.Ports = desired.Spec.Ports
-	upd.Labels = merge(upd.Labels, desired.Labels)
-	upd.Annotations = withOnly(upd.Annotations, desired.Annotations, v1.ContainerConcurrencyAnnotationKey, v1.TimeoutSecondsAnnotationKey)
-	return r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
-}
-
 // reconcilePodAutoscaler returns the Revision's PodAutoscaler, creating it or putting
 // back what the Revision sets: its spec, labels and annotations.
 func (r *Reconciler) reconcilePodAutoscaler(ctx context.Context, rev *v1.Revision, desired *av1alpha1.PodAutoscaler) (*av1alpha1.PodAutoscaler, error) {
@@ -281,34 +256,6 @@ func merge(have, want map[string]string) map[string]string {
 	}
 	for k, v := range want {
 		out[k] = v
-	}
-	return out
-}
-
-// sameKeys reports whether have and want agree on keys, present or absent.
-func sameKeys(have, want map[string]string, keys ...string) bool {
-	for _, k := range keys {
-		hv, hok := have[k]
-		wv, wok := want[k]
-		if hok != wok || hv != wv {
-			return false
-		}
-	}
-	return true
-}
-
-// withOnly returns have with keys as want has them: set, or removed.
-func withOnly(have, want map[string]string, keys ...string) map[string]string {
-	out := make(map[string]string, len(have)+len(keys))
-	for k, v := range have {
-		out[k] = v
-	}
-	for _, k := range keys {
-		if v, ok := want[k]; ok {
-			out[k] = v
-		} else {
-			delete(out, k)
-		}
 	}
 	return out
 }

@@ -1,5 +1,6 @@
-// Package resources builds the Deployment and Kubernetes Service that run and expose
-// a Revision.
+// Package resources builds what runs a Revision: its Deployment and PodAutoscaler.
+// There is no Kubernetes Service per Revision: the gateway follows the Revision's pods
+// itself.
 package resources
 
 import (
@@ -13,9 +14,6 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
-
-// DefaultUserPort is the port a container serves on when it names none (Knative's).
-const DefaultUserPort int32 = 8080
 
 // userPortName is the name Knative gives the serving container's port.
 const userPortName = "user-port"
@@ -33,33 +31,10 @@ func ProgressDeadline(rev *v1.Revision, def time.Duration) int32 {
 // DeploymentName is the name of the Revision's Deployment.
 func DeploymentName(rev *v1.Revision) string { return rev.Name + "-deployment" }
 
-// Selector is the label that ties a Revision to its pods; the Revision's Service and
-// the Revision reconciler's pod lookup use it too.
+// Selector is the label that ties a Revision to its pods; the gateway and the Revision
+// reconciler's pod lookup use it too.
 func Selector(rev *v1.Revision) map[string]string {
 	return map[string]string{v1.RevisionLabelKey: rev.Name}
-}
-
-// servingContainer is the index of the container that receives requests: the first
-// that declares a port, else the first.
-func servingContainer(spec *v1.RevisionSpec) int {
-	for i := range spec.Containers {
-		if len(spec.Containers[i].Ports) > 0 {
-			return i
-		}
-	}
-	return 0
-}
-
-// UserPort is the port requests are sent to in the Revision's pods.
-func UserPort(rev *v1.Revision) int32 {
-	if len(rev.Spec.Containers) == 0 {
-		return DefaultUserPort
-	}
-	c := rev.Spec.Containers[servingContainer(&rev.Spec)]
-	if len(c.Ports) > 0 && c.Ports[0].ContainerPort != 0 {
-		return c.Ports[0].ContainerPort
-	}
-	return DefaultUserPort
 }
 
 // Labels are the labels of everything a Revision owns: the Revision's own plus the
@@ -107,8 +82,8 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 	if len(spec.Containers) == 0 {
 		return spec
 	}
-	port := UserPort(rev)
-	c := &spec.Containers[servingContainer(&rev.Spec)]
+	port := rev.Spec.UserPort()
+	c := &spec.Containers[rev.Spec.ServingContainer()]
 	switch {
 	case len(c.Ports) == 0:
 		c.Ports = []corev1.ContainerPort{{Name: userPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP}}
@@ -188,47 +163,6 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 		}
 	}
 	return false
-}
-
-// MakeService builds the Service through which the gateway reaches the Revision's
-// pods: port 80 to the user port. It is headless (ClusterIP None): ingresses route to
-// its endpoints, never to a virtual IP, and allocating one is the slowest write of a
-// rollout (with 200 Services created at once, POST services averaged 0.6-0.9 s with a
-// cluster IP and 0.17 s without, and time to Ready halved).
-//
-// Its annotations tell the gateway what it enforces for the Revision: the
-// containerConcurrency limit and the timeout.
-func MakeService(rev *v1.Revision) *corev1.Service {
-	var anns map[string]string
-	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
-		anns = map[string]string{v1.ContainerConcurrencyAnnotationKey: strconv.FormatInt(*cc, 10)}
-	}
-	if t := rev.Spec.TimeoutSeconds; t != nil && *t > 0 {
-		if anns == nil {
-			anns = map[string]string{}
-		}
-		anns[v1.TimeoutSecondsAnnotationKey] = strconv.FormatInt(*t, 10)
-	}
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            rev.Name,
-			Namespace:       rev.Namespace,
-			Labels:          Labels(rev),
-			Annotations:     anns,
-			OwnerReferences: []metav1.OwnerReference{ownerRef(rev)},
-		},
-		Spec: corev1.ServiceSpec{
-			Type:      corev1.ServiceTypeClusterIP,
-			ClusterIP: corev1.ClusterIPNone,
-			Selector:  Selector(rev),
-			Ports: []corev1.ServicePort{{
-				Name:       "http",
-				Protocol:   corev1.ProtocolTCP,
-				Port:       80,
-				TargetPort: intstr.FromInt32(UserPort(rev)),
-			}},
-		},
-	}
 }
 
 func ownerRef(rev *v1.Revision) metav1.OwnerReference {

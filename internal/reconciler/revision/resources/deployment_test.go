@@ -54,11 +54,6 @@ func TestMakeDeployment(t *testing.T) {
 			if rev.Spec.Containers[0].Env != nil {
 				t.Error("MakeDeployment changed the Revision")
 			}
-			s := MakeService(rev)
-			if s.Name != "hello-00001" || s.Spec.ClusterIP != corev1.ClusterIPNone || s.Spec.Ports[0].Port != 80 || s.Spec.Ports[0].TargetPort.IntValue() != int(tc.port) ||
-				s.Spec.Selector[v1.RevisionLabelKey] != "hello-00001" || !metav1.IsControlledBy(s, rev) {
-				t.Errorf("service = %+v", s)
-			}
 		})
 	}
 }

@@ -88,7 +88,7 @@ func protocol(rev *v1.Revision) string {
 	if len(rev.Spec.Containers) == 0 {
 		return ProtocolHTTP1
 	}
-	if ports := rev.Spec.Containers[servingContainer(&rev.Spec)].Ports; len(ports) > 0 && ports[0].Name == ProtocolH2C {
+	if ports := rev.Spec.Containers[rev.Spec.ServingContainer()].Ports; len(ports) > 0 && ports[0].Name == ProtocolH2C {
 		return ProtocolH2C
 	}
 	return ProtocolHTTP1
