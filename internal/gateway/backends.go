@@ -92,8 +92,9 @@ func (se *serviceEndpoints) targets(port intstr.IntOrString) *targetSet {
 }
 
 // revisionName names the revision behind a service for people and metrics: the
-// revision label when the Service has one, else the Service's name (Knative names a
-// revision's Service after the revision). se is the snapshot the caller routes by.
+// Revision's name, or a Service's revision label, else the Service's name (Knative
+// names a revision's Service after the revision). se is the snapshot the caller
+// routes by.
 func (s *service) revisionName(se *serviceEndpoints) string {
 	if se != nil && se.revision != "" {
 		return se.revision

@@ -5,9 +5,11 @@
 // class (IngressClass, or no class annotation) once per generation, decides which
 // ingress serves each host (the oldest claimant wins), publishes an immutable routing
 // table through an atomic pointer, and only then writes NetworkConfigured,
-// LoadBalancerReady and observedGeneration. The endpoints reconciler follows Services
-// and their EndpointSlices and swaps each Service's ready endpoints in place, without
-// touching the table.
+// LoadBalancerReady and observedGeneration. The endpoints reconciler swaps the ready
+// endpoints of each backend a split names in place, without touching the table: a
+// Revision's ready pods (there is no Kubernetes Service per Revision; the gateway
+// follows the pods by their serving.knative.dev/revision label), or any other
+// Service's EndpointSlices.
 //
 // Two listeners serve the table: the external one serves ExternalIP rules, the local
 // one serves every rule. A request is routed by Host and longest path prefix (and
@@ -23,7 +25,7 @@
 //     at most the revision's timeout (504) and with at most Options.MaxQueued held
 //     per revision (503 with Retry-After). The first one held pokes Options.Stats.
 //     Held answers carry X-Ferry-Activation-Wait.
-//   - A revision's containerConcurrency (the Service's
+//   - A revision's containerConcurrency (from its spec; for another Service, its
 //     serving.ferry.dev/container-concurrency annotation) is a hard limit per pod:
 //     a request takes a free slot on the least loaded pod, or waits for one.
 //   - Every request, held ones included, is counted per revision with atomic adds
@@ -33,10 +35,12 @@
 //
 // # Wiring
 //
-// The manager's scheme needs client-go's kinds (Services, EndpointSlices, Nodes) and
-// networking/v1alpha1; its cache must be able to list and watch KIngresses,
-// Services, EndpointSlices and Node metadata cluster-wide (no namespace or label
-// restriction), and the client must update KIngress status.
+// The manager's scheme needs client-go's kinds (Pods, Services, EndpointSlices,
+// Nodes), networking/v1alpha1 and serving/v1; its cache must be able to list and
+// watch KIngresses, Revisions, Services, EndpointSlices and Node metadata
+// cluster-wide, and the pods of Revisions (a label selector on
+// serving.knative.dev/revision and a transform that keeps the status and
+// spec.nodeName are enough), and the client must update KIngress status.
 //
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme})
 //	...

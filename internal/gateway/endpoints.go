@@ -46,8 +46,8 @@ func podRevision(o client.Object) []string {
 	return nil
 }
 
-// revisionPortName is the port name a split reaches a Revision's pods by, besides
-// revisionServicePort: Knative's KIngress names the Revision's Service port 80 "http".
+// A split reaches a Revision's pods through port revisionServicePort or the name
+// revisionPortName, as Knative's KIngress reaches its Revision's Service (80, "http").
 const (
 	revisionPortName    = "http"
 	revisionServicePort = 80

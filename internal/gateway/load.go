@@ -42,8 +42,8 @@ var clockBase = time.Now()
 // micros is t in microseconds since clockBase.
 func micros(t time.Time) uint64 { return uint64(t.Sub(clockBase) / time.Microsecond) }
 
-// revisionLoad is the demand accounting of the requests routed to one Service (for a
-// Knative revision, the revision's Service). Requests update it with atomic adds
+// revisionLoad is the demand accounting of the requests routed to one backend (a
+// Revision, or a Service). Requests update it with atomic adds
 // only; the reporter's fields are its own.
 type revisionLoad struct {
 	// area packs W (microseconds, modulo 2^44) and N; see above.

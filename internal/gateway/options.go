@@ -71,7 +71,7 @@ type Options struct {
 	DialTimeout time.Duration
 	// DialContext connects to an endpoint's host:port. Default: a plain TCP dial. It
 	// lets a caller reach pod addresses some other way, e.g. tests that serve a pod
-	// address from a loopback server (EndpointSlices may not hold loopback addresses).
+	// address from a loopback server (pods and EndpointSlices hold no loopback addresses).
 	// DialTimeout applies either way.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// DrainTimeout bounds the wait for in-flight requests on shutdown. Default 25s,

@@ -4,7 +4,7 @@ import "k8s.io/apimachinery/pkg/types"
 
 // leases records who tracks one reference, each with the Unix-nanosecond
 // expiry of its lease. Nearly every reference has exactly one observer (a
-// Route's Configuration, a Revision's Service), so the first is stored inline
+// Route's Configuration, a Service's Route), so the first is stored inline
 // in the index's map slot: looking it up costs no pointer chase, which at
 // 100k references is a cache miss saved on every event.
 // The zero value is empty.

@@ -11,8 +11,8 @@ const (
 	// ScaleTargetInitialized: the target reached its initial scale once.
 	PodAutoscalerConditionScaleTargetInitialized duck.ConditionType = "ScaleTargetInitialized"
 	// SKSReady: the path to the pods is programmed. Ferry has no ServerlessService:
-	// the gateway reaches a Revision's pods, or holds its requests while there are
-	// none, so this is True once the Revision's Service exists.
+	// the gateway follows a Revision's pods itself, or holds its requests while there
+	// are none, so this is always True.
 	PodAutoscalerConditionSKSReady duck.ConditionType = "SKSReady"
 )
 

@@ -112,8 +112,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.ServiceName, status.MetricsServiceName = pa.Name, pa.Name
 	m := av1alpha1.PodAutoscalerConditions.Manage(&status.Status)
 	m.InitializeConditions()
-	// No ServerlessService: the gateway reaches the pods, or holds requests while
-	// there are none, through the Revision's Service.
+	// No ServerlessService: the gateway follows the Revision's pods itself, and holds
+	// requests while there are none.
 	m.MarkTrue(av1alpha1.PodAutoscalerConditionSKSReady)
 
 	dep := &appsv1.Deployment{}
@@ -167,7 +167,7 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	if res.Scale == 0 && current > 0 && r.Busy != nil && r.Busy() {
 		// Reclaiming an idle Revision's pods is not urgent; the Services a burst
 		// is bringing up are. Scaling to zero costs a dozen writes across the control
-		// plane (scale, ReplicaSet, pod deletion, EndpointSlice, statuses), and a
+		// plane (scale, ReplicaSet, pod deletion, statuses), and a
 		// burst's first Services reach their stable window while later ones still
 		// wait: the wave of scale-downs would halve the burst's throughput. The
 		// PodAutoscaler stays as it is, Active, until the burst drains.
