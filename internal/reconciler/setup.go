@@ -44,6 +44,12 @@ const DefaultWorkers = 8
 // a few seconds under load.
 const DefaultStatusSettle = 5 * time.Second
 
+// DefaultBusyStatusSettle is the settle time while a burst of Services is on its way
+// to Ready (Options.Busy). Under the admission's in-progress limit a Service of a
+// burst takes 8-30 s from its creation to Ready; with the 5 s settle most of its
+// statuses were written twice, once on the way and once Ready.
+const DefaultBusyStatusSettle = 30 * time.Second
+
 // Options configure the reconcilers. The zero value means Knative's defaults.
 type Options struct {
 	// Domain, if set, is the domain of every external Route host, overriding
@@ -80,8 +86,11 @@ type Options struct {
 	Workers int
 	// Busy, if set, says a burst of Services is on its way to Ready
 	// (backpressure.Backlog.Busy); while it does, the KPA postpones scaling Revisions
-	// to zero.
+	// to zero and statuses on their way settle for BusyStatusSettle.
 	Busy func() bool
+	// BusyStatusSettle is the settle time while Busy (default
+	// DefaultBusyStatusSettle; no longer than StatusSettle turns it off).
+	BusyStatusSettle time.Duration
 	// AfterRead, if set, runs in every reconcile between reading the object and
 	// acting on it; tests use it to widen races.
 	AfterRead func()
@@ -109,7 +118,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())
 
 	status := func(name, kind string) *statuswriter.Writer {
-		return statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle).OnReady(metrics.TimeToReady(kind))
+		w := statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle).OnReady(metrics.TimeToReady(kind))
+		if opts.Busy != nil {
+			w.SettleLongerWhileBusy(opts.Busy, opts.BusyStatusSettle)
+		}
+		return w
 	}
 
 	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax) }
@@ -174,6 +187,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.StatusSettle == 0 {
 		o.StatusSettle = DefaultStatusSettle
+	}
+	if o.BusyStatusSettle == 0 {
+		o.BusyStatusSettle = DefaultBusyStatusSettle
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers

@@ -47,6 +47,9 @@ type Writer struct {
 	recorder events.EventRecorder
 	settle   time.Duration
 	now      func() time.Time
+	// busy and busySettle lengthen settle while busy says so.
+	busy       func() bool
+	busySettle time.Duration
 
 	// onReady, if set, receives each object's time to Ready.
 	onReady func(time.Duration)
@@ -102,6 +105,16 @@ func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *
 // that no Writer saw arrive is not observed. Call it before the Writer is used.
 func (w *Writer) OnReady(f func(time.Duration)) *Writer {
 	w.onReady = f
+	return w
+}
+
+// SettleLongerWhileBusy holds statuses on their way back for d instead of the settle
+// time while busy reports true (a burst of Services on its way to Ready, whose steps
+// take longer than the usual settle under load: each status written once instead of
+// twice). Failures and Ready are still written at once. Call it before the Writer is
+// used.
+func (w *Writer) SettleLongerWhileBusy(busy func() bool, d time.Duration) *Writer {
+	w.busy, w.busySettle = busy, d
 	return w
 }
 
@@ -277,20 +290,24 @@ func (w *Writer) arrived(obj client.Object, at time.Time) {
 // runs from the object's creation while it is young, else from when a change was first
 // held back. A Ready object that is no longer Ready is not held back.
 func (w *Writer) holdBack(key types.NamespacedName, obj client.Object, cached, desired Status, now time.Time) time.Duration {
-	if w.settle <= 0 || !desired.GetCondition(duck.ConditionReady).IsUnknown() || cached.GetCondition(duck.ConditionReady).IsTrue() {
+	settle := w.settle
+	if settle <= 0 || !desired.GetCondition(duck.ConditionReady).IsUnknown() || cached.GetCondition(duck.ConditionReady).IsTrue() {
 		return 0
+	}
+	if w.busy != nil && w.busySettle > settle && w.busy() {
+		settle = w.busySettle
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	from, held := w.held[key]
 	if !held {
 		from = obj.GetCreationTimestamp().Time
-		if now.Sub(from) >= w.settle {
+		if now.Sub(from) >= settle {
 			from = now
 		}
 		w.held[key] = from
 	}
-	return from.Add(w.settle).Sub(now)
+	return from.Add(settle).Sub(now)
 }
 
 // release forgets a held-back change: the status is as desired after all.

@@ -203,6 +203,67 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+// TestSettleLongerWhileBusy: during a burst a status on its way is held back for the
+// longer time, from the object's creation; when the burst is over, the usual settle
+// time applies again; a failure is never held back.
+func TestSettleLongerWhileBusy(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1,
+		CreationTimestamp: metav1.NewTime(created)}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	busy := true
+	w := New(c, nil, 2*time.Second).SettleLongerWhileBusy(func() bool { return busy }, 30*time.Second)
+	now := created.Add(3 * time.Second)
+	w.now = func() time.Time { return now }
+	ctx := context.Background()
+	status := func(ready corev1.ConditionStatus, reason string) *v1.RevisionStatus {
+		s := &v1.RevisionStatus{}
+		s.ObservedGeneration = 1
+		m := v1.RevisionConditions.Manage(&s.Status)
+		m.InitializeConditions()
+		if ready == corev1.ConditionFalse {
+			m.MarkFalse(v1.RevisionConditionResourcesAvailable, reason, "")
+		} else {
+			m.MarkUnknown(v1.RevisionConditionResourcesAvailable, reason, "")
+		}
+		return s
+	}
+	written := func() string {
+		r := &v1.Revision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(stored), r); err != nil {
+			t.Fatal(err)
+		}
+		if c := r.Status.GetCondition(v1.RevisionConditionReady); c != nil {
+			return c.Reason
+		}
+		return ""
+	}
+
+	// Busy, 3 s after creation: held until 30 s after creation.
+	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown, "Deploying")); err != nil || res.RequeueAfter != 27*time.Second {
+		t.Fatalf("Write = %+v, %v; want a requeue after 27s", res, err)
+	}
+	// The burst is over: the usual 2 s from creation have passed, so it is written.
+	busy = false
+	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown, "Deploying")); err != nil || res.RequeueAfter != 0 || written() != "Deploying" {
+		t.Fatalf("Write = %+v, %v, written %q; want Deploying written at once", res, err, written())
+	}
+	// Busy again: a failure is written at once all the same.
+	busy = true
+	now = now.Add(time.Second)
+	cached := &v1.Revision{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), cached); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Write(ctx, cached.DeepCopy(), &cached.Status, status(corev1.ConditionFalse, "Failing")); err != nil || res.RequeueAfter != 0 || written() != "Failing" {
+		t.Fatalf("Write = %+v, %v, written %q; want Failing written at once", res, err, written())
+	}
+}
+
 // TestChanges: the Writer's own status write does not wake its reconciler again; a
 // status another writer puts over it does.
 func TestChanges(t *testing.T) {
