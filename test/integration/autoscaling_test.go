@@ -21,6 +21,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -212,7 +213,7 @@ func readyEndpointAt(ctx context.Context, ns, revision string) <-chan time.Time 
 			list := &corev1.PodList{}
 			if err := testClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{v1.RevisionLabelKey: revision}); err == nil {
 				for _, p := range list.Items {
-					if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podIsReady(&p) {
+					if p.DeletionTimestamp == nil && p.Status.PodIP != "" && podutil.IsPodReady(&p) {
 						at <- time.Now()
 						return
 					}
@@ -222,15 +223,6 @@ func readyEndpointAt(ctx context.Context, ns, revision string) <-chan time.Time 
 		}
 	}()
 	return at
-}
-
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // TestAutoscaleToZeroAndBack: an idle Revision goes to zero pods within the stable

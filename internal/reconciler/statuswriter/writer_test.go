@@ -113,15 +113,21 @@ func TestWrite(t *testing.T) {
 	}
 }
 
-func TestSettle(t *testing.T) {
+// storedRevision is a Revision created at created, in a fake API server.
+func storedRevision(t *testing.T, created time.Time) (*v1.Revision, client.Client) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := v1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	stored := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1,
 		CreationTimestamp: metav1.NewTime(created)}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	return stored, fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+}
+
+func TestSettle(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored, c := storedRevision(t, created)
 	w := New(c, nil, 2*time.Second)
 	now := created.Add(500 * time.Millisecond)
 	w.now = func() time.Time { return now }
@@ -207,14 +213,8 @@ func TestSettle(t *testing.T) {
 // longer time, from the object's creation; when the burst is over, the usual settle
 // time applies again; a failure is never held back.
 func TestSettleLongerWhileBusy(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	stored := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1,
-		CreationTimestamp: metav1.NewTime(created)}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+	stored, c := storedRevision(t, created)
 	busy := true
 	w := New(c, nil, 2*time.Second).SettleLongerWhileBusy(func() bool { return busy }, 30*time.Second)
 	now := created.Add(3 * time.Second)
