@@ -40,8 +40,8 @@ type Options struct {
 	// tests whose DialContext serves each pod address from an in-process server.
 	DialSimulatedPods bool
 
-	// RequestTimeout is the revision timeout of revisions whose Service does not
-	// carry serving.ferry.dev/timeout-seconds: how long, from its arrival, a request
+	// RequestTimeout is the timeout of backends that set none (a Revision without
+	// timeoutSeconds, a Service without serving.ferry.dev/timeout-seconds): how long, from its arrival, a request
 	// may be held for want of a pod and then wait for the pod to begin replying, as
 	// Knative's revision timeout does (a streamed body or an upgraded connection may
 	// last longer). Past it the client gets 504. Default 5m, Knative's default.

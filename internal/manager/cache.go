@@ -16,7 +16,8 @@ import (
 //   - Pods of other workloads: only those of Revisions (labelled with
 //     serving.knative.dev/revision from the template) are read, through that label;
 //   - a Pod's spec: the Revision reconciler reads only the status, to say why pods do
-//     not start, and the Deployment reports the rest.
+//     not start, and the gateway the status and spec.nodeName, to route to ready pods
+//     (and tell kwok's from real ones); the Deployment reports the rest.
 //
 // Deployments are all kept: one named like a Revision's but not Ferry's must be seen,
 // so that the Revision reports NotOwned instead of retrying a create that conflicts.

@@ -34,8 +34,10 @@ const (
 	RoutingStateReserve RoutingState = "reserve"
 )
 
-// Ferry's own annotations on a Revision's Service: what the gateway needs to know of
-// the Revision to serve it, carried on the object it already watches.
+// Ferry's own annotations on a Service that a KIngress routes to and that is not a
+// Revision's: the settings the gateway otherwise reads from a Revision's spec. Ferry
+// writes them nowhere itself (a Revision has no Service); they are the gateway's
+// knobs for other backends.
 const (
 	// ContainerConcurrencyAnnotationKey is the Revision's containerConcurrency: the
 	// gateway sends a pod no more requests at once and queues the rest.

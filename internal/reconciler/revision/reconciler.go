@@ -1,5 +1,6 @@
 // Package revision reconciles Knative Revisions: a Deployment that runs the Revision's
-// pods, a Service in front of them, and a status read from both and from the pods.
+// pods, a PodAutoscaler that scales it, and a status read from both and from the pods.
+// There is no Service in front of the pods: the gateway follows them itself.
 package revision
 
 import (
