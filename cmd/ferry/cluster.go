@@ -11,6 +11,10 @@ import (
 // here keeps the package out of binaries built with -tags nolocalcluster.
 type localCluster interface {
 	RESTConfig() *rest.Config
+	// ControllerRESTConfig is for Ferry's in-process controller: a user of its own,
+	// ControllerUser, whose derived objects skip the webhooks (users' writes do not).
+	ControllerRESTConfig() *rest.Config
+	ControllerUser() string
 	KubeconfigPath() string
 	Stop() error
 }

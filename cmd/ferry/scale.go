@@ -146,14 +146,14 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 
 		// Ferry's own clients count their writes, which the API server's metrics
 		// cannot tell apart from the controller manager's, the scheduler's and kwok's.
-		ferryCfg := cluster.RESTConfig()
+		ferryCfg := cluster.ControllerRESTConfig()
 		opts.FerryWrites = scale.NewWriteCounter()
 		opts.FerryWrites.Wrap(ferryCfg)
 		ferry, err := manager.New(ferryCfg, manager.Options{
 			Reconcilers:       true,
 			ReconcilerOptions: reconciler.Options{Workers: f.workers},
 			// As with ferry up: Knative's defaulting and validation, and back-pressure.
-			Admission: &admission.Options{InProgressLimit: f.inProgress},
+			Admission: &admission.Options{InProgressLimit: f.inProgress, ControllerUser: cluster.ControllerUser()},
 			Gateway:   &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true},
 		})
 		if err != nil {

@@ -75,11 +75,11 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			defer logFile.Close()
 			ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 
-			ferry, err := manager.New(cluster.RESTConfig(), manager.Options{
+			ferry, err := manager.New(cluster.ControllerRESTConfig(), manager.Options{
 				Reconcilers:       true,
 				ReconcilerOptions: reconciler.Options{Domain: domain},
 				// Knative's validation and defaulting, by URL on 127.0.0.1.
-				Admission: &admission.Options{InProgressLimit: inProgressLimit},
+				Admission: &admission.Options{InProgressLimit: inProgressLimit, ControllerUser: cluster.ControllerUser()},
 				// kwok simulates every pod: the gateway answers for them instead of dialing.
 				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
 			})

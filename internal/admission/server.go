@@ -64,11 +64,13 @@ type Options struct {
 	// negative number never holds (and the autoscaler never postpones scaling to
 	// zero for a burst).
 	InProgressLimit int
-	// SkipRevisionsBy, if set, is a username whose requests on Revisions skip both
-	// webhooks (matchConditions): Ferry's controller creates Revisions from
-	// Configurations that were admitted already. InCluster, it is found with a
-	// SelfSubjectReview when the controller runs as a service account.
-	SkipRevisionsBy string
+	// ControllerUser, if set, is a username whose requests on Configurations, Routes
+	// and Revisions skip both webhooks (matchConditions): Ferry's controller derives
+	// them from a Service or a Configuration that was admitted already, so the calls
+	// would only cost the API server and the webhook a round trip per child. InCluster,
+	// it is found with a SelfSubjectReview when the controller runs as a service
+	// account; `ferry up` gives its in-process controller a user of its own.
+	ControllerUser string
 }
 
 // Server serves the two webhooks and keeps their registrations current.
@@ -103,8 +105,8 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Server, error)
 		if err := s.loadClusterCerts(ctx); err != nil {
 			return nil, err
 		}
-		if s.opts.SkipRevisionsBy == "" {
-			s.opts.SkipRevisionsBy = s.serviceAccountName(ctx)
+		if s.opts.ControllerUser == "" {
+			s.opts.ControllerUser = s.serviceAccountName(ctx)
 		}
 	} else {
 		b, err := newCertBundle([]string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
@@ -190,7 +192,7 @@ func (s *Server) clientConfig(path string) admissionregv1.WebhookClientConfig {
 
 // Register creates or updates both webhook configurations to point at this server.
 func (s *Server) Register(ctx context.Context) error {
-	mwc, vwc := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.clientConfig(HoldPath), s.opts.SkipRevisionsBy)
+	mwc, vwc := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.clientConfig(HoldPath), s.opts.ControllerUser)
 	api := s.client.AdmissionregistrationV1()
 	if cur, err := api.MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		if _, err := api.MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -227,12 +229,13 @@ func (s *Server) Register(ctx context.Context) error {
 
 // WebhookConfigurations are Ferry's two registrations: every create and update of the
 // four serving.knative.dev/v1 kinds (not their status), failurePolicy Fail, no side
-// effects (so dry runs are admitted too). skipRevisionsBy, if set, lets that user's
-// requests on Revisions through without a call. The validating configuration also
+// effects (so dry runs are admitted too). controllerUser, if set, lets that user's
+// requests on the kinds Ferry's controller derives (Configurations, Routes, Revisions)
+// through without a call; Services always go through. The validating configuration also
 // holds the back-pressure webhook: Service creates only, with the longest timeout the
 // API server allows, and failurePolicy Ignore, so that a controller that is down or
 // slow never blocks a create.
-func WebhookConfigurations(mutate, validate, hold admissionregv1.WebhookClientConfig, skipRevisionsBy string) (*admissionregv1.MutatingWebhookConfiguration, *admissionregv1.ValidatingWebhookConfiguration) {
+func WebhookConfigurations(mutate, validate, hold admissionregv1.WebhookClientConfig, controllerUser string) (*admissionregv1.MutatingWebhookConfiguration, *admissionregv1.ValidatingWebhookConfiguration) {
 	fail, ignore := admissionregv1.Fail, admissionregv1.Ignore
 	none := admissionregv1.SideEffectClassNone
 	equivalent := admissionregv1.Equivalent
@@ -249,10 +252,10 @@ func WebhookConfigurations(mutate, validate, hold admissionregv1.WebhookClientCo
 		},
 	}}
 	var conditions []admissionregv1.MatchCondition
-	if skipRevisionsBy != "" {
+	if controllerUser != "" {
 		conditions = []admissionregv1.MatchCondition{{
-			Name:       "not-ferry-controller-revisions",
-			Expression: fmt.Sprintf("!(request.resource.resource == 'revisions' && request.userInfo.username == %s)", celString(skipRevisionsBy)),
+			Name:       "not-ferry-controller-children",
+			Expression: fmt.Sprintf("!(request.resource.resource in ['configurations', 'routes', 'revisions'] && request.userInfo.username == %s)", celString(controllerUser)),
 		}}
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "ferry", "app.kubernetes.io/component": "webhook"}
@@ -310,7 +313,7 @@ func celString(s string) string {
 }
 
 // serviceAccountName asks the API server who this process is; a service account's
-// username is returned so its Revision requests can skip admission.
+// username is returned so that its requests on the children it derives skip admission.
 func (s *Server) serviceAccountName(ctx context.Context) string {
 	r, err := s.client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {

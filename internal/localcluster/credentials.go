@@ -22,6 +22,7 @@ import (
 // once per data directory and reused, so a kubeconfig stays valid across restarts.
 type credentials struct {
 	token           string // the admin's bearer token (system:masters)
+	controllerToken string // ControllerUser's, new at every start: only this process uses it
 	tokenFile       string
 	saKeyFile       string // signs and verifies service account tokens
 	servingCertFile string // the API server's certificate, followed by its CA
@@ -55,7 +56,14 @@ func loadOrCreateCredentials(dir string) (*credentials, error) {
 	} else {
 		return nil, err
 	}
-	if err := os.WriteFile(c.tokenFile, []byte(c.token+",admin,admin,system:masters\n"), 0o600); err != nil {
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, err
+	}
+	c.controllerToken = hex.EncodeToString(buf)
+	tokens := c.token + ",admin,admin,system:masters\n" +
+		c.controllerToken + "," + ControllerUser + "," + ControllerUser + ",system:masters\n"
+	if err := os.WriteFile(c.tokenFile, []byte(tokens), 0o600); err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(c.saKeyFile); errors.Is(err, os.ErrNotExist) {

@@ -33,12 +33,18 @@ type Options struct {
 	APIServerFlags []string
 }
 
+// ControllerUser is the user of ControllerRESTConfig: Ferry's controller when it runs in
+// the same process. It has the admin's rights; a name of its own lets the webhooks tell
+// the controller's writes from users' (internal/admission ControllerUser).
+const ControllerUser = "ferry-controller"
+
 // Cluster is a running local control plane.
 type Cluster struct {
-	dir        string
-	removeDir  bool
-	restConfig *rest.Config
-	kubeconfig string
+	dir              string
+	removeDir        bool
+	restConfig       *rest.Config
+	controllerConfig *rest.Config
+	kubeconfig       string
 
 	cancel  context.CancelFunc
 	stop    sync.Once
@@ -102,6 +108,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		TLSClientConfig: rest.TLSClientConfig{CAFile: creds.caFile},
 		QPS:             -1, // the local API server is ours alone; client-side throttling only hides its real speed
 	}
+	c.controllerConfig = rest.CopyConfig(c.restConfig)
+	c.controllerConfig.BearerToken = creds.controllerToken
 	if err := c.waitReady(ctx, 60*time.Second); err != nil {
 		return err
 	}
@@ -123,6 +131,13 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 
 // RESTConfig returns a config for an admin client. The caller may modify its copy.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// ControllerRESTConfig returns a config for a client that is ControllerUser. The caller
+// may modify its copy.
+func (c *Cluster) ControllerRESTConfig() *rest.Config { return rest.CopyConfig(c.controllerConfig) }
+
+// ControllerUser is the username of ControllerRESTConfig's client.
+func (c *Cluster) ControllerUser() string { return ControllerUser }
 
 // KubeconfigPath is the kubeconfig of an admin user, for kubectl.
 func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/localcluster"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -20,7 +22,8 @@ import (
 // process (its own cluster: the shared one's webhooks hold nothing) and checks what a
 // user sees: while one Service is on its way to Ready, the next create waits, and is
 // admitted with a warning once the first is done; a dry run and a refused create never
-// wait.
+// wait. It also checks that the user of ferry up's kubeconfig still goes through the
+// webhooks for the kinds the in-process controller writes without them.
 func TestAdmissionBackPressure(t *testing.T) {
 	addrs := loopbackAddrs(t, 2)
 	up := startProcess(t, "ferry up", nil, "up", "--data-dir", t.TempDir(),
@@ -69,6 +72,12 @@ func TestAdmissionBackPressure(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("a dry run and a refused create took %v", took)
+	}
+	// The controller's own Configurations skip admission (matchConditions); a user's do not.
+	badConfig := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bad"}}
+	badConfig.Spec.Template.Spec = bad.Spec.Template.Spec
+	if err := c.Create(ctx, badConfig); err == nil || !strings.Contains(err.Error(), "spec.template.spec.nodeSelector") {
+		t.Errorf("a user's Configuration with a nodeSelector: %v", err)
 	}
 	if w := warnings.held(); len(w) > 0 {
 		t.Errorf("held: %q", w)
