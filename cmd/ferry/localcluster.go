@@ -3,9 +3,13 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 
 	"github.com/ferry-serving/ferry/internal/localcluster"
 )
@@ -17,15 +21,48 @@ import (
 const withLocalCluster = true
 
 // localClusterGCPercent is the Go collector's GOGC for a process that runs the local
-// cluster, unless the environment sets GOGC. The API server and etcd allocate for
-// every write, and at 100 the collector took a fifth of the CPU of a burst; at 200 a
-// burst of 500 Services is Ready in 26 s instead of 32, for 1.7 GiB of memory instead
-// of 1.3 (docs/scale.md, fifth pass). 300 bought nothing more.
+// cluster. The API server and etcd allocate for every write, and at 100 the collector
+// took a fifth of the CPU of a burst; at 200 a burst of 500 Services is Ready in 26 s
+// instead of 32, for 1.7 GiB of memory instead of 1.3 (docs/scale.md, fifth pass).
+// 300 bought nothing more.
 const localClusterGCPercent = 200
 
+// localClusterMemoryShare caps what that lets the heap grow to, as a soft limit on the
+// share of the machine's memory: past it the collector runs more often again, so that
+// a burst of thousands does not run out of memory where GOGC 100 would not have.
+const localClusterMemoryShare = 0.6
+
 func startLocalCluster(ctx context.Context, opts localClusterOptions) (localCluster, error) {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(localClusterGCPercent)
-	}
+	tuneCollector()
 	return localcluster.Start(ctx, localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log})
+}
+
+// tuneCollector applies localClusterGCPercent and localClusterMemoryShare, unless the
+// environment tunes the collector itself (GOGC or GOMEMLIMIT).
+func tuneCollector() {
+	_, gogc := os.LookupEnv("GOGC")
+	_, limit := os.LookupEnv("GOMEMLIMIT")
+	if gogc || limit {
+		return
+	}
+	debug.SetGCPercent(localClusterGCPercent)
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if total := memTotal(b); total > 0 {
+			debug.SetMemoryLimit(int64(float64(total) * localClusterMemoryShare))
+		}
+	}
+}
+
+// memTotal returns the MemTotal of a /proc/meminfo in bytes, 0 if it has none.
+func memTotal(meminfo []byte) int64 {
+	s := bufio.NewScanner(bytes.NewReader(meminfo))
+	for s.Scan() {
+		f := strings.Fields(s.Text())
+		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
