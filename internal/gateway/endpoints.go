@@ -263,8 +263,8 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 	return se
 }
 
-// positiveAnnotation reads a whole number set on the Service;
-// absent, malformed or not positive, it is 0 (the default applies).
+// positiveAnnotation reads a whole number set on the Service; absent, malformed or not
+// positive, it is 0 (the default applies).
 func positiveAnnotation(svc *corev1.Service, key string) int64 {
 	v, ok := svc.Annotations[key]
 	if !ok {

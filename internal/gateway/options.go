@@ -41,10 +41,11 @@ type Options struct {
 	DialSimulatedPods bool
 
 	// RequestTimeout is the timeout of backends that set none (a Revision without
-	// timeoutSeconds, a Service without serving.ferry.dev/timeout-seconds): how long, from its arrival, a request
-	// may be held for want of a pod and then wait for the pod to begin replying, as
-	// Knative's revision timeout does (a streamed body or an upgraded connection may
-	// last longer). Past it the client gets 504. Default 5m, Knative's default.
+	// timeoutSeconds, a Service without serving.ferry.dev/timeout-seconds): how long,
+	// from its arrival, a request may be held for want of a pod and then wait for the
+	// pod to begin replying, as Knative's revision timeout does (a streamed body or an
+	// upgraded connection may last longer). Past it the client gets 504. Default 5m,
+	// Knative's default.
 	RequestTimeout time.Duration
 	// MaxQueued bounds, per revision and gateway replica, the requests held while the
 	// revision has no ready pod or no pod below its containerConcurrency; more get

@@ -45,22 +45,19 @@ func loadOrCreateCredentials(dir string) (*credentials, error) {
 	if b, err := os.ReadFile(tokenRaw); err == nil {
 		c.token = string(b)
 	} else if errors.Is(err, os.ErrNotExist) {
-		buf := make([]byte, 24)
-		if _, err := rand.Read(buf); err != nil {
+		if c.token, err = newToken(); err != nil {
 			return nil, err
 		}
-		c.token = hex.EncodeToString(buf)
 		if err := os.WriteFile(tokenRaw, []byte(c.token), 0o600); err != nil {
 			return nil, err
 		}
 	} else {
 		return nil, err
 	}
-	buf := make([]byte, 24)
-	if _, err := rand.Read(buf); err != nil {
+	var err error
+	if c.controllerToken, err = newToken(); err != nil {
 		return nil, err
 	}
-	c.controllerToken = hex.EncodeToString(buf)
 	tokens := c.token + ",admin,admin,system:masters\n" +
 		c.controllerToken + "," + ControllerUser + "," + ControllerUser + ",system:masters\n"
 	if err := os.WriteFile(c.tokenFile, []byte(tokens), 0o600); err != nil {
@@ -105,6 +102,15 @@ func loadOrCreateCredentials(dir string) (*credentials, error) {
 		}
 	}
 	return c, nil
+}
+
+// newToken returns a random bearer token.
+func newToken() (string, error) {
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(buf), nil
 }
 
 // writeKubeconfig writes an admin kubeconfig for cfg with the CA and token inline, so

@@ -40,11 +40,11 @@ const ControllerUser = "ferry-controller"
 
 // Cluster is a running local control plane.
 type Cluster struct {
-	dir              string
-	removeDir        bool
-	restConfig       *rest.Config
-	controllerConfig *rest.Config
-	kubeconfig       string
+	dir             string
+	removeDir       bool
+	restConfig      *rest.Config
+	controllerToken string
+	kubeconfig      string
 
 	cancel  context.CancelFunc
 	stop    sync.Once
@@ -108,8 +108,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		TLSClientConfig: rest.TLSClientConfig{CAFile: creds.caFile},
 		QPS:             -1, // the local API server is ours alone; client-side throttling only hides its real speed
 	}
-	c.controllerConfig = rest.CopyConfig(c.restConfig)
-	c.controllerConfig.BearerToken = creds.controllerToken
+	c.controllerToken = creds.controllerToken
 	if err := c.waitReady(ctx, 60*time.Second); err != nil {
 		return err
 	}
@@ -134,7 +133,11 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfi
 
 // ControllerRESTConfig returns a config for a client that is ControllerUser. The caller
 // may modify its copy.
-func (c *Cluster) ControllerRESTConfig() *rest.Config { return rest.CopyConfig(c.controllerConfig) }
+func (c *Cluster) ControllerRESTConfig() *rest.Config {
+	cfg := c.RESTConfig()
+	cfg.BearerToken = c.controllerToken
+	return cfg
+}
 
 // ControllerUser is the username of ControllerRESTConfig's client.
 func (c *Cluster) ControllerUser() string { return ControllerUser }
