@@ -24,12 +24,15 @@ type Backlog struct {
 	mu         sync.Mutex
 	inProgress map[types.NamespacedName]struct{}
 	busy       bool
+	calm       chan struct{} // closed while no burst is on; an open one while one is
 	finished   chan struct{} // closed and replaced whenever a Service leaves the set
 }
 
 // New returns a Backlog that holds creates while limit Services are in progress.
 func New(limit int) *Backlog {
-	return &Backlog{limit: limit, inProgress: map[types.NamespacedName]struct{}{}, finished: make(chan struct{})}
+	calm := make(chan struct{})
+	close(calm)
+	return &Backlog{limit: limit, inProgress: map[types.NamespacedName]struct{}{}, calm: calm, finished: make(chan struct{})}
 }
 
 // Limit is the number of Services in progress at which creates are held.
@@ -51,6 +54,15 @@ func (b *Backlog) Busy() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.busy
+}
+
+// Calm returns a channel that is closed when no burst is on: at once if none is, else
+// when the current one ends. Work postponed during a burst waits on it, so that it
+// comes due when the burst ends rather than at its next poll.
+func (b *Backlog) Calm() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calm
 }
 
 // InProgress reports whether a Service is on its way to Ready: its status has not
@@ -125,9 +137,10 @@ func (b *Backlog) set(key types.NamespacedName, inProgress bool) {
 		b.finished = make(chan struct{})
 	}
 	switch n := len(b.inProgress); {
-	case n >= max(1, b.limit/4):
-		b.busy = true
-	case n <= b.limit/30:
+	case n >= max(1, b.limit/4) && !b.busy:
+		b.busy, b.calm = true, make(chan struct{})
+	case n <= b.limit/30 && b.busy:
 		b.busy = false
+		close(b.calm)
 	}
 }

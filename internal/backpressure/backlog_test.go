@@ -142,20 +142,43 @@ func TestBusyFromABurstUntilItsTail(t *testing.T) {
 	if b.Busy() {
 		t.Error("busy with 29 in progress, below a quarter of the limit")
 	}
+	if !closed(b.Calm()) {
+		t.Error("Calm is open without a burst")
+	}
 	add(29, 30)
 	if !b.Busy() {
 		t.Error("not busy with 30 in progress")
 	}
+	calm := b.Calm()
 	finish(0, 25)
-	if !b.Busy() {
+	if !b.Busy() || closed(calm) {
 		t.Error("the burst ended with 5 still in progress")
 	}
 	finish(25, 26)
 	if b.Busy() {
 		t.Error("still busy with 4 in progress")
 	}
+	if !closed(calm) {
+		t.Error("the burst ended, but what it returned from Calm is still open")
+	}
 	add(100, 110)
-	if b.Busy() {
+	if b.Busy() || !closed(b.Calm()) {
 		t.Error("busy again at 14 in progress, without a new burst")
+	}
+	add(110, 130)
+	if !b.Busy() || closed(b.Calm()) {
+		t.Error("a second burst, at 34 in progress, is not one")
+	}
+	if !closed(calm) {
+		t.Error("the first burst's Calm was reopened by the second")
+	}
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -142,8 +142,8 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		if backlog, err = addBacklog(mgr, limit); err != nil {
 			return nil, err
 		}
-		if opts.ReconcilerOptions.Busy == nil {
-			opts.ReconcilerOptions.Busy = backlog.Busy
+		if opts.ReconcilerOptions.Calm == nil {
+			opts.ReconcilerOptions.Calm = backlog.Calm
 		}
 	}
 	if opts.Reconcilers {

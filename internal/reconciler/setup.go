@@ -45,7 +45,7 @@ const DefaultWorkers = 8
 const DefaultStatusSettle = 5 * time.Second
 
 // DefaultBusyStatusSettle is the settle time while a burst of Services is on its way
-// to Ready (Options.Busy). Under the admission's in-progress limit a Service of a
+// to Ready (Options.Calm). Under the admission's in-progress limit a Service of a
 // burst takes 8-30 s from its creation to Ready; with the 5 s settle most of its
 // statuses were written twice, once on the way and once Ready.
 const DefaultBusyStatusSettle = 30 * time.Second
@@ -84,11 +84,12 @@ type Options struct {
 	StatusSettle time.Duration
 	// Workers is each controller's MaxConcurrentReconciles (default DefaultWorkers).
 	Workers int
-	// Busy, if set, says a burst of Services is on its way to Ready
-	// (backpressure.Backlog.Busy); while it does, the KPA postpones scaling Revisions
-	// to zero and statuses on their way settle for BusyStatusSettle.
-	Busy func() bool
-	// BusyStatusSettle is the settle time while Busy (default
+	// Calm, if set, returns a channel that is closed while no burst of Services is on
+	// its way to Ready (backpressure.Backlog.Calm): during a burst the KPA postpones
+	// scaling Revisions to zero until it ends, and statuses on their way settle for
+	// BusyStatusSettle.
+	Calm func() <-chan struct{}
+	// BusyStatusSettle is the settle time during a burst (default
 	// DefaultBusyStatusSettle; no longer than StatusSettle turns it off).
 	BusyStatusSettle time.Duration
 	// AfterRead, if set, runs in every reconcile between reading the object and
@@ -119,8 +120,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 
 	status := func(name, kind string) *statuswriter.Writer {
 		w := statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle).OnReady(metrics.TimeToReady(kind))
-		if opts.Busy != nil {
-			w.SettleLongerWhileBusy(opts.Busy, opts.BusyStatusSettle)
+		if opts.Calm != nil {
+			w.SettleLongerWhileBusy(func() bool { return !closed(opts.Calm()) }, opts.BusyStatusSettle)
 		}
 		return w
 	}
@@ -150,7 +151,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return nil, fmt.Errorf("adding the autoscaler: %w", err)
 	}
 	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
-		Refused: refused(), Autoscaler: as, Config: opts.Config, Busy: opts.Busy}
+		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}
 	paOnChange := &configChanges{name: "podautoscaler", register: opts.OnConfigChange, matters: autoscalerChanged,
 		list:    every(c, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }),
 		onError: func(err error) { log.Error(err, "Listing PodAutoscalers after a configuration change") }}
@@ -178,6 +179,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		return nil, fmt.Errorf("exporting the tracker's size: %w", err)
 	}
 	return &Controllers{Tracker: t, Autoscaler: as}, nil
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func withDefaults(o Options) Options {

@@ -54,10 +54,13 @@ type Reconciler struct {
 	Autoscaler *autoscaler.Autoscaler
 	// Config returns the live configuration (config-autoscaler, config-deployment).
 	Config func() *config.Config
-	// Busy, if set, reports a burst of Services on their way to Ready: scaling to zero
-	// waits until it drains (see reconcileKPA).
-	Busy func() bool
+	// Calm, if set, returns a channel that is closed when no burst of Services is on
+	// its way to Ready (backpressure.Backlog.Calm): scaling to zero waits for it (see
+	// reconcileKPA).
+	Calm func() <-chan struct{}
 	now  func() time.Time
+	// afterBurst queues again the PodAutoscalers that waited for Calm.
+	afterBurst *afterBurst
 }
 
 // SetupWithManager registers the controller. sources carry the Autoscaler's
@@ -66,6 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, sources ...
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.afterBurst = newAfterBurst()
 	ages := oldestfirst.New()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podautoscaler").
@@ -73,7 +77,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, sources ...
 		// The Deployment belongs to the Revision; its PodAutoscaler has the Revision's name.
 		Watches(&appsv1.Deployment{}, ages.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: scaleChanged})).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, ages.Owner(mgr, &av1alpha1.PodAutoscaler{}))
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, ages.Owner(mgr, &av1alpha1.PodAutoscaler{})).
+		WatchesRawSource(r.afterBurst)
 	for _, s := range sources {
 		b = b.WatchesRawSource(s)
 	}
@@ -164,14 +169,15 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		ActivationTimeout: activationTimeout(pa, cfg),
 		Now:               r.now(),
 	})
-	if res.Scale == 0 && current > 0 && r.Busy != nil && r.Busy() {
+	if res.Scale == 0 && current > 0 && r.Calm != nil && r.afterBurst.postpone(key, r.Calm()) {
 		// Reclaiming an idle Revision's pods is not urgent; the Services a burst
 		// is bringing up are. Scaling to zero costs a dozen writes across the control
 		// plane (scale, ReplicaSet, pod deletion, statuses), and a
 		// burst's first Services reach their stable window while later ones still
 		// wait: the wave of scale-downs would halve the burst's throughput. The
-		// PodAutoscaler stays as it is, Active, until the burst drains.
-		return ctrl.Result{RequeueAfter: busyRecheck}, nil
+		// PodAutoscaler stays as it is, Active, until the burst ends, which queues
+		// it again.
+		return ctrl.Result{}, nil
 	}
 	want := current
 	if res.Scale >= 0 && res.Scale != current {
@@ -198,9 +204,6 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	}
 	return result, err
 }
-
-// busyRecheck is how often a scale to zero postponed by a burst is looked at again.
-const busyRecheck = 10 * time.Second
 
 // scale sets the Deployment's replicas through its scale subresource, the one write
 // an autoscaler needs (and the only Deployment access its RBAC grants for writing).
