@@ -81,7 +81,7 @@ func TestHeldRequestTimesOut(t *testing.T) {
 			t.Errorf("%s: no X-Ferry-Activation-Wait on the 504", tc.host)
 		}
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("cold.example.com", "504", "cold-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("cold.example.com", "504", "ns", "cold-1")); got != 1 {
 		t.Errorf("504s counted %v times", got)
 	}
 }
@@ -110,7 +110,7 @@ func TestHeldRequestsAreBounded(t *testing.T) {
 	}
 	eventually(t, "the queue to empty", func() bool { return svc.room.waiting.Load() == 0 })
 	eventually(t, "the 499s to be counted", func() bool {
-		return testutil.ToFloat64(g.metrics.requests.WithLabelValues("cold.example.com", "499", "cold-1")) == 2
+		return testutil.ToFloat64(g.metrics.requests.WithLabelValues("cold.example.com", "499", "ns", "cold-1")) == 2
 	})
 	if got := testutil.ToFloat64(g.metrics.queued); got != 0 {
 		t.Errorf("queued gauge %v", got)
@@ -324,7 +324,7 @@ func TestSimulatedPodAnswersAfterActivation(t *testing.T) {
 	if pokes := sink.poked(); len(pokes) != 1 {
 		t.Errorf("pokes %v", pokes)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("hello.example.com", "200", "hello-00001")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("hello.example.com", "200", "ns", "hello-00001")); got != 1 {
 		t.Errorf("simulated answers counted %v times", got)
 	}
 }

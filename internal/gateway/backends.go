@@ -208,6 +208,8 @@ func (t *target) release() { t.pod.inflight.Add(-1) }
 type serviceRegistry struct {
 	mu       sync.Mutex
 	services map[types.NamespacedName]*service
+	// onForget, if set, is called with each service the registry drops, under mu.
+	onForget func(*service)
 }
 
 func newServiceRegistry() *serviceRegistry {
@@ -315,7 +317,10 @@ func newService(key types.NamespacedName) *service {
 // a split still points at stays even when empty: a Service created later must fill
 // the very object the live table references.
 func (sr *serviceRegistry) forgetIfUnusedLocked(s *service) {
-	if s.refs == 0 && s.endpoints.Load() == nil {
+	if s.refs == 0 && s.endpoints.Load() == nil && sr.services[s.key] == s {
 		delete(sr.services, s.key)
+		if sr.onForget != nil {
+			sr.onForget(s)
+		}
 	}
 }

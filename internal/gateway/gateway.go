@@ -46,6 +46,7 @@ func New(opts Options) *Gateway {
 	opts = opts.withDefaults()
 	services := newServiceRegistry()
 	m := newMetrics()
+	services.onForget = m.forget
 	g := &Gateway{
 		opts:       opts,
 		services:   services,

@@ -11,7 +11,9 @@ import (
 
 // metrics are the gateway's Prometheus series. The host label only ever holds hosts of
 // the routing table: a request for an unknown host is counted with host="", so clients
-// cannot mint series by sending arbitrary Host headers.
+// cannot mint series by sending arbitrary Host headers. A revision's series go when the
+// gateway forgets its backend (the Revision is gone and no route names it), so that a
+// gateway that outlives thousands of Revisions keeps series only for those it serves.
 type metrics struct {
 	requests *prometheus.CounterVec
 	upstream *prometheus.HistogramVec
@@ -26,12 +28,12 @@ func newMetrics() *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ferry_gateway_requests_total",
 			Help: "Requests served by the gateway, by routed host, response code and revision.",
-		}, []string{"host", "code", "revision"}),
+		}, []string{"host", "code", "namespace", "revision"}),
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ferry_gateway_upstream_latency_seconds",
 			Help:    "Time from sending a request upstream to receiving the response headers, by revision.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5ms to 16s
-		}, []string{"revision"}),
+		}, []string{"namespace", "revision"}),
 		activationWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ferry_gateway_activation_wait_seconds",
 			Help:    "Time requests were held for a ready pod, or a pod below containerConcurrency, before being forwarded.",
@@ -86,20 +88,33 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 // the counters svc keeps.
 func (m *metrics) countRequest(svc *service, host string, code int, revision string) {
 	if svc == nil {
-		m.requests.WithLabelValues(host, codeLabel(code), revision).Inc()
+		m.requests.WithLabelValues(host, codeLabel(code), "", revision).Inc()
 		return
 	}
-	svc.metrics.requests.get(m.requests, host, code, revision).Inc()
+	svc.metrics.requests.get(m.requests, host, code, svc.key.Namespace, revision).Inc()
 }
 
 // observeUpstream records the time to response headers of a request routed to svc.
 func (m *metrics) observeUpstream(svc *service, revision string, seconds float64) {
 	o := svc.metrics.upstream.Load()
 	if o == nil || o.revision != revision {
-		o = &upstreamObserver{revision: revision, observer: m.upstream.WithLabelValues(revision)}
+		o = &upstreamObserver{revision: revision, observer: m.upstream.WithLabelValues(svc.key.Namespace, revision)}
 		svc.metrics.upstream.Store(o)
 	}
 	o.observer.Observe(seconds)
+}
+
+// forget deletes the series of the requests routed to svc, which the gateway no
+// longer holds. A request still in flight to it counts on a child no longer exported.
+func (m *metrics) forget(svc *service) {
+	if p := svc.metrics.requests.entries.Load(); p != nil {
+		for _, e := range *p {
+			m.requests.DeleteLabelValues(e.host, codeLabel(e.code), svc.key.Namespace, e.revision)
+		}
+	}
+	if o := svc.metrics.upstream.Load(); o != nil {
+		m.upstream.DeleteLabelValues(svc.key.Namespace, o.revision)
+	}
 }
 
 // serviceMetrics are the series children of the requests routed to one Service, so
@@ -131,7 +146,7 @@ type requestCounter struct {
 	counter        prometheus.Counter
 }
 
-func (rc *requestCounters) get(vec *prometheus.CounterVec, host string, code int, revision string) prometheus.Counter {
+func (rc *requestCounters) get(vec *prometheus.CounterVec, host string, code int, namespace, revision string) prometheus.Counter {
 	if c := rc.find(host, code, revision); c != nil {
 		return c
 	}
@@ -144,7 +159,7 @@ func (rc *requestCounters) get(vec *prometheus.CounterVec, host string, code int
 	if p := rc.entries.Load(); p != nil {
 		next = append(make([]requestCounter, 0, len(*p)+1), *p...)
 	}
-	c := vec.WithLabelValues(host, codeLabel(code), revision)
+	c := vec.WithLabelValues(host, codeLabel(code), namespace, revision)
 	next = append(next, requestCounter{host: host, revision: revision, code: code, counter: c})
 	rc.entries.Store(&next)
 	return c

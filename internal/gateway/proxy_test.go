@@ -116,10 +116,10 @@ func TestProxyErrorAnswers(t *testing.T) {
 			t.Errorf("%s%s: %d %q; want %d %q", tc.host, tc.path, code, body, tc.code, tc.body)
 		}
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("", "404", "")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("", "404", "", "")); got != 1 {
 		t.Errorf("unknown-host requests counted %v times under host=\"\"", got)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "kwok-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "ns", "kwok-1")); got != 1 {
 		t.Errorf("simulated-pod requests counted %v times", got)
 	}
 }

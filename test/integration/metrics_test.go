@@ -103,7 +103,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v with a Route tracking its Configuration", series, got)
 		}
 	}
-	requests := map[string]string{"host": u.Host, "revision": revision, "code": "200"}
+	requests := map[string]string{"host": u.Host, "namespace": ns, "revision": revision, "code": "200"}
 	if got := after.sum("ferry_gateway_requests_total", requests); got < 1 {
 		t.Errorf("ferry_gateway_requests_total%v = %v after a 200", requests, got)
 	}
