@@ -3,13 +3,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/ferry-serving/ferry/internal/localcluster"
 )
@@ -28,8 +26,9 @@ const withLocalCluster = true
 const localClusterGCPercent = 200
 
 // localClusterMemoryShare caps what that lets the heap grow to, as a soft limit on the
-// share of the machine's memory: past it the collector runs more often again, so that
-// a burst of thousands does not run out of memory where GOGC 100 would not have.
+// share of the memory the process may use (its cgroup's limit in a container, else the
+// machine's): past it the collector runs more often again, so that a burst of
+// thousands does not run out of memory where GOGC 100 would not have.
 const localClusterMemoryShare = 0.6
 
 func startLocalCluster(ctx context.Context, opts localClusterOptions) (localCluster, error) {
@@ -38,7 +37,9 @@ func startLocalCluster(ctx context.Context, opts localClusterOptions) (localClus
 }
 
 // tuneCollector applies localClusterGCPercent and localClusterMemoryShare, unless the
-// environment tunes the collector itself (GOGC or GOMEMLIMIT).
+// environment tunes the collector itself (GOGC, GOMEMLIMIT, or automemlimit's
+// AUTOMEMLIMIT for the share). automemlimit reads the cgroup's limit: a share of the
+// machine's memory would be no limit at all in a container given less of it.
 func tuneCollector() {
 	_, gogc := os.LookupEnv("GOGC")
 	_, limit := os.LookupEnv("GOMEMLIMIT")
@@ -46,23 +47,7 @@ func tuneCollector() {
 		return
 	}
 	debug.SetGCPercent(localClusterGCPercent)
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if total := memTotal(b); total > 0 {
-			debug.SetMemoryLimit(int64(float64(total) * localClusterMemoryShare))
-		}
-	}
-}
-
-// memTotal returns the MemTotal of a /proc/meminfo in bytes, 0 if it has none.
-func memTotal(meminfo []byte) int64 {
-	s := bufio.NewScanner(bytes.NewReader(meminfo))
-	for s.Scan() {
-		f := strings.Fields(s.Text())
-		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
+	// Without a readable limit the collector keeps GOGC alone, as before the share.
+	_, _ = memlimit.Set(memlimit.WithRatio(localClusterMemoryShare),
+		memlimit.WithProvider(memlimit.ApplyFallback(memlimit.FromCgroup, memlimit.FromSystem)))
 }
