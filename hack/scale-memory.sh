@@ -16,17 +16,21 @@ sleep 8
 rss() { awk '/VmRSS/{printf "%.0f MiB", $2/1024}' /proc/$1/status; }
 hwm() { awk '/VmHWM/{printf "%.0f MiB", $2/1024}' /proc/$1/status; }
 heap() { curl -s 127.0.0.1:18085/metrics | awk '/^go_memstats_heap_inuse_bytes/{printf "%.1f MiB", $2/1048576}'; }
-# heap in use counts garbage not yet collected; a heap profile's in-use total is what
-# the last GC found live.
+# heap in use counts garbage not yet collected; a heap profile asked for with ?gc=1
+# follows a forced collection, so its in-use total is what is live now.
 live() { go tool pprof -sample_index=inuse_space -top -nodecount=1 $C $1 2>/dev/null | sed -n 's/.* of \(.*\) total/\1/p'; }
-curl -s 127.0.0.1:18086/debug/pprof/heap > $D/heap0.prof
+curl -s "127.0.0.1:18086/debug/pprof/heap?gc=1" > $D/heap0.prof
 echo "before: controller RSS $(rss $CTL), heap in use $(heap)"
 $B scale -n $N --kubeconfig $K --phases=false --gateway http://127.0.0.1:18080 --report-dir $R --namespace mem ${SCALE_ARGS:-} 2>&1 | grep -v "^\s*$" | tail -3
 echo "after the burst: controller RSS $(rss $CTL) (peak $(hwm $CTL)), heap in use $(heap); gateway RSS $(rss $GW)"
-curl -s 127.0.0.1:18086/debug/pprof/heap > $D/heap.prof
-echo "live heap at the last GC: before $(live $D/heap0.prof), after $(live $D/heap.prof)"
+curl -s "127.0.0.1:18086/debug/pprof/heap?gc=1" > $D/heap.prof
+echo "live heap: before $(live $D/heap0.prof), after $(live $D/heap.prof)"
 sleep 20
 echo "20 s later: controller RSS $(rss $CTL), heap in use $(heap)"
+# 100 s after the burst its Revisions are at zero: what stays is what idle Services cost.
+sleep 80
+curl -s "127.0.0.1:18086/debug/pprof/heap?gc=1" > $D/heap-idle.prof
+echo "100 s later: controller RSS $(rss $CTL), live heap $(live $D/heap-idle.prof), pods left $(kubectl --kubeconfig $K get pods -A --no-headers 2>/dev/null | wc -l)"
 sed -n 2,4p $R/summary.txt
 kill $GW $CTL; sleep 2; kill $UP; wait
 echo "logs and reports: $D"
