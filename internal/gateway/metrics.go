@@ -105,7 +105,8 @@ func (m *metrics) observeUpstream(svc *service, revision string, seconds float64
 }
 
 // forget deletes the series of the requests routed to svc, which the gateway no
-// longer holds. A request still in flight to it counts on a child no longer exported.
+// longer holds. A request still in flight to it counts on a child no longer exported,
+// or, the first of its host and code, makes one that stays: rare enough to leave.
 func (m *metrics) forget(svc *service) {
 	if p := svc.metrics.requests.entries.Load(); p != nil {
 		for _, e := range *p {
