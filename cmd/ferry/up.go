@@ -21,7 +21,7 @@ import (
 )
 
 func newUpCommand() *cobra.Command {
-	var dataDir, externalAddr, localAddr, domain string
+	var dataDir, externalAddr, localAddr, domain, pprofAddr string
 	var port, inProgressLimit int
 	var clusterOnly bool
 	cmd := &cobra.Command{
@@ -82,6 +82,8 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				Admission: &admission.Options{InProgressLimit: inProgressLimit, ControllerUser: cluster.ControllerUser()},
 				// kwok simulates every pod: the gateway answers for them instead of dialing.
 				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
+				// The whole process's profiles: the control plane's as much as Ferry's.
+				PprofAddr: pprofAddr,
 			})
 			if err != nil {
 				return fmt.Errorf("%w (is another ferry up running? --gateway-addr and --gateway-local-addr pick other ports)", err)
@@ -123,6 +125,7 @@ Ctrl-C stops it.
 	cmd.Flags().StringVar(&localAddr, "gateway-local-addr", "127.0.0.1:8081", "the gateway's cluster-local listener")
 	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, inProgressLimitUsage)
+	cmd.Flags().StringVar(&pprofAddr, "pprof-addr", "0", "where Go's profiles of the whole process are served (/debug/pprof/); 0 turns them off")
 	cmd.Flags().BoolVar(&clusterOnly, "cluster-only", false, "run the cluster with Ferry's CRDs but not Ferry: print how to start ferry controller and ferry gateway against it")
 	return cmd
 }
