@@ -45,20 +45,13 @@ func (b *Backlog) Full() bool {
 	return len(b.inProgress) >= b.limit
 }
 
-// Busy reports a burst. Work that can wait, such as scaling idle Revisions to zero,
-// waits while it lasts. A burst begins when a quarter of the limit is in progress
-// (a few Services stuck on their way to Ready do not make one) and ends only when
-// its tail is down to a thirtieth: postponed work all comes due when a burst ends,
-// and must not land on the burst's last Services.
-func (b *Backlog) Busy() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.busy
-}
-
 // Calm returns a channel that is closed when no burst is on: at once if none is, else
-// when the current one ends. Work postponed during a burst waits on it, so that it
-// comes due when the burst ends rather than at its next poll.
+// when the current one ends. Work that can wait, such as scaling idle Revisions to
+// zero, waits on it, so that it comes due when the burst ends rather than at its next
+// poll. A burst begins when a quarter of the limit is in progress (a few Services
+// stuck on their way to Ready do not make one) and ends only when its tail is down to
+// a thirtieth: postponed work all comes due when a burst ends, and must not land on
+// the burst's last Services.
 func (b *Backlog) Calm() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
