@@ -86,7 +86,7 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				PprofAddr: pprofAddr,
 			})
 			if err != nil {
-				return fmt.Errorf("%w (is another ferry up running? --gateway-addr and --gateway-local-addr pick other ports)", err)
+				return fmt.Errorf("%w (is another ferry up running? --gateway-addr, --gateway-local-addr and --pprof-addr pick other ports)", err)
 			}
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
