@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -57,7 +58,7 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
 	case has("ProgressDeadlineExceeded"):
 		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
-	case has("CreationFailed", "UpdateFailed"), has("KIngress missing") && refused(c):
+	case has(duck.ReasonCreationFailed, duck.ReasonUpdateFailed), has("KIngress missing") && refused(c):
 		return []string{
 			"The API server refused an object Ferry creates for it; the message above is the API server's: an invalid field, a ResourceQuota, an admission policy or Ferry's missing RBAC (config/rbac).",
 			"Fix what it names; Ferry retries with a back-off (2s doubling to 5m).",

@@ -216,14 +216,10 @@ func Explain(c Chain) Explanation {
 	return x.e
 }
 
-// ReasonNotOwned is the reason Ferry (and Knative) give when a child's name is taken
-// by an object the parent does not control.
-const ReasonNotOwned = "NotOwned"
-
 // notOwned says obj is not the Service's: controlled by something else, or the
 // Service's condition says so.
 func notOwned(svc *v1.Service, obj metav1.Object, cond *duck.Condition) bool {
-	if cond != nil && cond.Reason == ReasonNotOwned && cond.Status != corev1.ConditionTrue {
+	if cond != nil && cond.Reason == duck.ReasonNotOwned && cond.Status != corev1.ConditionTrue {
 		return true
 	}
 	ref := metav1.GetControllerOf(obj)

@@ -139,7 +139,7 @@ func (r *reader) configuration(name string) {
 // ReplicaSets and pods.
 func (r *reader) revisionChildren(rev string) {
 	dep := &appsv1.Deployment{}
-	if r.get(rev+"-deployment", dep) {
+	if r.get(v1.DeploymentName(rev), dep) {
 		r.ch.Deployments[rev] = dep
 	}
 	sel := client.MatchingLabels{v1.RevisionLabelKey: rev}

@@ -220,7 +220,7 @@ func (b *builder) revision(depth int, rev *v1.Revision, role string) {
 		Events: b.events("Revision", rev.Name, rev.UID)})
 	dep := c.Deployments[rev.Name]
 	if dep == nil {
-		b.missing(depth+1, "Deployment", rev.Name+"-deployment", "missing")
+		b.missing(depth+1, "Deployment", v1.DeploymentName(rev.Name), "missing")
 		return
 	}
 	want := replicas(dep)

@@ -2,7 +2,7 @@
 // says Ready routes traffic.
 //
 // Two reconcilers program it. The KIngress reconciler compiles each ingress of Ferry's
-// class (IngressClass, or no class annotation) once per generation, decides which
+// class (v1alpha1.IngressClass, or no class annotation) once per generation, decides which
 // ingress serves each host (the oldest claimant wins), publishes an immutable routing
 // table through an atomic pointer, and only then writes NetworkConfigured,
 // LoadBalancerReady and observedGeneration. The endpoints reconciler swaps the ready

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -45,13 +46,6 @@ func podRevision(o client.Object) []string {
 	}
 	return nil
 }
-
-// A split reaches a Revision's pods through port revisionServicePort or the name
-// revisionPortName, as Knative's KIngress reaches its Revision's Service (80, "http").
-const (
-	revisionPortName    = "http"
-	revisionServicePort = 80
-)
 
 // endpointsReconciler keeps the serviceRegistry in step with what a KIngress split
 // can name, keyed by namespace and name, and touches nothing but that key's snapshot:
@@ -164,7 +158,7 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 	port := rev.Spec.UserPort()
 	se := &serviceEndpoints{
 		revision:  rev.Name,
-		specPorts: []specPort{{name: revisionPortName, port: revisionServicePort}},
+		specPorts: []specPort{{name: networkingv1alpha1.ServicePortNameHTTP1, port: networkingv1alpha1.ServiceHTTPPort}},
 		byName:    map[string]*targetSet{},
 		byNumber:  map[int32]*targetSet{},
 	}
@@ -186,7 +180,7 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 	}
 	if ready != nil {
 		sortTargets(ready)
-		se.byName[revisionPortName] = ready
+		se.byName[networkingv1alpha1.ServicePortNameHTTP1] = ready
 		se.byNumber[port] = ready
 	}
 	return se

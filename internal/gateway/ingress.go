@@ -14,14 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// IngressClass is the value of networking.knative.dev/ingress.class that selects
-// Ferry's gateway. A KIngress without the annotation is served too.
-const IngressClass = "ferry.ingress.networking.knative.dev"
-
 // servedHere reports whether the gateway implements ing's ingress class.
 func servedHere(ing *v1alpha1.Ingress) bool {
 	class := ing.Annotations[v1alpha1.IngressClassAnnotationKey]
-	return class == "" || class == IngressClass
+	return class == "" || class == v1alpha1.IngressClass
 }
 
 // ingressReconciler programs one KIngress into the routing table, then reports the

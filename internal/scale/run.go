@@ -840,7 +840,7 @@ func (o *objects) chain(name string) Chain {
 	c := Chain{Name: name, Service: o.services[name], Configuration: o.configs[name], Revisions: o.revisions[name],
 		Route: o.routes[name], Ingress: o.ingresses[name], Deployments: map[string]*appsv1.Deployment{}, Pods: map[string][]corev1.Pod{}}
 	for _, rev := range c.Revisions {
-		if d := o.deployments[rev.Name+"-deployment"]; d != nil {
+		if d := o.deployments[v1.DeploymentName(rev.Name)]; d != nil {
 			c.Deployments[rev.Name] = d
 		}
 		c.Pods[rev.Name] = o.pods[rev.Name]

@@ -158,7 +158,7 @@ func createIngress(t *testing.T, ns, name string, rules ...netv1alpha1.IngressRu
 	}
 	ing := &netv1alpha1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Annotations: map[string]string{netv1alpha1.IngressClassAnnotationKey: gateway.IngressClass}},
+			Annotations: map[string]string{netv1alpha1.IngressClassAnnotationKey: netv1alpha1.IngressClass}},
 		Spec: netv1alpha1.IngressSpec{Rules: rules},
 	}
 	if err := testClient.Create(context.Background(), ing); err != nil {

@@ -22,6 +22,10 @@ const (
 	ReasonQueued       = "Queued"
 	ReasonTimedOut     = "TimedOut"
 	ReasonInitializing = "Initializing"
+
+	MessageNoTraffic = "The target is not receiving traffic."
+	MessageQueued    = "Requests to the target are being buffered as resources are provisioned."
+	MessageTimedOut  = "The target could not be activated."
 )
 
 // PodAutoscalerConditions derives Ready from Active, ScaleTargetInitialized and

@@ -1,6 +1,10 @@
 package decider
 
-import "time"
+import (
+	"time"
+
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+)
 
 // Activity is the PodAutoscaler's Active condition read as a state: what Scale
 // needs to know about the past to decide the next step, and what it reports back.
@@ -24,16 +28,6 @@ const (
 	TimedOut Activity = "TimedOut"
 )
 
-// The Active condition's reasons and messages, as Knative words them.
-const (
-	ReasonNoTraffic  = "NoTraffic"
-	MessageNoTraffic = "The target is not receiving traffic."
-	ReasonQueued     = "Queued"
-	MessageQueued    = "Requests to the target are being buffered as resources are provisioned."
-	ReasonTimedOut   = "TimedOut"
-	MessageTimedOut  = "The target could not be activated."
-)
-
 // ConditionStatus is the Active condition's status for the Activity: "True",
 // "False" or "Unknown".
 func (a Activity) ConditionStatus() string {
@@ -51,11 +45,11 @@ func (a Activity) ConditionStatus() string {
 func (a Activity) reason() (string, string) {
 	switch a {
 	case Inactive:
-		return ReasonNoTraffic, MessageNoTraffic
+		return av1alpha1.ReasonNoTraffic, av1alpha1.MessageNoTraffic
 	case Activating:
-		return ReasonQueued, MessageQueued
+		return av1alpha1.ReasonQueued, av1alpha1.MessageQueued
 	case TimedOut:
-		return ReasonTimedOut, MessageTimedOut
+		return av1alpha1.ReasonTimedOut, av1alpha1.MessageTimedOut
 	default:
 		return "", ""
 	}

@@ -3,6 +3,8 @@ package decider
 import (
 	"testing"
 	"time"
+
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 )
 
 const activationTimeout = 630 * time.Second // progress-deadline 600s + 30s
@@ -32,37 +34,37 @@ func TestScale(t *testing.T) {
 		}, {
 			name: "no data, Inactive at zero: leave alone",
 			in:   ScaleInput{Desired: -1, Current: 0, Ready: 0, Initialized: true, Activity: Inactive, Since: ago(300)},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "no data, Inactive with a retained pod stays Inactive",
 			in:   ScaleInput{Desired: -1, Current: 1, Ready: 1, Initialized: true, Activity: Inactive, Since: ago(10)},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "no data, Active but no pod ready: Activating",
 			in:   ScaleInput{Desired: -1, Current: 1, Ready: 0, Initialized: true, Activity: Active, Since: ago(300)},
-			want: ScaleResult{Scale: -1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true},
 		}, {
 			name: "no data, TimedOut stays",
 			in:   ScaleInput{Desired: -1, Current: 0, Ready: 0, Activity: TimedOut, Since: ago(10)},
-			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut},
+			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut},
 		}, {
 			name: "no data, new PodAutoscaler: up to the initial scale",
 			in:   ScaleInput{Desired: -1, Current: 0, Ready: 0},
-			want: ScaleResult{Scale: 1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, RequeueAfter: activationTimeout},
+			want: ScaleResult{Scale: 1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, RequeueAfter: activationTimeout},
 		}, {
 			name: "no data, new PodAutoscaler with initial-scale 3",
 			set:  func(s *Settings) { s.InitialScale = 3 },
 			in:   ScaleInput{Desired: -1, Current: 1, Ready: 0},
-			want: ScaleResult{Scale: 3, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, RequeueAfter: activationTimeout},
+			want: ScaleResult{Scale: 3, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, RequeueAfter: activationTimeout},
 		}, {
 			name: "no data, new PodAutoscaler with initial-scale 0: Inactive, nothing to do",
 			set:  func(s *Settings) { s.InitialScale = 0 },
 			in:   ScaleInput{Desired: -1, Current: 0, Ready: 0},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "no data while activating with pods starting: keep them until the timeout",
 			in:   ScaleInput{Desired: -1, Current: 1, Ready: 0, Initialized: true, Activity: Activating, Since: ago(100)},
-			want: ScaleResult{Scale: -1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true, RequeueAfter: 530 * time.Second},
+			want: ScaleResult{Scale: -1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true, RequeueAfter: 530 * time.Second},
 		},
 
 		// Rule 2: bounds.
@@ -132,36 +134,36 @@ func TestScale(t *testing.T) {
 		}, {
 			name: "0 after a whole window Active: Inactive and zero at once (no grace period)",
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 1, Initialized: true, Activity: Active, Since: ago(60)},
-			want: ScaleResult{Scale: 0, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: 0, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "with pod retention 40s: Inactive, keep the pod, requeue after 40s",
 			set:  func(s *Settings) { s.PodRetention = 40 * time.Second },
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 1, Initialized: true, Activity: Active, Since: ago(60)},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true, RequeueAfter: 40 * time.Second},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true, RequeueAfter: 40 * time.Second},
 		}, {
 			name: "Inactive for 39s of a 40s retention: 1s to go",
 			set:  func(s *Settings) { s.PodRetention = 40 * time.Second },
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 1, Initialized: true, Activity: Inactive, Since: ago(39)},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true, RequeueAfter: time.Second},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true, RequeueAfter: time.Second},
 		}, {
 			name: "Inactive for the whole retention: zero",
 			set:  func(s *Settings) { s.PodRetention = 40 * time.Second },
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 1, Initialized: true, Activity: Inactive, Since: ago(40)},
-			want: ScaleResult{Scale: 0, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: 0, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name:        "retention is ignored when Unreachable",
 			set:         func(s *Settings) { s.PodRetention = 40 * time.Second },
 			unreachable: true,
 			in:          ScaleInput{Desired: 0, Current: 3, Ready: 3, Initialized: true, Activity: Active, Since: ago(600)},
-			want:        ScaleResult{Scale: 0, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want:        ScaleResult{Scale: 0, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "Inactive at zero: nothing to write",
 			in:   ScaleInput{Desired: 0, Current: 0, Ready: 0, Initialized: true, Activity: Inactive, Since: ago(600)},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "Active with no pod ready and no demand: Inactive at once",
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 0, Initialized: true, Activity: Active, Since: ago(5)},
-			want: ScaleResult{Scale: 0, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: 0, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		}, {
 			name: "pods came up after the demand left: Active, then a window",
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 1, Initialized: true, Activity: Activating, Since: ago(20)},
@@ -169,44 +171,44 @@ func TestScale(t *testing.T) {
 		}, {
 			name: "Activating with nothing starting and no demand: Inactive",
 			in:   ScaleInput{Desired: 0, Current: 0, Ready: 0, Initialized: true, Activity: Activating, Since: ago(20)},
-			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: ReasonNoTraffic, Message: MessageNoTraffic, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Inactive, Reason: av1alpha1.ReasonNoTraffic, Message: av1alpha1.MessageNoTraffic, Initialized: true},
 		},
 
 		// Rules 4 and 5: scale from zero, activation timeout, Active.
 		{
 			name: "a request for an Inactive Revision: Activating, scale 1",
 			in:   ScaleInput{Desired: 1, Current: 0, Ready: 0, Initialized: true, Activity: Inactive, Since: ago(600)},
-			want: ScaleResult{Scale: 1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true, RequeueAfter: activationTimeout},
+			want: ScaleResult{Scale: 1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true, RequeueAfter: activationTimeout},
 		}, {
 			name: "still Activating after 100s: scale to the new desire, requeue at the timeout",
 			in:   ScaleInput{Desired: 2, Current: 1, Ready: 0, Initialized: true, Activity: Activating, Since: ago(100)},
-			want: ScaleResult{Scale: 2, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true, RequeueAfter: 530 * time.Second},
+			want: ScaleResult{Scale: 2, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true, RequeueAfter: 530 * time.Second},
 		}, {
 			name: "Activating for the whole timeout: TimedOut, zero",
 			in:   ScaleInput{Desired: 1, Current: 1, Ready: 0, Initialized: true, Activity: Activating, Since: ago(630)},
-			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut, Initialized: true},
+			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut, Initialized: true},
 		}, {
 			name: "Activating, demand gone, pods starting for the whole timeout: TimedOut",
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 0, Initialized: true, Activity: Activating, Since: ago(630)},
-			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut, Initialized: true},
+			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut, Initialized: true},
 		}, {
 			name: "a new Revision that never starts times out despite initial-scale",
 			in:   ScaleInput{Desired: 0, Current: 1, Ready: 0, Activity: Activating, Since: ago(700)},
-			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut},
+			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut},
 		}, {
 			name: "min-scale is never dropped by the timeout",
 			set:  func(s *Settings) { s.MinScale = 2 },
 			in:   ScaleInput{Desired: 0, Current: 2, Ready: 0, Initialized: true, Activity: Activating, Since: ago(700)},
-			want: ScaleResult{Scale: -1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true},
 		}, {
 			name: "no timeout when scale to zero is disabled",
 			set:  func(s *Settings) { s.EnableScaleToZero = false },
 			in:   ScaleInput{Desired: 1, Current: 1, Ready: 0, Initialized: true, Activity: Activating, Since: ago(700)},
-			want: ScaleResult{Scale: -1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true},
 		}, {
 			name: "no timeout when none is given",
 			in:   ScaleInput{Desired: 1, Current: 1, Ready: 0, Initialized: true, Activity: Activating, Since: ago(10000), ActivationTimeout: -1},
-			want: ScaleResult{Scale: -1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true},
 		}, {
 			name: "a pod is ready: Active",
 			in:   ScaleInput{Desired: 3, Current: 1, Ready: 1, Initialized: true, Activity: Activating, Since: ago(10)},
@@ -219,7 +221,7 @@ func TestScale(t *testing.T) {
 		}, {
 			name: "Active, pods lost, demand stays: Activating with a fresh timeout",
 			in:   ScaleInput{Desired: 2, Current: 1, Ready: 0, Initialized: true, Activity: Active, Since: ago(1000)},
-			want: ScaleResult{Scale: 2, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true, RequeueAfter: activationTimeout},
+			want: ScaleResult{Scale: 2, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true, RequeueAfter: activationTimeout},
 		}, {
 			name: "Active at the desired scale: no write",
 			in:   ScaleInput{Desired: 3, Current: 3, Ready: 3, Initialized: true, Activity: Active, Since: ago(10)},
@@ -230,34 +232,34 @@ func TestScale(t *testing.T) {
 		{
 			name: "TimedOut, no demand: stays at zero, no requeue",
 			in:   ScaleInput{Desired: 0, Current: 0, Ready: 0, Initialized: true, Activity: TimedOut, Since: ago(1000)},
-			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut, Initialized: true},
+			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut, Initialized: true},
 		}, {
 			name: "TimedOut, demand 30s after: the old load may still be in the window, wait 30s more",
 			in:   ScaleInput{Desired: 1, Current: 0, Ready: 0, Initialized: true, Activity: TimedOut, Since: ago(30)},
-			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut, Initialized: true, RequeueAfter: 30 * time.Second},
+			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut, Initialized: true, RequeueAfter: 30 * time.Second},
 		}, {
 			name: "TimedOut, pods not yet gone: scale them to zero",
 			in:   ScaleInput{Desired: 1, Current: 1, Ready: 0, Initialized: true, Activity: TimedOut, Since: ago(2)},
-			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut, Initialized: true, RequeueAfter: 58 * time.Second},
+			want: ScaleResult{Scale: 0, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut, Initialized: true, RequeueAfter: 58 * time.Second},
 		}, {
 			name: "TimedOut, demand a window later: a new activation",
 			in:   ScaleInput{Desired: 1, Current: 0, Ready: 0, Initialized: true, Activity: TimedOut, Since: ago(60)},
-			want: ScaleResult{Scale: 1, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true, RequeueAfter: activationTimeout},
+			want: ScaleResult{Scale: 1, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true, RequeueAfter: activationTimeout},
 		}, {
 			name: "TimedOut is not woken by initial-scale",
 			set:  func(s *Settings) { s.InitialScale = 3 },
 			in:   ScaleInput{Desired: 0, Current: 0, Ready: 0, Activity: TimedOut, Since: ago(1000)},
-			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: ReasonTimedOut, Message: MessageTimedOut},
+			want: ScaleResult{Scale: -1, Activity: TimedOut, Reason: av1alpha1.ReasonTimedOut, Message: av1alpha1.MessageTimedOut},
 		}, {
 			name: "a woken TimedOut Revision goes back to its initial scale",
 			set:  func(s *Settings) { s.InitialScale = 3 },
 			in:   ScaleInput{Desired: 1, Current: 0, Ready: 0, Activity: TimedOut, Since: ago(1000)},
-			want: ScaleResult{Scale: 3, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, RequeueAfter: activationTimeout},
+			want: ScaleResult{Scale: 3, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, RequeueAfter: activationTimeout},
 		}, {
 			name: "TimedOut, then min-scale applies (reachable again): wake",
 			set:  func(s *Settings) { s.MinScale = 2 },
 			in:   ScaleInput{Desired: 0, Current: 0, Ready: 0, Initialized: true, Activity: TimedOut, Since: ago(5)},
-			want: ScaleResult{Scale: 2, Activity: Activating, Reason: ReasonQueued, Message: MessageQueued, Initialized: true},
+			want: ScaleResult{Scale: 2, Activity: Activating, Reason: av1alpha1.ReasonQueued, Message: av1alpha1.MessageQueued, Initialized: true},
 		}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -155,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err  error
 		kind string
 		name string
-	}{{depErr, "Deployment", resources.DeploymentName(rev)}, {<-paErr, "PodAutoscaler", rev.Name}} {
+	}{{depErr, "Deployment", v1.DeploymentName(rev.Name)}, {<-paErr, "PodAutoscaler", rev.Name}} {
 		refused, isRefused := refusal.As(e.err)
 		switch {
 		case errors.Is(e.err, errNotOwned):

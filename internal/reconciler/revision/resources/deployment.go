@@ -28,9 +28,6 @@ func ProgressDeadline(rev *v1.Revision, def time.Duration) int32 {
 	return int32(def / time.Second)
 }
 
-// DeploymentName is the name of the Revision's Deployment.
-func DeploymentName(rev *v1.Revision) string { return rev.Name + "-deployment" }
-
 // Selector is the label that ties a Revision to its pods; the gateway and the Revision
 // reconciler's pod lookup use it too.
 func Selector(rev *v1.Revision) map[string]string {
@@ -55,7 +52,7 @@ func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.
 	labels := Labels(rev)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            DeploymentName(rev),
+			Name:            v1.DeploymentName(rev.Name),
 			Namespace:       rev.Namespace,
 			Labels:          labels,
 			Annotations:     filterAnnotations(rev.Annotations),

@@ -8,18 +8,6 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
-// IngressClass is the KIngress class Ferry's gateway serves.
-const IngressClass = "ferry.ingress.networking.knative.dev"
-
-// Headers Knative appends to each split so the backend knows what it serves.
-const (
-	RevisionHeader  = "Knative-Serving-Revision"
-	NamespaceHeader = "Knative-Serving-Namespace"
-)
-
-// RevisionServicePort is the port of each Revision's Kubernetes Service.
-const RevisionServicePort = 80
-
 // MakeIngress builds the KIngress named after the Route that serves the resolved
 // targets: one rule for the Route's own hosts splitting traffic by percent, and one
 // per tag sending everything to the tag's Revision. Each set of hosts gets an
@@ -42,7 +30,7 @@ func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts) *netv1al
 			Name:            r.Name,
 			Namespace:       r.Namespace,
 			Labels:          routeLabels(r),
-			Annotations:     map[string]string{netv1alpha1.IngressClassAnnotationKey: IngressClass},
+			Annotations:     map[string]string{netv1alpha1.IngressClassAnnotationKey: netv1alpha1.IngressClass},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(r)},
 		},
 		Spec: netv1alpha1.IngressSpec{Rules: rules, HTTPOption: netv1alpha1.HTTPOptionEnabled},
@@ -91,10 +79,10 @@ func makeSplit(ns, rev string, percent int) netv1alpha1.IngressBackendSplit {
 		IngressBackend: netv1alpha1.IngressBackend{
 			ServiceNamespace: ns,
 			ServiceName:      rev,
-			ServicePort:      intstr.FromInt32(RevisionServicePort),
+			ServicePort:      intstr.FromInt32(netv1alpha1.ServiceHTTPPort),
 		},
 		Percent:       percent,
-		AppendHeaders: map[string]string{RevisionHeader: rev, NamespaceHeader: ns},
+		AppendHeaders: map[string]string{netv1alpha1.RevisionHeader: rev, netv1alpha1.NamespaceHeader: ns},
 	}
 }
 

@@ -102,14 +102,14 @@ func TestMakeIngress(t *testing.T) {
 			if got := rulesOf(ing); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("rules:\n got %+v\nwant %+v", got, tc.want)
 			}
-			if ing.Annotations[netv1alpha1.IngressClassAnnotationKey] != IngressClass {
+			if ing.Annotations[netv1alpha1.IngressClassAnnotationKey] != netv1alpha1.IngressClass {
 				t.Errorf("class annotation = %v", ing.Annotations)
 			}
 			if ing.Name != "hello" || ing.Labels[v1.RouteLabelKey] != "hello" || !metav1.IsControlledBy(ing, route(nil)) {
 				t.Errorf("metadata = %+v", ing.ObjectMeta)
 			}
 			s := ing.Spec.Rules[0].HTTP.Paths[0].Splits[0]
-			if s.AppendHeaders[RevisionHeader] != s.ServiceName || s.AppendHeaders[NamespaceHeader] != "ns" || s.ServicePort.IntValue() != 80 || s.ServiceNamespace != "ns" {
+			if s.AppendHeaders[netv1alpha1.RevisionHeader] != s.ServiceName || s.AppendHeaders[netv1alpha1.NamespaceHeader] != "ns" || s.ServicePort.IntValue() != 80 || s.ServiceNamespace != "ns" {
 				t.Errorf("split = %+v", s)
 			}
 		})

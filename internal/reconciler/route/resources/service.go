@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -26,10 +27,10 @@ func MakePlaceholderService(r *v1.Route, gatewayHost string) *corev1.Service {
 			ExternalName:    gatewayHost,
 			SessionAffinity: corev1.ServiceAffinityNone,
 			Ports: []corev1.ServicePort{{
-				Name:       "http",
+				Name:       netv1alpha1.ServicePortNameHTTP1,
 				Protocol:   corev1.ProtocolTCP,
-				Port:       RevisionServicePort,
-				TargetPort: intstr.FromInt32(RevisionServicePort),
+				Port:       netv1alpha1.ServiceHTTPPort,
+				TargetPort: intstr.FromInt32(netv1alpha1.ServiceHTTPPort),
 			}},
 		},
 	}
