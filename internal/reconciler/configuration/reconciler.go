@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
@@ -82,29 +83,26 @@ type problem struct {
 // Reconcile makes sure the current generation has its Revision and reports the latest
 // created and latest ready ones.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Observe.
 	cfg := &v1.Configuration{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if cfg.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, cfg, r.Status.Forget); !ok {
+		return ctrl.Result{}, err
 	}
 	if r.AfterRead != nil {
 		r.AfterRead()
 	}
 
-	status := cfg.Status.DeepCopy()
-	status.ObservedGeneration = cfg.Generation
-	m := v1.ConfigurationConditions.Manage(&status.Status)
-	m.InitializeConditions()
-
+	// Desired and apply: the Revision of the current generation.
 	latest, p, err := r.latestCreated(ctx, cfg)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+
+	// Status.
+	status := cfg.Status.DeepCopy()
+	status.ObservedGeneration = cfg.Generation
+	m := v1.ConfigurationConditions.Manage(&status.Status)
+	m.InitializeConditions()
 	if p != nil {
 		m.MarkFalse(v1.ConfigurationConditionReady, p.reason, "%s", p.message)
 		res, err := r.Status.Write(ctx, cfg, &cfg.Status, status)

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,7 +36,9 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/metrics"
+	"github.com/ferry-serving/ferry/internal/reconciler/child"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
@@ -102,15 +103,8 @@ func scaleChanged(e event.UpdateEvent) bool {
 // Reconcile scales the PodAutoscaler's target and reports it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pa := &av1alpha1.PodAutoscaler{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pa); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Autoscaler.Forget(req.NamespacedName)
-			r.Status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if pa.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, pa, r.Autoscaler.Forget, r.Status.Forget); !ok {
+		return ctrl.Result{}, err
 	}
 	status := pa.Status.DeepCopy()
 	status.ObservedGeneration = pa.Generation
@@ -261,29 +255,16 @@ func activationTimeout(pa *av1alpha1.PodAutoscaler, cfg *config.Config) time.Dur
 // class does; it never scales to zero.
 func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscaler, dep *appsv1.Deployment, status *av1alpha1.PodAutoscalerStatus, m duck.ConditionManager) (ctrl.Result, error) {
 	r.Autoscaler.Forget(client.ObjectKeyFromObject(pa))
-	desired := resources.MakeHPA(pa, r.Config().Autoscaler)
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), hpa)
+	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	hpa, err := child.Ensure(ctx, w, pa, "HorizontalPodAutoscaler", resources.MakeHPA(pa, r.Config().Autoscaler),
+		func(desired, have *autoscalingv2.HorizontalPodAutoscaler) bool {
+			return child.SetDerivative(&have.Spec, desired.Spec)
+		})
+	var o child.Outcome
 	switch {
-	case apierrors.IsNotFound(err):
-		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
-		hpa = desired
+	case o.Mark(m, av1alpha1.PodAutoscalerConditionActive, err):
+		return o.Result(r.Status.Write(ctx, pa, &pa.Status, status))
 	case err != nil:
-		return ctrl.Result{}, err
-	case !metav1.IsControlledBy(hpa, pa):
-		m.MarkFalse(av1alpha1.PodAutoscalerConditionActive, "NotOwned", "There is an existing HorizontalPodAutoscaler %q that we do not own.", desired.Name)
-		return r.Status.Write(ctx, pa, &pa.Status, status)
-	case !equality.Semantic.DeepDerivative(desired.Spec, hpa.Spec):
-		upd := hpa.DeepCopy()
-		upd.Spec = desired.Spec
-		err = r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
-		hpa = upd
-	}
-	if refused, ok := refusal.As(err); ok {
-		m.MarkFalse(av1alpha1.PodAutoscalerConditionActive, refused.Reason(), "%s", refused.Error())
-		res, werr := r.Status.Write(ctx, pa, &pa.Status, status)
-		return refusal.Result(res, werr, refused)
-	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	ready := dep.Status.ReadyReplicas

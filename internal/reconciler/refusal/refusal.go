@@ -25,6 +25,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-serving/ferry/api/duck"
 )
 
 // Defaults for New's back-off.
@@ -60,9 +62,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // Reason is Knative's Event reason for the refused write: CreationFailed or UpdateFailed.
 func (e *Error) Reason() string {
 	if e.Verb == "create" {
-		return "CreationFailed"
+		return duck.ReasonCreationFailed
 	}
-	return "UpdateFailed"
+	return duck.ReasonUpdateFailed
 }
 
 // As returns the *Error in err's chain, if any.

@@ -5,14 +5,11 @@ package revision
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,8 +22,10 @@ import (
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/child"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
@@ -112,21 +111,13 @@ func podToRevision(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 }
 
-// errNotOwned says a child's name is taken by an object the Revision does not control.
-var errNotOwned = errors.New("not owned")
-
 // Reconcile makes sure the Revision's Deployment and PodAutoscaler exist and reports
 // how its pods are doing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Observe.
 	rev := &v1.Revision{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Status.Forget(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if rev.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
+	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, rev, r.Status.Forget); !ok {
+		return ctrl.Result{}, err
 	}
 	if r.AfterRead != nil {
 		r.AfterRead()
@@ -134,42 +125,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	want := rev.DeepCopy()
 	want.SetDefaults()
 
-	status := rev.Status.DeepCopy()
-	status.ObservedGeneration = rev.Generation
-	m := v1.RevisionConditions.Manage(&status.Status)
-	m.InitializeConditions()
-
-	// The Deployment and the PodAutoscaler do not depend on each other: on a
-	// Revision's first reconcile, creating them side by side takes one API round trip
-	// instead of two. (There is no Service: the gateway follows the pods itself.)
+	// Desired and apply. The Deployment and the PodAutoscaler do not depend on each
+	// other: on a Revision's first reconcile, creating them side by side takes one API
+	// round trip instead of two. (There is no Service: the gateway follows the pods
+	// itself.)
+	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
 	as := r.Autoscaler()
 	var pa *av1alpha1.PodAutoscaler
 	paErr := make(chan error, 1)
 	go func() {
 		var err error
-		pa, err = r.reconcilePodAutoscaler(ctx, rev, resources.MakePodAutoscaler(want, as))
+		pa, err = child.Ensure(ctx, w, rev, "PodAutoscaler", resources.MakePodAutoscaler(want, as), updatePodAutoscaler(rev))
 		paErr <- err
 	}()
-	d, depErr := r.reconcileDeployment(ctx, rev, resources.MakeDeployment(want, resources.ProgressDeadline(rev, r.ProgressDeadline()), resources.InitialReplicas(want, as)))
-	for _, e := range []struct {
-		err  error
-		kind string
-		name string
-	}{{depErr, "Deployment", v1.DeploymentName(rev.Name)}, {<-paErr, "PodAutoscaler", rev.Name}} {
-		refused, isRefused := refusal.As(e.err)
-		switch {
-		case errors.Is(e.err, errNotOwned):
-			m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonNotOwned, "There is an existing %s %q that we do not own.", e.kind, e.name)
-			return r.Status.Write(ctx, rev, &rev.Status, status)
-		case isRefused:
-			m.MarkFalse(v1.RevisionConditionResourcesAvailable, refused.Reason(), "%s", refused.Error())
-			res, err := r.Status.Write(ctx, rev, &rev.Status, status)
-			return refusal.Result(res, err, refused)
-		case e.err != nil:
-			return ctrl.Result{}, e.err
+	d, depErr := child.Ensure(ctx, w, rev, "Deployment",
+		resources.MakeDeployment(want, resources.ProgressDeadline(rev, r.ProgressDeadline()), resources.InitialReplicas(want, as)),
+		updateDeployment)
+
+	// Status.
+	status := rev.Status.DeepCopy()
+	status.ObservedGeneration = rev.Generation
+	m := v1.RevisionConditions.Manage(&status.Status)
+	m.InitializeConditions()
+	var o child.Outcome
+	for _, err := range []error{depErr, <-paErr} {
+		if o.Mark(m, v1.RevisionConditionResourcesAvailable, err) {
+			// Without both children there are no pods to report on.
+			return o.Result(r.Status.Write(ctx, rev, &rev.Status, status))
+		}
+		if err != nil {
+			return ctrl.Result{}, err
 		}
 	}
-
 	var pods []corev1.Pod
 	if needsPods(d) {
 		list := &corev1.PodList{}
@@ -183,80 +170,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.Status.Write(ctx, rev, &rev.Status, status)
 }
 
-// reconcileDeployment returns the Deployment as last acknowledged by the API server,
-// creating it or putting back what the Revision sets (fields the API server or others
-// filled in are left alone).
-func (r *Reconciler) reconcileDeployment(ctx context.Context, rev *v1.Revision, desired *appsv1.Deployment) (*appsv1.Deployment, error) {
-	have := &appsv1.Deployment{}
-	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
-	switch {
-	case apierrors.IsNotFound(err):
-		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
-	case err != nil:
-		return nil, err
-	case !metav1.IsControlledBy(have, rev):
-		return nil, errNotOwned
-	}
-	// Replicas were set at creation; since then they are the autoscaler's.
+// updateDeployment puts back what the Revision sets on its Deployment: the pod
+// template, the progress deadline and its labels. Fields the API server or others
+// filled in are left alone, and so are the replicas: set at creation, they are the
+// autoscaler's since.
+func updateDeployment(desired, have *appsv1.Deployment) bool {
 	desired.Spec.Replicas = have.Spec.Replicas
-	if equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels) {
-		return have, nil
+	labels := child.MergeLabels(desired, have)
+	if equality.Semantic.DeepDerivative(desired.Spec, have.Spec) {
+		return labels
 	}
-	upd := have.DeepCopy()
-	upd.Spec.ProgressDeadlineSeconds = desired.Spec.ProgressDeadlineSeconds
-	upd.Spec.Template = desired.Spec.Template
-	upd.Labels = merge(upd.Labels, desired.Labels)
-	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
-}
-
-// reconcilePodAutoscaler returns the Revision's PodAutoscaler, creating it or putting
-// back what the Revision sets: its spec, labels and annotations.
-func (r *Reconciler) reconcilePodAutoscaler(ctx context.Context, rev *v1.Revision, desired *av1alpha1.PodAutoscaler) (*av1alpha1.PodAutoscaler, error) {
-	have := &av1alpha1.PodAutoscaler{}
-	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
-	switch {
-	case apierrors.IsNotFound(err):
-		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
-	case err != nil:
-		return nil, err
-	case !metav1.IsControlledBy(have, rev):
-		return nil, errNotOwned
-	}
-	// A class defaulted from config-autoscaler is chosen once, at creation, as in
-	// Knative: a later change of pod-autoscaler-class applies to new Revisions.
-	if _, set := rev.Annotations[av1alpha1.ClassAnnotationKey]; !set {
-		if c, ok := have.Annotations[av1alpha1.ClassAnnotationKey]; ok {
-			desired.Annotations[av1alpha1.ClassAnnotationKey] = c
-		}
-	}
-	if equality.Semantic.DeepEqual(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels) && hasAll(have.Annotations, desired.Annotations) {
-		return have, nil
-	}
-	upd := have.DeepCopy()
-	upd.Spec = desired.Spec
-	upd.Labels = merge(upd.Labels, desired.Labels)
-	upd.Annotations = merge(upd.Annotations, desired.Annotations)
-	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
-}
-
-// hasAll reports whether have holds every key of want with the same value.
-func hasAll(have, want map[string]string) bool {
-	for k, v := range want {
-		if hv, ok := have[k]; !ok || hv != v {
-			return false
-		}
-	}
+	have.Spec.ProgressDeadlineSeconds = desired.Spec.ProgressDeadlineSeconds
+	have.Spec.Template = desired.Spec.Template
 	return true
 }
 
-// merge returns have with want's keys set, leaving keys others added alone.
-func merge(have, want map[string]string) map[string]string {
-	out := make(map[string]string, len(have)+len(want))
-	for k, v := range have {
-		out[k] = v
+// updatePodAutoscaler puts back the Revision's spec, labels and annotations on its
+// PodAutoscaler. A class defaulted from config-autoscaler is chosen once, at creation,
+// as in Knative: a later change of pod-autoscaler-class applies to new Revisions.
+func updatePodAutoscaler(rev *v1.Revision) func(desired, have *av1alpha1.PodAutoscaler) bool {
+	return func(desired, have *av1alpha1.PodAutoscaler) bool {
+		if _, set := rev.Annotations[av1alpha1.ClassAnnotationKey]; !set {
+			if c, ok := have.Annotations[av1alpha1.ClassAnnotationKey]; ok {
+				desired.Annotations[av1alpha1.ClassAnnotationKey] = c
+			}
+		}
+		spec := child.Set(&have.Spec, desired.Spec)
+		labels := child.MergeLabels(desired, have)
+		return child.MergeAnnotations(desired, have) || labels || spec
 	}
-	for k, v := range want {
-		out[k] = v
-	}
-	return out
 }

@@ -16,8 +16,6 @@ const (
 	ReasonDeploying                = "Deploying"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonContainerMissing         = "ContainerMissing"
-	ReasonNotOwned                 = "NotOwned"
-	ReasonNoTraffic                = "NoTraffic"
 )
 
 // imagePullReasons are the kubelet's waiting reasons for an image it cannot get.
@@ -70,7 +68,7 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 	case d.Status.ReadyReplicas > 0:
 		m.MarkTrue(v1.RevisionConditionActive)
 	case desired == 0:
-		m.MarkFalse(v1.RevisionConditionActive, ReasonNoTraffic, "The target is not receiving traffic.")
+		m.MarkFalse(v1.RevisionConditionActive, av1alpha1.ReasonNoTraffic, "%s", av1alpha1.MessageNoTraffic)
 	default:
 		m.MarkUnknown(v1.RevisionConditionActive, ReasonDeploying, "")
 	}

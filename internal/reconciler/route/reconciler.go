@@ -5,12 +5,9 @@ package route
 
 import (
 	"context"
-	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,7 +16,9 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/child"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
@@ -29,7 +28,6 @@ import (
 
 // Condition reasons and messages users see, as in Knative.
 const (
-	reasonNotOwned             = "NotOwned"
 	reasonIngressNotConfigured = "IngressNotConfigured"
 	reasonTLSNotEnabled        = "TLSNotEnabled"
 	// reasonErrorConfig: the configuration gives the Route a host that is not a valid
@@ -63,56 +61,21 @@ type Reconciler struct {
 	AfterRead func()
 }
 
-// errNotOwned says a child's name is taken by an object the Route does not control.
-var errNotOwned = errors.New("not owned")
-
 // Reconcile brings one Route's children and status in line with its spec and with the
 // Configurations and Revisions it names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Observe. A Route that is gone no longer reads anything: its references go too.
 	route := &v1.Route{}
-	if err := r.Client.Get(ctx, req.NamespacedName, route); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The Route is gone: nothing it read matters any more.
-			r.Tracker.OnDeletedObserver(req.NamespacedName)
-			r.Status.Forget(req.NamespacedName)
-			return ctrl.Result{}, nil
-		}
+	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, route, r.forget); !ok {
 		return ctrl.Result{}, err
-	}
-	if route.DeletionTimestamp != nil {
-		r.Tracker.OnDeletedObserver(req.NamespacedName)
-		return ctrl.Result{}, nil
 	}
 	if r.AfterRead != nil {
 		r.AfterRead()
 	}
-
 	want := route.DeepCopy()
 	want.SetDefaults()
-	status := route.Status.DeepCopy()
-	status.ObservedGeneration = route.Generation
-	m := v1.RouteConditions.Manage(&status.Status)
-	m.InitializeConditions()
-	m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
 	// A configuration that gives no valid host leaves the URLs as they were.
 	hosts, hostErr := resources.MakeHosts(r.Config(), route, want.Spec.Traffic)
-	if hostErr == nil {
-		status.URL = hosts.URL("")
-	}
-	status.Address = &duck.Addressable{URL: resources.AddressURL(route)}
-
-	// Refused children show on IngressReady; the Route is reconciled again when
-	// their back-off ends.
-	var refused []*refusal.Error
-	placeholderOK, err := r.reconcilePlaceholder(ctx, route, m)
-	if e, ok := refusal.As(err); ok {
-		m.MarkFalse(v1.RouteConditionIngressReady, e.Reason(), "%s", e.Error())
-		refused, placeholderOK, err = append(refused, e), false, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
 	targets, problem, err := r.resolve(ctx, route, want.Spec.Traffic)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -121,41 +84,60 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Permanent until the configuration changes, which wakes every Route.
 		problem = &traffic.Problem{Status: corev1.ConditionFalse, Reason: reasonErrorConfig, Message: hostErr.Error()}
 	}
+
+	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
+	// it served before: its KIngress and status.traffic are left as they are.
+	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	_, placeholderErr := child.Ensure(ctx, w, route, "placeholder Service", resources.MakePlaceholderService(route, r.GatewayHost), updatePlaceholder)
+	var ing *netv1alpha1.Ingress
+	var ingErr error
+	if problem == nil {
+		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", resources.MakeIngress(want, targets, hosts), updateIngress)
+	} else {
+		ing, ingErr = child.Get[*netv1alpha1.Ingress](ctx, w, route, "Ingress", client.ObjectKeyFromObject(route))
+	}
+
+	// Status.
+	status := route.Status.DeepCopy()
+	status.ObservedGeneration = route.Generation
+	m := v1.RouteConditions.Manage(&status.Status)
+	m.InitializeConditions()
+	m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
+	if hostErr == nil {
+		status.URL = hosts.URL("")
+	}
+	status.Address = &duck.Addressable{URL: resources.AddressURL(route)}
 	if problem != nil {
 		setCondition(m, v1.RouteConditionAllTrafficAssigned, problem.Status, problem.Reason, problem.Message)
 	} else {
 		m.MarkTrue(v1.RouteConditionAllTrafficAssigned)
-	}
-
-	// A Route whose traffic cannot be resolved keeps serving what it served before:
-	// its KIngress and status.traffic are left as they are.
-	var ing *netv1alpha1.Ingress
-	if problem == nil {
-		ing, err = r.reconcileIngress(ctx, route, resources.MakeIngress(want, targets, hosts))
 		status.Traffic = withURLs(targets, hosts)
-	} else {
-		ing, err = r.getIngress(ctx, route)
 	}
-	ingRefused, isRefused := refusal.As(err)
-	switch {
-	case errors.Is(err, errNotOwned):
-		m.MarkFalse(v1.RouteConditionIngressReady, reasonNotOwned, "There is an existing Ingress %q that we do not own.", route.Name)
-	case isRefused:
-		if placeholderOK {
-			m.MarkFalse(v1.RouteConditionIngressReady, ingRefused.Reason(), "%s", ingRefused.Error())
-		}
-		refused = append(refused, ingRefused)
-	case err != nil:
-		return ctrl.Result{}, err
+	// Both children show on IngressReady; a refused one is tried again when its
+	// back-off ends.
+	var o child.Outcome
+	placeholderOK := !o.Mark(m, v1.RouteConditionIngressReady, placeholderErr)
+	if placeholderOK && placeholderErr != nil {
+		return ctrl.Result{}, placeholderErr
+	}
+	switch refused, isRefused := refusal.As(ingErr); {
+	case isRefused && !placeholderOK:
+		// The placeholder's problem stays on IngressReady.
+		o.Refused(refused)
+	case o.Mark(m, v1.RouteConditionIngressReady, ingErr):
+	case ingErr != nil:
+		return ctrl.Result{}, ingErr
 	case placeholderOK:
 		markIngress(m, ing)
 	}
+	return o.Result(r.Status.Write(ctx, route, &route.Status, status))
+}
 
-	res, err := r.Status.Write(ctx, route, &route.Status, status)
-	for _, e := range refused {
-		res, err = refusal.Result(res, err, e)
-	}
-	return res, err
+// forget drops what Ferry keeps about a Route that is gone: the references it read and
+// its status writes.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Tracker.OnDeletedObserver(key)
+	r.Status.Forget(key)
 }
 
 // resolve reads every Configuration and Revision the traffic names through the
@@ -176,65 +158,24 @@ func (r *Reconciler) resolve(ctx context.Context, route *v1.Route, spec []v1.Tra
 	return targets, problem, nil
 }
 
-// reconcilePlaceholder makes sure the Service named after the Route exists and is ours.
-// It reports false when the name is taken, having marked IngressReady.
-func (r *Reconciler) reconcilePlaceholder(ctx context.Context, route *v1.Route, m duck.ConditionManager) (bool, error) {
-	desired := resources.MakePlaceholderService(route, r.GatewayHost)
-	have := &corev1.Service{}
-	err := r.Children.Get(ctx, client.ObjectKeyFromObject(desired), have)
-	switch {
-	case apierrors.IsNotFound(err):
-		return true, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
-	case err != nil:
-		return false, err
-	case !metav1.IsControlledBy(have, route):
-		m.MarkFalse(v1.RouteConditionIngressReady, reasonNotOwned, "There is an existing placeholder Service %q that we do not own.", desired.Name)
-		return false, nil
-	case equality.Semantic.DeepDerivative(desired.Spec, have.Spec) && hasAll(have.Labels, desired.Labels):
-		return true, nil
+// updatePlaceholder puts back where the placeholder Service points, and its labels.
+func updatePlaceholder(desired, have *corev1.Service) bool {
+	labels := child.MergeLabels(desired, have)
+	if equality.Semantic.DeepDerivative(desired.Spec, have.Spec) {
+		return labels
 	}
-	upd := have.DeepCopy()
-	upd.Spec.Type = desired.Spec.Type
-	upd.Spec.ExternalName = desired.Spec.ExternalName
-	upd.Spec.Ports = desired.Spec.Ports
-	upd.Labels = merge(upd.Labels, desired.Labels)
-	return true, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
+	have.Spec.Type = desired.Spec.Type
+	have.Spec.ExternalName = desired.Spec.ExternalName
+	have.Spec.Ports = desired.Spec.Ports
+	return true
 }
 
-func (r *Reconciler) getIngress(ctx context.Context, route *v1.Route) (*netv1alpha1.Ingress, error) {
-	have := &netv1alpha1.Ingress{}
-	err := r.Children.Get(ctx, client.ObjectKeyFromObject(route), have)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case !metav1.IsControlledBy(have, route):
-		return nil, errNotOwned
-	}
-	return have, nil
-}
-
-// reconcileIngress creates or updates the KIngress and returns it as the API server
-// last acknowledged it, so that IngressReady compares against the new generation.
-func (r *Reconciler) reconcileIngress(ctx context.Context, route *v1.Route, desired *netv1alpha1.Ingress) (*netv1alpha1.Ingress, error) {
-	have, err := r.getIngress(ctx, route)
-	if err != nil {
-		return nil, err
-	}
-	if have == nil {
-		// On AlreadyExists the cache is behind; the error requeues us until it catches up.
-		return desired, r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
-	}
-	if equality.Semantic.DeepEqual(have.Spec, desired.Spec) &&
-		hasAll(have.Labels, desired.Labels) && hasAll(have.Annotations, desired.Annotations) {
-		return have, nil
-	}
-	upd := have.DeepCopy()
-	upd.Spec = desired.Spec
-	upd.Labels = merge(upd.Labels, desired.Labels)
-	upd.Annotations = merge(upd.Annotations, desired.Annotations)
-	return upd, r.Refused.Update(desired, func() error { return r.Client.Update(ctx, upd) })
+// updateIngress puts back the KIngress's spec, labels and annotations, so that
+// IngressReady compares against the generation just written.
+func updateIngress(desired, have *netv1alpha1.Ingress) bool {
+	spec := child.Set(&have.Spec, desired.Spec)
+	labels := child.MergeLabels(desired, have)
+	return child.MergeAnnotations(desired, have) || labels || spec
 }
 
 // markIngress turns the KIngress's readiness into IngressReady. An ingress that has
@@ -289,26 +230,4 @@ func (g getter) Configuration(ctx context.Context, name string) (*v1.Configurati
 func (g getter) Revision(ctx context.Context, name string) (*v1.Revision, error) {
 	rev := &v1.Revision{}
 	return rev, g.reader.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: name}, rev)
-}
-
-// hasAll reports whether have holds every key of want with the same value.
-func hasAll(have, want map[string]string) bool {
-	for k, v := range want {
-		if hv, ok := have[k]; !ok || hv != v {
-			return false
-		}
-	}
-	return true
-}
-
-// merge returns have with want's keys set, leaving keys others added alone.
-func merge(have, want map[string]string) map[string]string {
-	out := make(map[string]string, len(have)+len(want))
-	for k, v := range have {
-		out[k] = v
-	}
-	for k, v := range want {
-		out[k] = v
-	}
-	return out
 }

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/kmeta"
 )
 
 // RevisionName is the name of the Revision for the Configuration's current generation:
@@ -63,24 +63,9 @@ func MakeRevision(cfg *v1.Configuration) *v1.Revision {
 			Name:            RevisionName(cfg),
 			Namespace:       cfg.Namespace,
 			Labels:          labels,
-			Annotations:     filterAnnotations(tmpl.ObjectMeta.Annotations),
+			Annotations:     kmeta.WithoutLastApplied(tmpl.ObjectMeta.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cfg, v1.SchemeGroupVersion.WithKind("Configuration"))},
 		},
 		Spec: tmpl.Spec,
 	}
-}
-
-// filterAnnotations drops kubectl's copy of the last applied object, which describes
-// the parent, not the Revision.
-func filterAnnotations(in map[string]string) map[string]string {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		if k != corev1.LastAppliedConfigAnnotation {
-			out[k] = v
-		}
-	}
-	return out
 }

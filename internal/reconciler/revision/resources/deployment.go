@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/kmeta"
 )
 
 // userPortName is the name Knative gives the serving container's port.
@@ -55,7 +56,7 @@ func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.
 			Name:            v1.DeploymentName(rev.Name),
 			Namespace:       rev.Namespace,
 			Labels:          labels,
-			Annotations:     filterAnnotations(rev.Annotations),
+			Annotations:     kmeta.WithoutLastApplied(rev.Annotations),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(rev)},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -63,7 +64,7 @@ func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.
 			Selector:                &metav1.LabelSelector{MatchLabels: Selector(rev)},
 			ProgressDeadlineSeconds: ptr(progressDeadline),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: filterAnnotations(rev.Annotations)},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: kmeta.WithoutLastApplied(rev.Annotations)},
 				Spec:       makePodSpec(rev),
 			},
 		},
@@ -164,21 +165,6 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 
 func ownerRef(rev *v1.Revision) metav1.OwnerReference {
 	return *metav1.NewControllerRef(rev, v1.SchemeGroupVersion.WithKind("Revision"))
-}
-
-// filterAnnotations drops kubectl's copy of the last applied object, which describes
-// the Revision, not its children.
-func filterAnnotations(in map[string]string) map[string]string {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		if k != corev1.LastAppliedConfigAnnotation {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -9,6 +9,7 @@ import (
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/kmeta"
 )
 
 // The PodAutoscaler's protocol types (Knative's networking ProtocolType).
@@ -39,7 +40,7 @@ func MakePodAutoscaler(rev *v1.Revision, cfg *config.Autoscaler) *av1alpha1.PodA
 	delete(labels, v1.RouteLabelKey)
 	delete(labels, v1.RoutingStateLabelKey)
 
-	anns := filterAnnotations(rev.Annotations)
+	anns := kmeta.WithoutLastApplied(rev.Annotations)
 	delete(anns, v1.RoutesAnnotationKey)
 	delete(anns, v1.RoutingStateModifiedAnnotation)
 	if _, ok := anns[av1alpha1.ClassAnnotationKey]; !ok && cfg.PodAutoscalerClass != "" {
