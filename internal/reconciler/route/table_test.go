@@ -1,0 +1,336 @@
+package route_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/route"
+	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/tracker"
+)
+
+const (
+	ns      = "ns"
+	gateway = "gw.ferry-system.svc.cluster.local"
+)
+
+var key = rt.Key(ns, "hello")
+
+func ptr[T any](v T) *T { return &v }
+
+// rte is the Route reconciled: by default all traffic to the Configuration hello.
+func rte(opts ...func(*v1.Route)) *v1.Route {
+	r := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello", UID: "route-uid", Generation: 1,
+		Labels: map[string]string{v1.ServiceLabelKey: "hello"}}}
+	r.Spec.Traffic = []v1.TrafficTarget{{ConfigurationName: "hello", Percent: ptr(int64(100))}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+func traffic(tt ...v1.TrafficTarget) func(*v1.Route) {
+	return func(r *v1.Route) { r.Spec.Traffic = tt }
+}
+
+// cfg is the Configuration hello whose latest ready Revision is latestReady.
+func cfg(latestReady string, ready duck.Condition) *v1.Configuration {
+	c := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello", UID: "cfg-uid", Generation: 1}}
+	c.Status.ObservedGeneration = 1
+	c.Status.LatestReadyRevisionName = latestReady
+	c.Status.Conditions = []duck.Condition{ready}
+	return c
+}
+
+// rev is a Revision whose Ready is as given.
+func rev(name string, ready corev1.ConditionStatus) *v1.Revision {
+	r := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(name + "-uid"), Generation: 1}}
+	r.Status.ObservedGeneration = 1
+	r.Status.Conditions = []duck.Condition{{Type: duck.ConditionReady, Status: ready}}
+	return r
+}
+
+// ingress is the KIngress serving targets for the Route, Ready as given (nil: no status).
+func ingress(r *v1.Route, targets []v1.TrafficTarget, ready *duck.Condition) *netv1alpha1.Ingress {
+	want := r.DeepCopy()
+	want.SetDefaults()
+	ing := resources.MakeIngress(want, targets, resources.DefaultHosts(want, want.Spec.Traffic))
+	ing.UID, ing.Generation = "ing-uid", 1
+	if ready != nil {
+		ing.Status.ObservedGeneration = 1
+		ing.Status.Conditions = []duck.Condition{*ready}
+	}
+	return ing
+}
+
+func placeholder(r *v1.Route) *corev1.Service {
+	s := resources.MakePlaceholderService(r, gateway)
+	s.UID = "svc-uid"
+	return s
+}
+
+var (
+	toLatest   = []v1.TrafficTarget{{RevisionName: "hello-00001", LatestRevision: ptr(true), Percent: ptr(int64(100))}}
+	ingReady   = &duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue}
+	ready      = rt.True(duck.ConditionReady)
+	assigned   = rt.True(v1.RouteConditionAllTrafficAssigned)
+	ingressOK  = rt.True(v1.RouteConditionIngressReady)
+	noTLS      = rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, "TLSNotEnabled", "external-domain-tls is not enabled")
+	notConfigd = rt.Unknown(v1.RouteConditionIngressReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")
+)
+
+func notOwned(o client.Object) client.Object {
+	o.SetOwnerReferences(nil)
+	return o
+}
+
+func written(t *testing.T, env *rt.Env) *v1.Route {
+	t.Helper()
+	o := env.Written(rt.Status, "Route", "hello")
+	if o == nil {
+		t.Fatal("no status written")
+	}
+	return o.(*v1.Route)
+}
+
+// wantStatus checks the written status: conditions, URLs and traffic (nil: none).
+func wantStatus(traffic []v1.TrafficTarget, conds ...duck.Condition) func(*testing.T, *rt.Env) {
+	return func(t *testing.T, env *rt.Env) {
+		t.Helper()
+		r := written(t, env)
+		if r.Status.ObservedGeneration != r.Generation {
+			t.Errorf("observedGeneration %d, generation %d", r.Status.ObservedGeneration, r.Generation)
+		}
+		if r.Status.URL != "http://hello.ns.example.com" || r.Status.Address == nil || r.Status.Address.URL != "http://hello.ns.svc.cluster.local" {
+			t.Errorf("url %q, address %+v", r.Status.URL, r.Status.Address)
+		}
+		if !equality.Semantic.DeepEqual(r.Status.Traffic, traffic) {
+			t.Errorf("status.traffic\n got %+v\nwant %+v", r.Status.Traffic, traffic)
+		}
+		rt.CheckConditions(t, "Route", r.Status.Conditions, conds...)
+	}
+}
+
+// tracked checks that the Route is woken by changes of the Configuration hello.
+func tracked(t *testing.T, trk *tracker.Tracker) {
+	t.Helper()
+	obs := trk.GetObservers(&v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}})
+	if len(obs) != 1 || obs[0] != key {
+		t.Errorf("observers of the Configuration: %v, want the Route", obs)
+	}
+}
+
+func TestReconcileTable(t *testing.T) {
+	var trk *tracker.Tracker
+	build := func(env *rt.Env) reconcile.Reconciler {
+		trk = tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme)
+		return &route.Reconciler{Client: env.Client, Tracker: trk, Children: created.New(env.Client),
+			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
+			Config: config.Default, GatewayHost: gateway}
+	}
+	r := rte()
+	cfgReady := cfg("hello-00001", ready)
+	rev1 := rev("hello-00001", corev1.ConditionTrue)
+	missingCfg := `Configuration "hello" referenced in traffic not found.`
+	refusedIng := `failed to create Ingress "hello": ingresses.networking.internal.knative.dev "hello" is forbidden: denied by policy`
+	rt.Run(t, []rt.Case{{
+		Name: "the Route is gone: nothing is written",
+		Key:  key,
+	}, {
+		Name: "the Route is being deleted: nothing is written",
+		Key:  key,
+		Objects: []client.Object{rte(func(r *v1.Route) {
+			r.DeletionTimestamp = &metav1.Time{Time: time.Unix(1700000000, 0)}
+			r.Finalizers = []string{"test/keep"}
+		}), cfgReady, rev1},
+	}, {
+		Name:       "first reconcile: the placeholder Service and the KIngress are created, traffic resolved",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfgReady, rev1},
+		WantWrites: []string{"create Ingress ns/hello", "create Service ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus(toLatest, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."),
+				assigned, notConfigd, noTLS)(t, env)
+			ing, want := env.Written(rt.Create, "Ingress", "hello").(*netv1alpha1.Ingress), ingress(r, toLatest, nil)
+			if !equality.Semantic.DeepEqual(ing.Spec, want.Spec) || !equality.Semantic.DeepEqual(ing.Labels, want.Labels) ||
+				!equality.Semantic.DeepEqual(ing.Annotations, want.Annotations) || !metav1.IsControlledBy(ing, r) {
+				t.Errorf("created KIngress\n got %+v\nwant %+v", ing, want)
+			}
+			if s := ing.Spec.Rules[0]; s.Hosts[0] != "hello.ns.example.com" || s.HTTP.Paths[0].Splits[0].ServiceName != "hello-00001" {
+				t.Errorf("KIngress rule %+v", s)
+			}
+			svc, wantSvc := env.Written(rt.Create, "Service", "hello").(*corev1.Service), placeholder(r)
+			if !equality.Semantic.DeepDerivative(wantSvc.Spec, svc.Spec) || svc.Spec.ExternalName != gateway || !metav1.IsControlledBy(svc, r) ||
+				svc.Labels[v1.RouteLabelKey] != "hello" {
+				t.Errorf("created placeholder\n got %+v\nwant %+v", svc, wantSvc)
+			}
+			tracked(t, trk)
+		},
+	}, {
+		Name:       "the KIngress is Ready: so is the Route",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfgReady, rev1, placeholder(r), ingress(r, toLatest, ingReady)},
+		WantWrites: []string{"status Route ns/hello"},
+		Check:      wantStatus(toLatest, ready, assigned, ingressOK, noTLS),
+	}, {
+		Name: "nothing changed: nothing is written",
+		Key:  key,
+		Objects: []client.Object{rte(func(r *v1.Route) {
+			r.Status.ObservedGeneration = 1
+			r.Status.Conditions = []duck.Condition{ready, assigned, ingressOK, noTLS}
+			r.Status.URL = "http://hello.ns.example.com"
+			r.Status.Address = &duck.Addressable{URL: "http://hello.ns.svc.cluster.local"}
+			r.Status.Traffic = toLatest
+		}), cfgReady, rev1, placeholder(r), ingress(r, toLatest, ingReady)},
+	}, {
+		Name:       "a new latest ready Revision: the KIngress is updated, not configured until it observes it",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r), ingress(r, toLatest, ingReady)},
+		WantWrites: []string{"update Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			to2 := []v1.TrafficTarget{{RevisionName: "hello-00002", LatestRevision: ptr(true), Percent: ptr(int64(100))}}
+			wantStatus(to2, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."),
+				assigned, notConfigd, noTLS)(t, env)
+			ing := env.Written(rt.Update, "Ingress", "hello").(*netv1alpha1.Ingress)
+			if !equality.Semantic.DeepEqual(ing.Spec, ingress(r, to2, nil).Spec) || ing.Generation != 2 {
+				t.Errorf("updated KIngress (generation %d): %+v", ing.Generation, ing.Spec)
+			}
+		},
+	}, {
+		Name: "a split with tags: each tag has its URL",
+		Key:  key,
+		Objects: []client.Object{rte(traffic(v1.TrafficTarget{Tag: "current", ConfigurationName: "hello", Percent: ptr(int64(75))},
+			v1.TrafficTarget{Tag: "old", RevisionName: "hello-00001", Percent: ptr(int64(25))})),
+			cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r)},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus([]v1.TrafficTarget{
+				{Tag: "current", RevisionName: "hello-00002", LatestRevision: ptr(true), Percent: ptr(int64(75)), URL: "http://current-hello.ns.example.com"},
+				{Tag: "old", RevisionName: "hello-00001", LatestRevision: ptr(false), Percent: ptr(int64(25)), URL: "http://old-hello.ns.example.com"},
+			}, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), assigned, notConfigd, noTLS)(t, env)
+			var hosts []string
+			for _, rule := range env.Written(rt.Create, "Ingress", "hello").(*netv1alpha1.Ingress).Spec.Rules {
+				hosts = append(hosts, rule.Hosts[0])
+			}
+			if want := []string{"hello.ns.example.com", "hello.ns", "current-hello.ns.example.com", "current-hello.ns", "old-hello.ns.example.com", "old-hello.ns"}; !equality.Semantic.DeepEqual(hosts, want) {
+				t.Errorf("KIngress hosts %v, want %v", hosts, want)
+			}
+		},
+	}, {
+		Name:       "the Configuration is missing: ConfigurationMissing, no KIngress, and the Route waits for it",
+		Key:        key,
+		Objects:    []client.Object{rte()},
+		WantWrites: []string{"create Service ns/hello", "status Route ns/hello"},
+		WantEvents: []string{"Warning ConfigurationMissing hello: " + missingCfg},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus(nil, rt.False(duck.ConditionReady, "ConfigurationMissing", missingCfg),
+				rt.False(v1.RouteConditionAllTrafficAssigned, "ConfigurationMissing", missingCfg), notConfigd, noTLS)(t, env)
+			tracked(t, trk)
+		},
+	}, {
+		Name:       "the Configuration has no ready Revision yet: RevisionMissing, Unknown",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfg("", rt.Unknown(duck.ConditionReady, "", "")), placeholder(r)},
+		WantWrites: []string{"status Route ns/hello"},
+		Check: wantStatus(nil, rt.Unknown(duck.ConditionReady, "RevisionMissing", `Configuration "hello" is waiting for a Revision to become ready.`),
+			rt.Unknown(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Configuration "hello" is waiting for a Revision to become ready.`), notConfigd, noTLS),
+	}, {
+		Name:       "the Configuration failed with no ready Revision: RevisionMissing, False",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfg("", rt.False(duck.ConditionReady, "RevisionFailed", "boom")), placeholder(r)},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{`Warning RevisionMissing hello: Configuration "hello" does not have any ready Revision.`},
+		Check: wantStatus(nil, rt.False(duck.ConditionReady, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`),
+			rt.False(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`), notConfigd, noTLS),
+	}, {
+		Name:       "a named Revision is missing: RevisionMissing, False",
+		Key:        key,
+		Objects:    []client.Object{rte(traffic(v1.TrafficTarget{RevisionName: "hello-00009", Percent: ptr(int64(100))})), placeholder(r)},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{`Warning RevisionMissing hello: Revision "hello-00009" referenced in traffic not found.`},
+		Check: wantStatus(nil, rt.False(duck.ConditionReady, "RevisionMissing", `Revision "hello-00009" referenced in traffic not found.`),
+			rt.False(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Revision "hello-00009" referenced in traffic not found.`), notConfigd, noTLS),
+	}, {
+		Name: "a named Revision is not ready yet: the KIngress and status.traffic stay as they were",
+		Key:  key,
+		Objects: []client.Object{rte(traffic(v1.TrafficTarget{RevisionName: "hello-00002", Percent: ptr(int64(100))}), func(r *v1.Route) {
+			r.Status.Traffic = toLatest
+		}), rev("hello-00002", corev1.ConditionUnknown), placeholder(r), ingress(r, toLatest, ingReady)},
+		WantWrites: []string{"status Route ns/hello"},
+		Check: wantStatus(toLatest, rt.Unknown(duck.ConditionReady, "RevisionMissing", `Revision "hello-00002" is not yet ready.`),
+			rt.Unknown(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Revision "hello-00002" is not yet ready.`), ingressOK, noTLS),
+	}, {
+		Name:       "traffic that slipped past admission: InvalidTraffic",
+		Key:        key,
+		Objects:    []client.Object{rte(traffic(v1.TrafficTarget{ConfigurationName: "hello", Percent: ptr(int64(90))})), cfgReady, rev1, placeholder(r)},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{"Warning InvalidTraffic hello: traffic percents sum to 90, not 100"},
+		Check: wantStatus(nil, rt.False(duck.ConditionReady, "InvalidTraffic", "traffic percents sum to 90, not 100"),
+			rt.False(v1.RouteConditionAllTrafficAssigned, "InvalidTraffic", "traffic percents sum to 90, not 100"), notConfigd, noTLS),
+	}, {
+		Name:       "the KIngress's name is taken: NotOwned, left alone",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfgReady, rev1, placeholder(r), notOwned(ingress(r, nil, ingReady))},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{`Warning NotOwned hello: There is an existing Ingress "hello" that we do not own.`},
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "NotOwned", `There is an existing Ingress "hello" that we do not own.`),
+			assigned, rt.False(v1.RouteConditionIngressReady, "NotOwned", `There is an existing Ingress "hello" that we do not own.`), noTLS),
+	}, {
+		Name:       "the placeholder Service's name is taken: NotOwned; the KIngress is still created",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfgReady, rev1, notOwned(placeholder(r))},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		WantEvents: []string{`Warning NotOwned hello: There is an existing placeholder Service "hello" that we do not own.`},
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "NotOwned", `There is an existing placeholder Service "hello" that we do not own.`),
+			assigned, rt.False(v1.RouteConditionIngressReady, "NotOwned", `There is an existing placeholder Service "hello" that we do not own.`), noTLS),
+	}, {
+		Name:    "a refused KIngress: CreationFailed on IngressReady, retried after the back-off",
+		Key:     key,
+		Objects: []client.Object{rte(), cfgReady, rev1, placeholder(r)},
+		Failures: []rt.Failure{{Verb: rt.Create, Kind: "Ingress",
+			Err: rt.Forbidden("ingresses.networking.internal.knative.dev", "hello", "denied by policy")}},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{"Warning CreationFailed hello: " + refusedIng},
+		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "CreationFailed", refusedIng),
+			assigned, rt.False(v1.RouteConditionIngressReady, "CreationFailed", refusedIng), noTLS),
+	}, {
+		Name:       "the KIngress failed: its reason on IngressReady",
+		Key:        key,
+		Objects:    []client.Object{rte(), cfgReady, rev1, placeholder(r), ingress(r, toLatest, &duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionFalse, Reason: "Conflict", Message: "host taken"})},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{"Warning Conflict hello: host taken"},
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "Conflict", "host taken"),
+			assigned, rt.False(v1.RouteConditionIngressReady, "Conflict", "host taken"), noTLS),
+	}, {
+		Name: "a placeholder Service that drifted is put back",
+		Key:  key,
+		Objects: []client.Object{rte(), cfgReady, rev1, func() client.Object {
+			s := placeholder(r)
+			s.Spec.ExternalName = "elsewhere.example.com"
+			return s
+		}(), ingress(r, toLatest, ingReady)},
+		WantWrites: []string{"update Service ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus(toLatest, ready, assigned, ingressOK, noTLS)(t, env)
+			if s := env.Written(rt.Update, "Service", "hello").(*corev1.Service); s.Spec.ExternalName != gateway {
+				t.Errorf("placeholder ExternalName %q", s.Spec.ExternalName)
+			}
+		},
+	}}, build)
+}
