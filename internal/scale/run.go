@@ -663,9 +663,9 @@ func (r *runner) warmup(ctx context.Context) error {
 		}
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer rcancel()
-		objs, _ := r.readObjects(rctx, runLabel, first)
-		chain := objs.chain(name)
-		return fmt.Errorf("warm-up: Service %s was not Ready after %s; is Ferry running?\n%s", name, fmtDur(time.Since(start)), Explain(chain))
+		snap, _ := r.readRun(rctx, runLabel, first)
+		chain, _ := explain.Read(rctx, snap, explain.Target{Kind: explain.KindService, Namespace: first, Name: name})
+		return fmt.Errorf("warm-up: Service %s was not Ready after %s; is Ferry running?\n%s", name, fmtDur(time.Since(start)), explain.Explain(chain))
 	}
 }
 
@@ -736,16 +736,17 @@ func (r *runner) explainStuck(ctx context.Context, res *Result, store cache.Stor
 	if len(stuck) == 0 {
 		return nil
 	}
-	objs, err := r.readObjects(ctx, r.o.RunID, r.scope())
+	snap, err := r.readRun(ctx, r.o.RunID, r.scope())
+	errs := []error{err}
 	for _, i := range stuck {
 		s := &res.Samples[i]
-		chain := objs.chain(s.Name)
-		if chain.Service == nil {
-			// A failed list: the watch's copy is the next best thing.
-			if obj, ok, _ := store.GetByKey(r.nsOf(i) + "/" + s.Name); ok {
-				chain.Service = obj.(*v1.Service)
-			}
+		ns := r.nsOf(i)
+		// After a failed list, the watch's copy is the next best thing.
+		if obj, ok, _ := store.GetByKey(ns + "/" + s.Name); ok {
+			snap.Add(obj.(*v1.Service))
 		}
+		chain, err := explain.Read(ctx, snap, explain.Target{Kind: explain.KindService, Namespace: ns, Name: s.Name})
+		errs = append(errs, err)
 		chain.CreateError = s.Error
 		chain.Deadline = r.o.TimeoutPerService
 		chain.ReadyAfter = s.Ready
@@ -754,42 +755,24 @@ func (r *runner) explainStuck(ctx context.Context, res *Result, store cache.Stor
 		if chain.Probed && s.Routed == 0 && chain.LastAnswer == "" {
 			chain.LastAnswer = "(no answer recorded)"
 		}
-		e := Explain(chain)
+		e := explain.Explain(chain)
 		s.Explanation = &e
 	}
-	return err
+	return errors.Join(errs...)
 }
 
-// objects are a run's Knative objects and their children, read once, by name (the
-// run's names are unique over its namespaces).
-type objects struct {
-	services    map[string]*v1.Service
-	configs     map[string]*v1.Configuration
-	revisions   map[string][]v1.Revision // by Configuration
-	routes      map[string]*v1.Route
-	ingresses   map[string]*netv1alpha1.Ingress
-	deployments map[string]*appsv1.Deployment
-	pods        map[string][]corev1.Pod // by Revision
-}
-
-// readObjects lists the run's objects in ns ("": the run's namespaces): everything
-// that carries its label, and the namespaces' KIngresses (which do not).
-func (r *runner) readObjects(ctx context.Context, runLabel, ns string) (*objects, error) {
+// readRun lists the objects labelled runLabel in ns ("": the cluster), and the
+// KIngresses there, which do not carry the label: one list per kind, for
+// explain.Read to build every stuck Service's chain from.
+func (r *runner) readRun(ctx context.Context, runLabel, ns string) (*explain.Snapshot, error) {
 	sel := client.MatchingLabels{RunLabel: runLabel}
-	var (
-		svcs  v1.ServiceList
-		cfgs  v1.ConfigurationList
-		revs  v1.RevisionList
-		rts   v1.RouteList
-		ings  netv1alpha1.IngressList
-		deps  appsv1.DeploymentList
-		pods  corev1.PodList
-		errs  []error
-		lists = []struct {
-			l   client.ObjectList
-			all bool
-		}{{&svcs, false}, {&cfgs, false}, {&revs, false}, {&rts, false}, {&ings, true}, {&deps, false}, {&pods, false}}
-	)
+	lists := []struct {
+		l   client.ObjectList
+		all bool
+	}{{&v1.ServiceList{}, false}, {&v1.ConfigurationList{}, false}, {&v1.RevisionList{}, false}, {&v1.RouteList{}, false},
+		{&netv1alpha1.IngressList{}, true}, {&appsv1.DeploymentList{}, false}, {&corev1.PodList{}, false}}
+	snap := &explain.Snapshot{}
+	var errs []error
 	for _, l := range lists {
 		opts := []client.ListOption{client.InNamespace(ns)}
 		switch {
@@ -798,52 +781,13 @@ func (r *runner) readObjects(ctx context.Context, runLabel, ns string) (*objects
 		case ns == metav1.NamespaceAll:
 			opts = append(opts, client.HasLabels{v1.ServiceLabelKey})
 		}
-		if err := r.c.List(ctx, l.l, opts...); err != nil {
+		err := r.c.List(ctx, l.l, opts...)
+		if err == nil {
+			err = snap.AddList(l.l)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("listing %T: %w", l.l, err))
 		}
 	}
-	o := &objects{services: map[string]*v1.Service{}, configs: map[string]*v1.Configuration{}, revisions: map[string][]v1.Revision{},
-		routes: map[string]*v1.Route{}, ingresses: map[string]*netv1alpha1.Ingress{}, deployments: map[string]*appsv1.Deployment{},
-		pods: map[string][]corev1.Pod{}}
-	for i := range svcs.Items {
-		o.services[svcs.Items[i].Name] = &svcs.Items[i]
-	}
-	for i := range cfgs.Items {
-		o.configs[cfgs.Items[i].Name] = &cfgs.Items[i]
-	}
-	for _, rev := range revs.Items {
-		cfg := rev.Labels[v1.ConfigurationLabelKey]
-		o.revisions[cfg] = append(o.revisions[cfg], rev)
-	}
-	for i := range rts.Items {
-		o.routes[rts.Items[i].Name] = &rts.Items[i]
-	}
-	for i := range ings.Items {
-		if ns == metav1.NamespaceAll && !r.inRun[ings.Items[i].Namespace] {
-			continue
-		}
-		o.ingresses[ings.Items[i].Name] = &ings.Items[i]
-	}
-	for i := range deps.Items {
-		o.deployments[deps.Items[i].Name] = &deps.Items[i]
-	}
-	for _, p := range pods.Items {
-		rev := p.Labels[v1.RevisionLabelKey]
-		o.pods[rev] = append(o.pods[rev], p)
-	}
-	return o, errors.Join(errs...)
-}
-
-// chain is what objects know of the Service name. A Revision's Deployment is
-// <revision>-deployment; a Route's KIngress has the Route's name.
-func (o *objects) chain(name string) Chain {
-	c := Chain{Name: name, Service: o.services[name], Configuration: o.configs[name], Revisions: o.revisions[name],
-		Route: o.routes[name], Ingress: o.ingresses[name], Deployments: map[string]*appsv1.Deployment{}, Pods: map[string][]corev1.Pod{}}
-	for _, rev := range c.Revisions {
-		if d := o.deployments[v1.DeploymentName(rev.Name)]; d != nil {
-			c.Deployments[rev.Name] = d
-		}
-		c.Pods[rev.Name] = o.pods[rev.Name]
-	}
-	return c
+	return snap, errors.Join(errs...)
 }
