@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
@@ -33,7 +34,17 @@ const localClusterMemoryShare = 0.6
 
 func startLocalCluster(ctx context.Context, opts localClusterOptions) (localCluster, error) {
 	tuneCollector()
-	return localcluster.Start(ctx, localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log})
+	var c *localcluster.Cluster
+	var err error
+	// The label tells the control plane's CPU from Ferry's in a profile (go tool
+	// pprof -tags): goroutines inherit it.
+	pprof.Do(ctx, pprof.Labels("component", "control-plane"), func(ctx context.Context) {
+		c, err = localcluster.Start(ctx, localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // tuneCollector applies localClusterGCPercent and localClusterMemoryShare, unless the

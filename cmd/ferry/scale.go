@@ -11,18 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/admission"
-	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/ferry-serving/ferry/internal/scale"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 type scaleFlags struct {
@@ -88,20 +81,8 @@ The exit status is 1 when any Service missed its deadline.`,
 }
 
 func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
-	if f.n <= 0 {
-		return errors.New("scale: say how many Services with -n N")
-	}
-	if f.namespaces < 1 || f.namespaces > f.n {
-		return fmt.Errorf("scale: --namespaces must be between 1 and the number of Services (-n %d), not %d", f.n, f.namespaces)
-	}
-	if (f.workers != 0 || f.inProgress != 0) && f.kubeconfig != "" {
-		return errors.New("scale: --workers and --admission-in-progress-limit configure the in-process Ferry; with --kubeconfig, Ferry runs elsewhere")
-	}
-	if f.gateway != "" && f.kubeconfig == "" {
-		return errors.New("scale: --gateway is for --kubeconfig; the local cluster's gateway is probed anyway")
-	}
-	if f.kubeconfig == "" && !withLocalCluster {
-		return fmt.Errorf("scale: pass --kubeconfig: %w", errNoLocalCluster)
+	if err := f.check(); err != nil {
+		return err
 	}
 	started := time.Now()
 	if f.reportDir == "" {
@@ -111,99 +92,33 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		return err
 	}
 
-	var cfg *rest.Config
-	runCtx, stopFerry := ctx, func() {}
 	opts := scale.Options{N: f.n, Concurrency: f.concurrency, TimeoutPerService: f.timeout, Image: f.image,
 		Namespace: f.namespace, Namespaces: f.namespaces, GatewayURL: f.gateway, Warmup: true, Phases: f.phases, Progress: out, Terminal: isTerminal(out)}
+	runCtx, stopFerry := ctx, func() {}
 	if f.kubeconfig != "" {
-		var err error
-		if cfg, err = clientcmd.BuildConfigFromFlags("", f.kubeconfig); err != nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if err != nil {
 			return fmt.Errorf("reading --kubeconfig %s: %w", f.kubeconfig, err)
 		}
+		opts.Config = cfg
 	} else {
-		fmt.Fprintln(out, "Starting a local cluster with Ferry in-process ...")
-		logs, err := os.Create(filepath.Join(f.reportDir, "control-plane.log"))
+		local, err := startLocalRun(ctx, out, f, &opts)
 		if err != nil {
 			return err
 		}
-		defer logs.Close()
-		// Profiler labels tell the control plane's, Ferry's and the run's own CPU
-		// apart in --cpuprofile (go tool pprof -tags): goroutines inherit them.
-		var cluster localCluster
-		pprof.Do(ctx, pprof.Labels("component", "control-plane"), func(ctx context.Context) {
-			cluster, err = startLocalCluster(ctx, localClusterOptions{log: logs})
-		})
-		if err != nil {
-			return err
-		}
-		defer cluster.Stop()
-		ferryLog, err := os.Create(filepath.Join(f.reportDir, "ferry.log"))
-		if err != nil {
-			return err
-		}
-		defer ferryLog.Close()
-		ctrl.SetLogger(zap.New(zap.WriteTo(ferryLog)))
-
-		// Ferry's own clients count their writes, which the API server's metrics
-		// cannot tell apart from the controller manager's, the scheduler's and kwok's.
-		ferryCfg := cluster.ControllerRESTConfig()
-		opts.FerryWrites = scale.NewWriteCounter()
-		opts.FerryWrites.Wrap(ferryCfg)
-		ferry, err := manager.New(ferryCfg, manager.Options{
-			Reconcilers:       true,
-			ReconcilerOptions: reconciler.Options{Workers: f.workers},
-			// As with ferry up: Knative's defaulting and validation, and back-pressure.
-			Admission: &admission.Options{InProgressLimit: f.inProgress, ControllerUser: cluster.ControllerUser()},
-			Gateway:   &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", SimulatedPods: true},
-		})
-		if err != nil {
-			return err
-		}
-		// The run stops if Ferry fails (runCtx); Ferry stops before the floor, which
-		// is to measure the API server alone, and at the end.
-		ferryCtx, cancel := context.WithCancel(ctx)
-		g, gctx := errgroup.WithContext(ferryCtx)
-		pprof.Do(gctx, pprof.Labels("component", "ferry"), func(ctx context.Context) {
-			g.Go(func() error { return ferry.Start(ctx) })
-		})
-		runCtx = gctx
-		var once sync.Once
-		stopFerry = func() {
-			once.Do(func() {
-				cancel()
-				if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-					fmt.Fprintln(os.Stderr, "ferry:", err)
-				}
-			})
-		}
-		defer stopFerry()
-		select {
-		case <-ferry.Admission.Ready():
-		case <-gctx.Done():
-			return fmt.Errorf("ferry: %w", g.Wait())
-		}
-		cfg = cluster.RESTConfig()
-		opts.GatewayURL = "http://" + ferry.Gateway.ExternalAddr()
-		opts.InProcess = true
+		defer local.stop()
 		fmt.Fprintf(out, "Cluster and Ferry are up (%s); gateway %s. Logs in %s.\n",
 			time.Since(started).Round(100*time.Millisecond), opts.GatewayURL, f.reportDir)
+		// The run stops if Ferry fails; Ferry stops before the floor, which is to
+		// measure the API server alone, and at the end.
+		runCtx, stopFerry = local.ferry.Context(), local.stopFerry
 	}
-	opts.Config = cfg
 
-	stopProfile := func() {}
-	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			pf.Close()
-			return err
-		}
-		var once sync.Once
-		stopProfile = func() { once.Do(func() { pprof.StopCPUProfile(); pf.Close() }) }
-		defer stopProfile()
+	stopProfile, err := startCPUProfile(f.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if f.namespaces > 1 {
 		fmt.Fprintf(out, "Creating %d Services over %d namespaces, %d at a time ...\n", f.n, f.namespaces, opts.Concurrency)
 	} else {
@@ -211,6 +126,8 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	}
 	var res *scale.Result
 	var runErr error
+	// Profiler labels tell the run's own CPU from Ferry's and the control plane's in
+	// --cpuprofile (go tool pprof -tags).
 	pprof.Do(runCtx, pprof.Labels("component", "scale-run"), func(ctx context.Context) { res, runErr = scale.Run(ctx, opts) })
 	stopProfile()
 	if res == nil {
@@ -227,7 +144,7 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		// on working on Services that missed their deadline. The objects are sized in
 		// the run's (first) namespace.
 		stopFerry()
-		floor, err := scale.Floor(ctx, scale.FloorOptions{Config: cfg, Writes: res.Writes, Concurrency: res.Concurrency,
+		floor, err := scale.Floor(ctx, scale.FloorOptions{Config: opts.Config, Writes: res.Writes, Concurrency: res.Concurrency,
 			Real: res.Total, SizeNamespace: res.Namespace, Progress: out})
 		if err != nil {
 			res.Notes = append(res.Notes, "the write floor failed: "+err.Error())
@@ -235,22 +152,13 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		res.Floor = floor
 	}
 
-	scale.WriteSummary(out, res, 10)
-	jsonPath, htmlPath, err := scale.WriteReports(f.reportDir, res)
-	if err != nil {
-		return fmt.Errorf("writing the reports: %w", err)
+	if err := writeScaleReports(out, f.reportDir, res); err != nil {
+		return err
 	}
-	summaryPath := filepath.Join(f.reportDir, "summary.txt")
-	if sf, err := os.Create(summaryPath); err == nil {
-		scale.WriteSummary(sf, res, len(res.Stuck()))
-		sf.Close()
-	}
-	fmt.Fprintf(out, "\nReports: %s, %s, %s\n", htmlPath, jsonPath, summaryPath)
-
 	if f.cleanup {
 		if runErr != nil {
 			fmt.Fprintln(out, "Not cleaning up: the run was interrupted.")
-		} else if err := scale.Cleanup(ctx, cfg, res, 10*time.Minute, out); err != nil {
+		} else if err := scale.Cleanup(ctx, opts.Config, res, 10*time.Minute, out); err != nil {
 			return err
 		}
 	}
@@ -260,6 +168,130 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	if stuck := len(res.Stuck()); stuck > 0 {
 		return fmt.Errorf("%d of %d Services missed their deadline of %s", stuck, res.N, res.TimeoutPerService)
 	}
+	return nil
+}
+
+// check refuses flags that contradict each other before anything starts.
+func (f scaleFlags) check() error {
+	if f.n <= 0 {
+		return errors.New("scale: say how many Services with -n N")
+	}
+	if f.namespaces < 1 || f.namespaces > f.n {
+		return fmt.Errorf("scale: --namespaces must be between 1 and the number of Services (-n %d), not %d", f.n, f.namespaces)
+	}
+	if (f.workers != 0 || f.inProgress != 0) && f.kubeconfig != "" {
+		return errors.New("scale: --workers and --admission-in-progress-limit configure the in-process Ferry; with --kubeconfig, Ferry runs elsewhere")
+	}
+	if f.gateway != "" && f.kubeconfig == "" {
+		return errors.New("scale: --gateway is for --kubeconfig; the local cluster's gateway is probed anyway")
+	}
+	if f.kubeconfig == "" && !withLocalCluster {
+		return fmt.Errorf("scale: pass --kubeconfig: %w", errNoLocalCluster)
+	}
+	return nil
+}
+
+// localRun is the local cluster and the Ferry a run without --kubeconfig starts,
+// with their logs in the report directory.
+type localRun struct {
+	cluster localCluster
+	ferry   *inProcessFerry
+	logs    []*os.File
+}
+
+// startLocalRun starts them and points opts at them: the cluster's API server,
+// Ferry's gateway and Ferry's write counter.
+func startLocalRun(ctx context.Context, out io.Writer, f scaleFlags, opts *scale.Options) (_ *localRun, err error) {
+	l := &localRun{}
+	defer func() {
+		if err != nil {
+			l.stop()
+		}
+	}()
+	fmt.Fprintln(out, "Starting a local cluster with Ferry in-process ...")
+	cpLog, err := l.log(filepath.Join(f.reportDir, "control-plane.log"))
+	if err != nil {
+		return nil, err
+	}
+	if l.cluster, err = startLocalCluster(ctx, localClusterOptions{log: cpLog}); err != nil {
+		return nil, err
+	}
+	ferryLog, err := l.log(filepath.Join(f.reportDir, "ferry.log"))
+	if err != nil {
+		return nil, err
+	}
+	opts.FerryWrites = scale.NewWriteCounter()
+	l.ferry, err = startFerry(ctx, l.cluster, inProcessOptions{log: ferryLog, reconciler: reconciler.Options{Workers: f.workers},
+		inProgressLimit: f.inProgress, gatewayAddr: "127.0.0.1:0", gatewayLocalAddr: "127.0.0.1:0", writes: opts.FerryWrites})
+	if err != nil {
+		return nil, err
+	}
+	opts.Config = l.cluster.RESTConfig()
+	opts.GatewayURL = "http://" + l.ferry.Gateway.ExternalAddr()
+	opts.InProcess = true
+	return l, nil
+}
+
+func (l *localRun) log(path string) (*os.File, error) {
+	f, err := os.Create(path)
+	if err == nil {
+		l.logs = append(l.logs, f)
+	}
+	return f, err
+}
+
+// stopFerry stops Ferry, saying why if it had failed.
+func (l *localRun) stopFerry() {
+	if err := l.ferry.Stop(); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "ferry:", err)
+	}
+}
+
+// stop stops what startLocalRun started, Ferry first.
+func (l *localRun) stop() {
+	if l.ferry != nil {
+		l.stopFerry()
+	}
+	if l.cluster != nil {
+		l.cluster.Stop()
+	}
+	for _, f := range l.logs {
+		f.Close()
+	}
+}
+
+// startCPUProfile writes a CPU profile to path ("": none) until the returned stop,
+// which may be called more than once.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { pprof.StopCPUProfile(); pf.Close() }) }, nil
+}
+
+// writeScaleReports prints the summary and writes report.json, report.html and
+// summary.txt (with every stuck Service explained) into dir.
+func writeScaleReports(out io.Writer, dir string, res *scale.Result) error {
+	scale.WriteSummary(out, res, 10)
+	jsonPath, htmlPath, err := scale.WriteReports(dir, res)
+	if err != nil {
+		return fmt.Errorf("writing the reports: %w", err)
+	}
+	summaryPath := filepath.Join(dir, "summary.txt")
+	if sf, err := os.Create(summaryPath); err == nil {
+		scale.WriteSummary(sf, res, len(res.Stuck()))
+		sf.Close()
+	}
+	fmt.Fprintf(out, "\nReports: %s, %s, %s\n", htmlPath, jsonPath, summaryPath)
 	return nil
 }
 

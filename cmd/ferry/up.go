@@ -2,22 +2,15 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 func newUpCommand() *cobra.Command {
@@ -73,29 +66,14 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			defer logFile.Close()
-			ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-
-			ferry, err := manager.New(cluster.ControllerRESTConfig(), manager.Options{
-				Reconcilers:       true,
-				ReconcilerOptions: reconciler.Options{Domain: domain},
-				// Knative's validation and defaulting, by URL on 127.0.0.1.
-				Admission: &admission.Options{InProgressLimit: inProgressLimit, ControllerUser: cluster.ControllerUser()},
-				// kwok simulates every pod: the gateway answers for them instead of dialing.
-				Gateway: &gateway.Options{ExternalAddr: externalAddr, LocalAddr: localAddr, SimulatedPods: true},
-				// The whole process's profiles: the control plane's as much as Ferry's.
-				PprofAddr: pprofAddr,
-			})
-			if err != nil {
+			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Domain: domain},
+				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, pprofAddr: pprofAddr})
+			switch {
+			case ctx.Err() != nil: // Ctrl-C while Ferry started
+				fmt.Fprintln(out, "Stopping ...")
+				return cluster.Stop()
+			case err != nil:
 				return fmt.Errorf("%w (is another ferry up running? --gateway-addr, --gateway-local-addr and --pprof-addr pick other ports)", err)
-			}
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			g, ctx := errgroup.WithContext(ctx)
-			g.Go(func() error { return ferry.Start(ctx) })
-			// Users' first requests must already go through admission.
-			select {
-			case <-ferry.Admission.Ready():
-			case <-ctx.Done():
 			}
 
 			gw := ferry.Gateway.ExternalAddr()
@@ -110,10 +88,9 @@ Gateway: %s (external), %s (cluster-local). Pods are simulated by kwok.
 Ctrl-C stops it.
 `, time.Since(start).Seconds(), filepath.Join(dataDir, "control-plane.log"), logFile.Name(),
 				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr())
-			<-ctx.Done()
+			<-ferry.Context().Done()
 			fmt.Fprintln(out, "Stopping ...")
-			cancel()
-			if err := g.Wait(); err != nil {
+			if err := ferry.Stop(); err != nil {
 				return err
 			}
 			return cluster.Stop()

@@ -20,5 +20,6 @@
 //     screen.
 //
 // Those are table-tested. Read is the small part that fills a Chain from the API
-// server, and Probe sends one request to a gateway.
+// server, or from a Snapshot of lists for many chains at once, and Probe sends one
+// request to a gateway.
 package explain

@@ -1,14 +1,11 @@
 package scale
 
 import (
-	"context"
-	"strings"
 	"time"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
@@ -41,17 +38,4 @@ func unthrottled(cfg *rest.Config) *rest.Config {
 		cfg.QPS = -1
 	}
 	return cfg
-}
-
-// ScrapeRequestTotals reads apiserver_request_total from the API server's /metrics.
-func ScrapeRequestTotals(ctx context.Context, cfg *rest.Config) (Counts, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	body, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return ParseRequestTotals(strings.NewReader(string(body)))
 }

@@ -1,15 +1,19 @@
 package scale
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/explain"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The explainer's own table is in internal/explain; these tests check what scale
@@ -25,13 +29,19 @@ func om(name string, gen int64) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "ns", Generation: gen}
 }
 
-// waitingChain is a Service whose Revision waits for its unschedulable pod.
-func waitingChain() Chain {
-	o := waitingObjects()
-	return o.chain(svcName)
+// waitingChain is a Service whose Revision waits for its unschedulable pod, read as
+// explainStuck reads it.
+func waitingChain(t *testing.T) explain.Chain {
+	t.Helper()
+	c, err := explain.Read(context.Background(), waitingObjects(t), explain.Target{Kind: explain.KindService, Namespace: "ns", Name: svcName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
-func waitingObjects() *objects {
+// waitingObjects are a run's lists, as readRun takes them.
+func waitingObjects(t *testing.T) *explain.Snapshot {
 	T, F, U := corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown
 	rev := svcName + "-00001"
 	svc := &v1.Service{ObjectMeta: om(svcName, 1)}
@@ -63,22 +73,26 @@ func waitingObjects() *objects {
 		cond(v1.RouteConditionAllTrafficAssigned, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
 		cond(v1.RouteConditionIngressReady, U, "IngressNotConfigured", ""),
 		cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", "")}}
-	return &objects{
-		services: map[string]*v1.Service{svcName: svc}, configs: map[string]*v1.Configuration{svcName: cfg},
-		revisions: map[string][]v1.Revision{svcName: {r}}, routes: map[string]*v1.Route{svcName: rt},
-		ingresses: nil, deployments: map[string]*appsv1.Deployment{dep.Name: dep}, pods: map[string][]corev1.Pod{rev: {pod}},
+	snap := &explain.Snapshot{}
+	for _, l := range []client.ObjectList{&v1.ServiceList{Items: []v1.Service{*svc}}, &v1.ConfigurationList{Items: []v1.Configuration{*cfg}},
+		&v1.RevisionList{Items: []v1.Revision{r}}, &v1.RouteList{Items: []v1.Route{*rt}}, &netv1alpha1.IngressList{},
+		&appsv1.DeploymentList{Items: []appsv1.Deployment{*dep}}, &corev1.PodList{Items: []corev1.Pod{pod}}} {
+		if err := snap.AddList(l); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return snap
 }
 
 // TestChainExplained: the objects a run read become the chain of one Service, and
 // the explanation walks it down to the pod.
 func TestChainExplained(t *testing.T) {
-	c := waitingChain()
+	c := waitingChain(t)
 	if c.Service == nil || c.Configuration == nil || len(c.Revisions) != 1 || c.Deployments[svcName+"-00001"] == nil ||
 		len(c.Pods[svcName+"-00001"]) != 1 || c.Route == nil || c.Ingress != nil {
 		t.Fatalf("chain = %+v", c)
 	}
-	e := Explain(c)
+	e := explain.Explain(c)
 	if want := "Pod " + svcName + "-00001-deployment-7d9f-x2x: Pending; PodScheduled=False Unschedulable"; !strings.HasPrefix(e.Culprit, want) {
 		t.Errorf("culprit = %q, want prefix %q", e.Culprit, want)
 	}
@@ -88,7 +102,7 @@ func TestChainExplained(t *testing.T) {
 	if !strings.Contains(e.String(), "    → KIngress "+svcName+": missing") {
 		t.Errorf("explanation:\n%s", e)
 	}
-	if got := Explain(Chain{Name: "x", CreateError: "boom"}).Kind; got != "ksvc not created" {
+	if got := explain.Explain(explain.Chain{Name: "x", CreateError: "boom"}).Kind; got != "ksvc not created" {
 		t.Errorf("kind of a create error = %q", got)
 	}
 }

@@ -146,3 +146,33 @@ func filterWatch(w watch.Interface, in map[string]bool) watch.Interface {
 		return e, inNamespaces(e.Object, in)
 	})
 }
+
+// nsOf is the namespace of the i-th Service.
+func (r *runner) nsOf(i int) string { return r.namespaces[NamespaceIndex(i, len(r.namespaces))] }
+
+// sampleNamespace is the i-th Service's namespace for its Sample: only when the run
+// has several (else it is the Result's).
+func (r *runner) sampleNamespace(i int) string {
+	if len(r.namespaces) == 1 {
+		return ""
+	}
+	return r.nsOf(i)
+}
+
+// scope is where the run's watches and lists look: its namespace, or the whole
+// cluster when it has several (with the run's label, or filtered to its
+// namespaces).
+func (r *runner) scope() string {
+	if len(r.namespaces) == 1 {
+		return r.namespaces[0]
+	}
+	return metav1.NamespaceAll
+}
+
+// where names ns for a message: the namespace, or the run's namespaces.
+func (r *runner) where(ns string) string {
+	if ns != metav1.NamespaceAll {
+		return "namespace " + ns
+	}
+	return describeNamespaces(r.namespaces)
+}

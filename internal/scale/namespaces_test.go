@@ -168,8 +168,8 @@ func TestFilterList(t *testing.T) {
 // TestReportsNamespaces: a run over several namespaces says so in the summary's
 // header, report.json and the HTML; a run in one is reported as before.
 func TestReportsNamespaces(t *testing.T) {
-	one := sampleResult()
-	several := sampleResult()
+	one := sampleResult(t)
+	several := sampleResult(t)
 	several.Namespaces = NamespaceNames("ferry-scale-20261130-090800-abcd", 3)
 	several.Namespace = several.Namespaces[0]
 	for i := range several.Samples {

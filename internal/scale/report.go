@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ferry-serving/ferry/internal/explain"
 )
 
 // WriteSummary prints the run's numbers as tables: percentiles, writes by resource,
@@ -223,3 +225,7 @@ func WriteReports(dir string, r *Result) (jsonPath, htmlPath string, err error) 
 	}
 	return jsonPath, htmlPath, f.Close()
 }
+
+// fmtDur is the explainer's duration format, so that the reports and the
+// explanations agree.
+func fmtDur(d time.Duration) string { return explain.FormatDuration(d) }

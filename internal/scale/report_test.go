@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/explain"
 )
 
 // sampleResult is a run of 4: three Ready and routed, one stuck.
-func sampleResult() *Result {
+func sampleResult(t *testing.T) *Result {
+	t.Helper()
 	ms := time.Millisecond
-	e := Explain(waitingChain())
+	e := explain.Explain(waitingChain(t))
 	r := &Result{
 		RunID: "20261130-090800-abcd", Namespace: "ferry-scale-20261130-090800-abcd", N: 4, Concurrency: 2,
 		Image: DefaultImage, TimeoutPerService: 10 * time.Second, Gateway: "http://127.0.0.1:8080", InProcess: true,
@@ -41,7 +44,7 @@ func sampleResult() *Result {
 
 func TestRenderHTML(t *testing.T) {
 	var b bytes.Buffer
-	if err := RenderHTML(&b, sampleResult()); err != nil {
+	if err := RenderHTML(&b, sampleResult(t)); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()
@@ -77,7 +80,7 @@ func TestRenderHTML(t *testing.T) {
 
 func TestWriteSummary(t *testing.T) {
 	var b bytes.Buffer
-	WriteSummary(&b, sampleResult(), 10)
+	WriteSummary(&b, sampleResult(t), 10)
 	out := b.String()
 	for _, want := range []string{
 		"Ready: 3/4; the run ended after 11.0s",
@@ -99,7 +102,7 @@ func TestWriteSummary(t *testing.T) {
 
 func TestWriteReports(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "report")
-	jsonPath, htmlPath, err := WriteReports(dir, sampleResult())
+	jsonPath, htmlPath, err := WriteReports(dir, sampleResult(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +130,7 @@ func TestWriteReports(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := sampleResult()
+	want := sampleResult(t)
 	if got.N != 4 || len(got.Samples) != 4 || got.Summary.TimeToReady.P95 != 1.234 || got.Summary.WritesPerService != 4 ||
 		got.Summary.Stuck != 1 || got.Floor.Ratio != 5.5 {
 		t.Errorf("report.json: %+v", got)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/admission"
+	"github.com/ferry-serving/ferry/internal/explain"
 )
 
 // Sample is what one Service went through. Durations are measured from Start, the
@@ -38,25 +39,25 @@ type Sample struct {
 	CreateWarnings []string
 	// Stuck says the Service missed its deadline; Explanation says where it stopped.
 	Stuck       bool
-	Explanation *Explanation
+	Explanation *explain.Explanation
 	// Milestones say when it reached each step of the chain (with Options.Phases).
 	Milestones *Milestones
 }
 
 type sampleJSON struct {
-	Index          int          `json:"index"`
-	Name           string       `json:"name"`
-	Namespace      string       `json:"namespace,omitempty"`
-	Start          float64      `json:"startSeconds"`
-	Created        *float64     `json:"timeToCreatedSeconds"`
-	Ready          *float64     `json:"timeToReadySeconds"`
-	Routed         *float64     `json:"timeToRoutedSeconds"`
-	RouteAttempts  int          `json:"routeAttempts,omitempty"`
-	LastAnswer     string       `json:"lastGatewayAnswer,omitempty"`
-	Error          string       `json:"error,omitempty"`
-	CreateWarnings []string     `json:"createWarnings,omitempty"`
-	Stuck          bool         `json:"stuck"`
-	Explanation    *Explanation `json:"explanation,omitempty"`
+	Index          int                  `json:"index"`
+	Name           string               `json:"name"`
+	Namespace      string               `json:"namespace,omitempty"`
+	Start          float64              `json:"startSeconds"`
+	Created        *float64             `json:"timeToCreatedSeconds"`
+	Ready          *float64             `json:"timeToReadySeconds"`
+	Routed         *float64             `json:"timeToRoutedSeconds"`
+	RouteAttempts  int                  `json:"routeAttempts,omitempty"`
+	LastAnswer     string               `json:"lastGatewayAnswer,omitempty"`
+	Error          string               `json:"error,omitempty"`
+	CreateWarnings []string             `json:"createWarnings,omitempty"`
+	Stuck          bool                 `json:"stuck"`
+	Explanation    *explain.Explanation `json:"explanation,omitempty"`
 	// Milestones are in seconds since the create request, by milestone name.
 	Milestones map[string]float64 `json:"milestonesSeconds,omitempty"`
 }
