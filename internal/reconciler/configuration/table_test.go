@@ -230,14 +230,7 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
 			wantStatus("", "", rt.False(duck.ConditionReady, "RevisionFailed", "Revision creation failed with message: "+refusedMsg+"."))(t, env)
-			env.Reset()
-			res, err := env.Reconcile()
-			if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > refusal.DefaultInitial {
-				t.Errorf("second reconcile: %+v, %v; want a requeue within the back-off", res, err)
-			}
-			if w, e := env.WriteList(), env.Events.List(); len(w) != 0 || len(e) != 0 {
-				t.Errorf("second reconcile wrote %v and said %v", w, e)
-			}
+			env.QuietWithinBackOff(t)
 		},
 	}, {
 		Name:    "AlreadyExists that the API server cannot explain: an error, retried",

@@ -27,6 +27,7 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 )
 
 // Verbs of recorded writes.
@@ -161,6 +162,21 @@ func (e *Env) Reset() {
 	e.writes = nil
 	e.mu.Unlock()
 	e.Events.Reset()
+}
+
+// QuietWithinBackOff reconciles again right after a refused write and checks what a
+// user would see: the owner is requeued for when the back-off ends, and until then the
+// write is not tried again, the failure not written again, nor reported again.
+func (e *Env) QuietWithinBackOff(t *testing.T) {
+	t.Helper()
+	e.Reset()
+	res, err := e.Reconcile()
+	if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > refusal.DefaultInitial {
+		t.Errorf("second reconcile: %+v, %v; want a requeue within the back-off", res, err)
+	}
+	if w, ev := e.WriteList(), e.Events.List(); len(w) != 0 || len(ev) != 0 {
+		t.Errorf("second reconcile wrote %v and said %v", w, ev)
+	}
 }
 
 // Written returns the object of the last write with verb of the kind and name, or nil.

@@ -235,14 +235,7 @@ func TestReconcileTable(t *testing.T) {
 			o := env.Written(rt.Status, "Revision", "hello-00001").(*v1.Revision)
 			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, "CreationFailed", refusedDep),
 				rt.False(v1.RevisionConditionResourcesAvailable, "CreationFailed", refusedDep), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
-			env.Reset()
-			res, err := env.Reconcile()
-			if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > refusal.DefaultInitial {
-				t.Errorf("second reconcile: %+v, %v; want a requeue within the back-off", res, err)
-			}
-			if w, e := env.WriteList(), env.Events.List(); len(w) != 0 || len(e) != 0 {
-				t.Errorf("second reconcile wrote %v and said %v", w, e)
-			}
+			env.QuietWithinBackOff(t)
 		},
 	}, {
 		Name: "the Deployment exceeded its progress deadline: ProgressDeadlineExceeded",

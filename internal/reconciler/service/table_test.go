@@ -267,14 +267,7 @@ func TestReconcileTable(t *testing.T) {
 				rt.Unknown(v1.ServiceConditionRoutesReady, "OutOfDate", msgRouteOutOfDate))(t, env)
 			// Within the back-off the create is not tried again, nor the failure
 			// written or reported again.
-			env.Reset()
-			res, err := env.Reconcile()
-			if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > refusal.DefaultInitial {
-				t.Errorf("second reconcile: %+v, %v; want a requeue within the back-off", res, err)
-			}
-			if w, e := env.WriteList(), env.Events.List(); len(w) != 0 || len(e) != 0 {
-				t.Errorf("second reconcile wrote %v and said %v", w, e)
-			}
+			env.QuietWithinBackOff(t)
 		},
 	}, {
 		Name:    "a refused Route update: UpdateFailed",
