@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -79,7 +80,7 @@ func Advise(c Chain, e Explanation) []string {
 	case has("KIngress"):
 		return []string{
 			"Ferry's gateway has not programmed the KIngress. Is the gateway running? (`ferry up` runs one; on a cluster: `ferry gateway`, or `kubectl -n ferry-system get pods`.)",
-			"The gateway serves the class ferry.ingress.networking.knative.dev (networking.knative.dev/ingress.class) and marks each KIngress Ready once it routes it.",
+			"The gateway serves the class "+netv1alpha1.IngressClass+" ("+netv1alpha1.IngressClassAnnotationKey+") and marks each KIngress Ready once it routes it.",
 		}
 	case has("gateway not routing"):
 		return []string{
@@ -102,7 +103,7 @@ func refused(c Chain) bool {
 		return false
 	}
 	cond := c.Route.Status.GetCondition(v1.RouteConditionIngressReady)
-	return cond != nil && (cond.Reason == "CreationFailed" || cond.Reason == "UpdateFailed")
+	return cond != nil && (cond.Reason == duck.ReasonCreationFailed || cond.Reason == duck.ReasonUpdateFailed)
 }
 
 // latestImage is the first container's image and name of the Revision the chain
