@@ -159,7 +159,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 	rev := &v1.Revision{}
 	err := r.Children.Get(ctx, key, rev)
 	if apierrors.IsNotFound(err) {
-		desired := resources.MakeRevision(cfg)
+		desired := resources.MakeRevision(ctx, cfg)
 		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 		refused, isRefused := refusal.As(err)
 		switch {

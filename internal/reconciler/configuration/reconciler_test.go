@@ -1,6 +1,7 @@
 package configuration
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ func config(gen int64) *v1.Configuration {
 func rev(cfg *v1.Configuration, gen int64, ready corev1.ConditionStatus) v1.Revision {
 	c := cfg.DeepCopy()
 	c.Generation = gen
-	r := resources.MakeRevision(c)
+	r := resources.MakeRevision(context.Background(), c)
 	r.Generation = 1
 	r.Status.ObservedGeneration = 1
 	r.Status.Conditions = []duck.Condition{{Type: duck.ConditionReady, Status: ready, Message: "boom"}}

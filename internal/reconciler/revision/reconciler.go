@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.AfterRead()
 	}
 	want := rev.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(ctx)
 
 	status := rev.Status.DeepCopy()
 	status.ObservedGeneration = rev.Generation

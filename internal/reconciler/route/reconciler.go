@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	want := route.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(config.ToContext(ctx, r.Config()))
 	status := route.Status.DeepCopy()
 	status.ObservedGeneration = route.Generation
 	m := v1.RouteConditions.Manage(&status.Status)

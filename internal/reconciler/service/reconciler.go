@@ -71,7 +71,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.AfterRead()
 	}
 	want := svc.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(ctx)
 
 	status := svc.Status.DeepCopy()
 	status.ObservedGeneration = svc.Generation
