@@ -102,3 +102,5 @@ func TestConfigurationKeepsBYOTemplate(t *testing.T) {
 		t.Error("a template that keeps its name was defaulted")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

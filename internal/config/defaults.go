@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"text/template"
@@ -74,27 +73,4 @@ func NewDefaultsFromConfigMap(cm *corev1.ConfigMap) (*Defaults, error) {
 		}
 	}
 	return d, nil
-}
-
-// UserContainerName is container-name-template run against the parent's (Service's or
-// Configuration's) metadata: the name of a container that has none.
-func (d *Defaults) UserContainerName(parent metav1.ObjectMeta) string {
-	return runNameTemplate(d.UserContainerNameTemplate, parent)
-}
-
-// InitContainerName is init-container-name-template run against the parent's metadata.
-func (d *Defaults) InitContainerName(parent metav1.ObjectMeta) string {
-	return runNameTemplate(d.InitContainerNameTemplate, parent)
-}
-
-func runNameTemplate(text string, meta metav1.ObjectMeta) string {
-	t, err := template.New("name").Parse(text)
-	if err != nil {
-		return "" // checked at load
-	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, meta); err != nil {
-		return ""
-	}
-	return buf.String()
 }

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Overrides are command-line flags that win over the ConfigMaps. The zero value
-// overrides nothing.
+// Overrides are command-line flags that win over the ConfigMaps. The reconcilers apply
+// them to each snapshot they read (reconciler.Options); admission, which reads none of
+// what they override, reads the Store as it is. The zero value overrides nothing.
 type Overrides struct {
 	// Domain, if set, is every Route's domain: config-domain is ignored (the
 	// cluster-local visibility label still makes a Route cluster-local).

@@ -34,8 +34,6 @@ var Names = []string{DomainConfigName, NetworkConfigName, DefaultsConfigName, GC
 type StoreOptions struct {
 	// Namespace holds the ConfigMaps (default SystemNamespace).
 	Namespace string
-	// Overrides are applied to every snapshot.
-	Overrides Overrides
 	// Recorder records the Warning Event on a ConfigMap with a bad value (none if nil).
 	Recorder events.EventRecorder
 	// Logger logs loads and bad values (discarded if zero).
@@ -62,7 +60,6 @@ type StoreOptions struct {
 type Store struct {
 	client    kubernetes.Interface
 	namespace string
-	overrides Overrides
 	recorder  events.EventRecorder
 	log       logr.Logger
 
@@ -79,16 +76,16 @@ type Store struct {
 }
 
 // NewStore returns a Store reading through client. Until it has started and loaded the
-// ConfigMaps, Load returns the defaults (with the overrides).
+// ConfigMaps, Load returns the defaults.
 func NewStore(client kubernetes.Interface, opts StoreOptions) *Store {
 	if opts.Namespace == "" {
 		opts.Namespace = SystemNamespace
 	}
-	s := &Store{client: client, namespace: opts.Namespace, overrides: opts.Overrides, recorder: opts.Recorder,
+	s := &Store{client: client, namespace: opts.Namespace, recorder: opts.Recorder,
 		log: opts.Logger, loaded: make(chan struct{}), parts: *Default(), seen: map[string]map[string]string{}}
 	s.published = s.parts
 	first := s.parts // a copy: the Store's goroutine changes parts and published
-	s.current.Store(s.overrides.Apply(&first))
+	s.current.Store(&first)
 	return s
 }
 
@@ -253,14 +250,13 @@ func (s *Store) publish() {
 	}
 	old := s.current.Load()
 	s.published = s.parts
-	next := s.parts // a copy: later syncs do not touch what was published
-	cfg := s.overrides.Apply(&next)
-	s.current.Store(cfg)
+	cfg := s.parts // a copy: later syncs do not touch what was published
+	s.current.Store(&cfg)
 	s.mu.Lock()
 	subs := append([]func(old, new *Config){}, s.subscribers...)
 	s.mu.Unlock()
 	for _, f := range subs {
-		f(old, cfg)
+		f(old, &cfg)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 )
 
 // startStore runs a Store on a fake clientset holding objs until the test ends.
-func startStore(t *testing.T, ov Overrides, objs ...*corev1.ConfigMap) (*Store, *fake.Clientset, *events.FakeRecorder) {
+func startStore(t *testing.T, objs ...*corev1.ConfigMap) (*Store, *fake.Clientset, *events.FakeRecorder) {
 	t.Helper()
 	cs := fake.NewClientset()
 	for _, o := range objs {
@@ -35,7 +35,7 @@ func startStore(t *testing.T, ov Overrides, objs ...*corev1.ConfigMap) (*Store, 
 		return true, w, err
 	})
 	rec := events.NewFakeRecorder(100)
-	s := NewStore(cs, StoreOptions{Overrides: ov, Recorder: rec, Logger: logr.Discard()})
+	s := NewStore(cs, StoreOptions{Recorder: rec, Logger: logr.Discard()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- s.Start(ctx) }()
@@ -75,7 +75,7 @@ func update(t *testing.T, cs *fake.Clientset, c *corev1.ConfigMap) {
 }
 
 func TestStoreNoConfigMapsIsDefaults(t *testing.T) {
-	s, _, rec := startStore(t, Overrides{})
+	s, _, rec := startStore(t)
 	if got := s.Load(); got.Domain.LookupDomainForLabels(nil) != DefaultDomainName || *got.GC != *DefaultGC() ||
 		got.Deployment.ProgressDeadline != 600*time.Second || *got.Features != *DefaultFeatures() || *got.Autoscaler != *DefaultAutoscaler() {
 		t.Errorf("Load() = %+v", got)
@@ -86,7 +86,7 @@ func TestStoreNoConfigMapsIsDefaults(t *testing.T) {
 }
 
 func TestStoreLoadsAtStart(t *testing.T) {
-	s, _, _ := startStore(t, Overrides{},
+	s, _, _ := startStore(t,
 		cm(DomainConfigName, map[string]string{"ferry.test": ""}),
 		cm(GCConfigName, map[string]string{"min-non-active-revisions": "3"}),
 		cm("unrelated", map[string]string{"x": "y"}))
@@ -98,7 +98,7 @@ func TestStoreLoadsAtStart(t *testing.T) {
 
 func TestStoreBadValueKeepsTheLastGood(t *testing.T) {
 	gc := cm(GCConfigName, map[string]string{"min-non-active-revisions": "3"})
-	s, cs, rec := startStore(t, Overrides{}, gc)
+	s, cs, rec := startStore(t, gc)
 	var mu sync.Mutex
 	var changes []*Config
 	s.OnChange(func(old, new *Config) {
@@ -147,7 +147,7 @@ func TestStoreBadValueKeepsTheLastGood(t *testing.T) {
 }
 
 func TestStoreBadValueAtStartIsTheDefaults(t *testing.T) {
-	s, _, rec := startStore(t, Overrides{}, cm(NetworkConfigName, map[string]string{"domain-template": "{{.Nope}}"}),
+	s, _, rec := startStore(t, cm(NetworkConfigName, map[string]string{"domain-template": "{{.Nope}}"}),
 		cm(FeaturesConfigName, map[string]string{"kubernetes.podspec-affinity": "enabled"}))
 	if s.Load().Network.DomainTemplate != DefaultDomainTemplate || s.Load().Features.PodSpecAffinity != Enabled {
 		t.Errorf("Load() = %+v %+v", s.Load().Network, s.Load().Features)
@@ -162,19 +162,24 @@ func TestStoreBadValueAtStartIsTheDefaults(t *testing.T) {
 	}
 }
 
-func TestStoreOverrides(t *testing.T) {
-	s, cs, _ := startStore(t, Overrides{Domain: "flag.test", ProgressDeadline: time.Minute},
-		cm(DomainConfigName, map[string]string{"cm.test": ""}), cm(DeploymentConfigName, map[string]string{"progress-deadline": "20s"}))
-	if got := s.Load().Domain.LookupDomainForLabels(nil); got != "flag.test" {
-		t.Errorf("domain = %q", got)
+func TestOverridesApply(t *testing.T) {
+	c := Default()
+	c.Deployment = &Deployment{ProgressDeadline: 20 * time.Second, DigestResolutionTimeout: time.Second}
+	got := Overrides{Domain: "flag.test", ProgressDeadline: time.Minute, GC: &GC{MaxNonActiveRevisions: GCDisabled}}.Apply(c)
+	if d := got.Domain.LookupDomainForLabels(nil); d != "flag.test" {
+		t.Errorf("domain = %q", d)
 	}
-	if got := s.Load().Deployment.ProgressDeadline; got != time.Minute {
-		t.Errorf("progress deadline = %v", got)
+	if d := got.Deployment; d.ProgressDeadline != time.Minute || d.DigestResolutionTimeout != time.Second {
+		t.Errorf("deployment = %+v, want the flag's progress deadline and the rest of config-deployment", d)
 	}
-	update(t, cs, cm(DeploymentConfigName, map[string]string{"progress-deadline": "20s", "digest-resolution-timeout": "1s"}))
-	waitFor(t, "digest timeout", func() bool { return s.Load().Deployment.DigestResolutionTimeout == time.Second })
-	if got := s.Load().Deployment.ProgressDeadline; got != time.Minute {
-		t.Errorf("progress deadline after an update = %v", got)
+	if *got.GC != (GC{MaxNonActiveRevisions: GCDisabled}) || got.Network != c.Network {
+		t.Errorf("gc = %+v, network shared: %v", got.GC, got.Network == c.Network)
+	}
+	if c.Deployment.ProgressDeadline != 20*time.Second || c.Domain.LookupDomainForLabels(nil) != DefaultDomainName {
+		t.Error("Apply changed its input")
+	}
+	if (Overrides{}).Apply(c) != c {
+		t.Error("no overrides: not the same snapshot")
 	}
 }
 
@@ -196,7 +201,7 @@ func TestOverridesWrap(t *testing.T) {
 
 func TestStoreAutoscaler(t *testing.T) {
 	as := cm(AutoscalerConfigName, map[string]string{"stable-window": "30s", "allow-zero-initial-scale": "true", "initial-scale": "0"})
-	s, cs, rec := startStore(t, Overrides{}, as)
+	s, cs, rec := startStore(t, as)
 	before := s.Load()
 	if before.Autoscaler.StableWindow != 30*time.Second || before.Autoscaler.InitialScale != 0 || !before.Autoscaler.AllowZeroInitialScale {
 		t.Fatalf("Load().Autoscaler = %+v", before.Autoscaler)

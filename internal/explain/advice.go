@@ -80,7 +80,7 @@ func Advise(c Chain, e Explanation) []string {
 	case has("KIngress"):
 		return []string{
 			"Ferry's gateway has not programmed the KIngress. Is the gateway running? (`ferry up` runs one; on a cluster: `ferry gateway`, or `kubectl -n ferry-system get pods`.)",
-			"The gateway serves the class "+netv1alpha1.IngressClass+" ("+netv1alpha1.IngressClassAnnotationKey+") and marks each KIngress Ready once it routes it.",
+			"The gateway serves the class " + netv1alpha1.IngressClass + " (" + netv1alpha1.IngressClassAnnotationKey + ") and marks each KIngress Ready once it routes it.",
 		}
 	case has("gateway not routing"):
 		return []string{

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 )
 
 // configChanges is a controller-runtime source that, after each configuration change
@@ -106,10 +105,7 @@ func every(c client.Reader, newList func() client.ObjectList) func(context.Conte
 // withOverrides returns o's configuration and change subscription with o's flag
 // overrides (Domain, GC, ProgressDeadline) applied on top of what the ConfigMaps say.
 func withOverrides(o Options) (func() *config.Config, func(func(old, new *config.Config))) {
-	ov := config.Overrides{Domain: o.Domain, ProgressDeadline: o.ProgressDeadline}
-	if o.GC != nil {
-		ov.GC = gc.ConfigFromOptions(*o.GC)
-	}
+	ov := config.Overrides{Domain: o.Domain, GC: o.GC, ProgressDeadline: o.ProgressDeadline}
 	load := o.Config
 	if load == nil {
 		d := config.Default()

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 )
 
 func TestConfigChangePredicates(t *testing.T) {
@@ -69,7 +68,7 @@ func TestWithOverrides(t *testing.T) {
 	stored := config.Default()
 	var subscribers []func(old, new *config.Config)
 	load, subscribe := withOverrides(Options{
-		Domain: "flag.test", GC: &gc.Options{MinNonActive: 1, MaxNonActive: gc.Disabled}, ProgressDeadline: time.Minute,
+		Domain: "flag.test", GC: &config.GC{MinNonActiveRevisions: 1, MaxNonActiveRevisions: config.GCDisabled}, ProgressDeadline: time.Minute,
 		Config:         func() *config.Config { return stored },
 		OnConfigChange: func(f func(old, new *config.Config)) { subscribers = append(subscribers, f) },
 	})

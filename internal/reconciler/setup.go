@@ -62,8 +62,8 @@ type Options struct {
 	// progress-deadline, which the Revision reconciler reads at each reconcile.
 	ProgressDeadline time.Duration
 	// GC, if set, is the Revision garbage collection policy, overriding config-gc (in
-	// it a zero field means zero, gc.Disabled turns a rule off).
-	GC *gc.Options
+	// it a zero field means zero, config.GCDisabled turns a rule off).
+	GC *config.GC
 	// Config returns the current configuration from Ferry's ConfigMaps
 	// (config.Store.Load); nil means config.Default() for ever. Within
 	// SetupWithManager it is wrapped so that it returns the configuration with the
@@ -129,18 +129,17 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax) }
 
 	svc := &service.Reconciler{Client: c, Children: created.New(c), Status: status("service-controller", "Service"),
-		Refused: refused(), AfterRead: opts.AfterRead}
+		Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead}
 	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Children: created.New(c),
-		Status: status("configuration-controller", "Configuration"), Refused: refused(), AfterRead: opts.AfterRead}
+		Status: status("configuration-controller", "Configuration"), Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead}
 	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller", "Revision"), Refused: refused(),
-		ProgressDeadline: func() time.Duration { return opts.Config().Deployment.ProgressDeadline },
-		Autoscaler:       func() *config.Autoscaler { return opts.Config().Autoscaler }, AfterRead: opts.AfterRead}
+		Config: opts.Config, AfterRead: opts.AfterRead}
 	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
@@ -165,7 +164,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers, routesOnChange); err != nil {
 		return nil, err
 	}
-	collector := &gc.Reconciler{Client: c, Policy: func() gc.Options { return gc.OptionsFromConfig(opts.Config().GC) }}
+	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }}
 	gcOnChange := &configChanges{name: "revision-gc", register: opts.OnConfigChange, matters: gcChanged, list: every(c, func() client.ObjectList { return &v1.ConfigurationList{} }),
 		onError: func(err error) { log.Error(err, "Listing Configurations after a configuration change") }}
 	if err := collector.SetupWithManager(mgr, 1, gcOnChange); err != nil {

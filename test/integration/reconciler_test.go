@@ -24,8 +24,8 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler"
-	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 )
 
 const readyTimeout = 60 * time.Second
@@ -554,7 +554,7 @@ func logStages(t *testing.T, c client.Client, ns string) {
 // soon as it is neither the latest created, the latest ready, routed nor marked no-gc.
 func TestRevisionGC(t *testing.T) {
 	c := testClient
-	startFerry(t, reconciler.Options{GC: &gc.Options{MinNonActive: 0, MaxNonActive: gc.Disabled}})
+	startFerry(t, reconciler.Options{GC: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled}})
 	ns := testNamespace(t)
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()

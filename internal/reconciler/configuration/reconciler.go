@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
@@ -50,7 +51,10 @@ type Reconciler struct {
 	// Refused remembers the Revisions the API server refused, to report and back off.
 	Refused *refusal.Writes
 	// Status writes the status and records Warning Events for new failures.
-	Status    *statuswriter.Writer
+	Status *statuswriter.Writer
+	// Config returns the live configuration: config-defaults and config-features
+	// default the Revisions as admission would (nil: Knative's defaults).
+	Config    func() *config.Config
 	AfterRead func()
 }
 
@@ -157,7 +161,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 	rev := &v1.Revision{}
 	err := r.Children.Get(ctx, key, rev)
 	if apierrors.IsNotFound(err) {
-		desired := resources.MakeRevision(cfg)
+		desired := resources.MakeRevision(config.ToContextFrom(ctx, r.Config), cfg)
 		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 		refused, isRefused := refusal.As(err)
 		switch {

@@ -1,6 +1,7 @@
 package configuration
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +12,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 )
 
-func config(gen int64) *v1.Configuration {
+func cfgAt(gen int64) *v1.Configuration {
 	return &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "cfg-uid", Generation: gen}}
 }
 
@@ -19,7 +20,7 @@ func config(gen int64) *v1.Configuration {
 func rev(cfg *v1.Configuration, gen int64, ready corev1.ConditionStatus) v1.Revision {
 	c := cfg.DeepCopy()
 	c.Generation = gen
-	r := resources.MakeRevision(c)
+	r := resources.MakeRevision(context.Background(), c)
 	r.Generation = 1
 	r.Status.ObservedGeneration = 1
 	r.Status.Conditions = []duck.Condition{{Type: duck.ConditionReady, Status: ready, Message: "boom"}}
@@ -27,8 +28,8 @@ func rev(cfg *v1.Configuration, gen int64, ready corev1.ConditionStatus) v1.Revi
 }
 
 func TestPickLatestReady(t *testing.T) {
-	cfg := config(3)
-	stranger := rev(config(3), 3, corev1.ConditionTrue)
+	cfg := cfgAt(3)
+	stranger := rev(cfgAt(3), 3, corev1.ConditionTrue)
 	stranger.OwnerReferences[0].UID = "other"
 	tests := []struct {
 		name    string
@@ -52,7 +53,7 @@ func TestPickLatestReady(t *testing.T) {
 }
 
 func TestMarkReady(t *testing.T) {
-	cfg := config(2)
+	cfg := cfgAt(2)
 	tests := []struct {
 		name   string
 		latest v1.Revision

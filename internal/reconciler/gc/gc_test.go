@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 )
 
 var now = time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
@@ -34,22 +35,22 @@ func TestCollect(t *testing.T) {
 	routed := map[string]bool{"r4": true}
 	tests := []struct {
 		name    string
-		opts    Options
+		opts    *config.GC
 		revs    []*v1.Revision
 		want    []string
 		recheck time.Duration
 	}{
-		{"defaults keep 20", DefaultOptions(), revs, nil, 0},
-		{"stale beyond min", Options{MinNonActive: 1, MaxNonActive: Disabled, RetainSinceCreate: 48 * time.Hour, RetainSinceLastActive: 15 * time.Hour}, revs, []string{"r1"}, 0},
-		{"min 0", Options{MinNonActive: 0, MaxNonActive: Disabled, RetainSinceCreate: 48 * time.Hour, RetainSinceLastActive: Disabled}, revs, []string{"r1", "r3"}, 0},
-		{"max alone", Options{MinNonActive: 0, MaxNonActive: 1, RetainSinceCreate: Disabled, RetainSinceLastActive: Disabled}, revs, []string{"r1"}, 0},
-		{"all disabled", Options{MinNonActive: 0, MaxNonActive: Disabled, RetainSinceCreate: Disabled, RetainSinceLastActive: Disabled}, revs, nil, 0},
+		{"defaults keep 20", config.DefaultGC(), revs, nil, 0},
+		{"stale beyond min", &config.GC{MinNonActiveRevisions: 1, MaxNonActiveRevisions: config.GCDisabled, RetainSinceCreateTime: 48 * time.Hour, RetainSinceLastActiveTime: 15 * time.Hour}, revs, []string{"r1"}, 0},
+		{"min 0", &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled, RetainSinceCreateTime: 48 * time.Hour, RetainSinceLastActiveTime: config.GCDisabled}, revs, []string{"r1", "r3"}, 0},
+		{"max alone", &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: 1, RetainSinceCreateTime: config.GCDisabled, RetainSinceLastActiveTime: config.GCDisabled}, revs, []string{"r1"}, 0},
+		{"all disabled", &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled, RetainSinceCreateTime: config.GCDisabled, RetainSinceLastActiveTime: config.GCDisabled}, revs, nil, 0},
 		{
-			"young ones wait", Options{MinNonActive: 0, MaxNonActive: Disabled, RetainSinceCreate: 48 * time.Hour, RetainSinceLastActive: Disabled},
+			"young ones wait", &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled, RetainSinceCreateTime: 48 * time.Hour, RetainSinceLastActiveTime: config.GCDisabled},
 			[]*v1.Revision{rev("y1", 47*time.Hour, nil), rev("r6", 0, nil)}, nil, time.Hour,
 		},
 		{
-			"recently active is kept", Options{MinNonActive: 0, MaxNonActive: Disabled, RetainSinceCreate: 48 * time.Hour, RetainSinceLastActive: 15 * time.Hour},
+			"recently active is kept", &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled, RetainSinceCreateTime: 48 * time.Hour, RetainSinceLastActiveTime: 15 * time.Hour},
 			[]*v1.Revision{rev("a1", old, map[string]string{v1.RoutingStateModifiedAnnotation: now.Add(-time.Hour).Format(time.RFC3339)}), rev("r6", 0, nil)},
 			nil, 14 * time.Hour,
 		},

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 )
 
@@ -25,10 +26,8 @@ const maxRecheck = time.Hour
 type Reconciler struct {
 	// Client reads from the manager's cache and deletes through the API server.
 	Client client.Client
-	// Options are the collection rules, unless Policy is set.
-	Options Options
-	// Policy, if set, returns the current rules (config-gc).
-	Policy func() Options
+	// Policy returns the current rules (config-gc).
+	Policy func() *config.GC
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -52,11 +51,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, more ...sou
 
 // Reconcile deletes the Revisions Collect picks.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	opts := r.Options
-	if r.Policy != nil {
-		opts = r.Policy()
-	}
-	if opts.disabled() {
+	opts := r.Policy()
+	if disabled(opts) {
 		return ctrl.Result{}, nil
 	}
 	cfg := &v1.Configuration{}
@@ -81,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Listing Routes costs more than the rest; most Configurations never have more
 	// Revisions than the minimum kept, and need not.
-	if len(revs) <= opts.MinNonActive {
+	if int64(len(revs)) <= opts.MinNonActiveRevisions {
 		return ctrl.Result{}, nil
 	}
 	routed, err := r.routed(ctx, cfg.Namespace)

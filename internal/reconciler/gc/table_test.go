@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 )
@@ -24,7 +25,7 @@ var (
 	now = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	// eager is the integration test's policy: every age and count rule at its most
 	// eager.
-	eager = gc.Options{MinNonActive: 0, MaxNonActive: gc.Disabled}
+	eager = &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled}
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -78,7 +79,7 @@ func TestReconcileTable(t *testing.T) {
 	conflict := apierrors.NewConflict(schema.GroupResource{Group: "serving.knative.dev", Resource: "revisions"}, "hello-00001", errors.New("uid precondition"))
 	for _, policy := range []struct {
 		name  string
-		opts  gc.Options
+		opts  *config.GC
 		cases []rt.Case
 	}{{
 		name: "eager",
@@ -145,7 +146,7 @@ func TestReconcileTable(t *testing.T) {
 		}},
 	}, {
 		name: "Knative's defaults",
-		opts: gc.DefaultOptions(),
+		opts: config.DefaultGC(),
 		cases: []rt.Case{{
 			Name:    "no more Revisions than the minimum kept: nothing is deleted, nothing rechecked",
 			Key:     key,
@@ -153,7 +154,7 @@ func TestReconcileTable(t *testing.T) {
 		}},
 	}, {
 		name: "ages",
-		opts: gc.Options{MinNonActive: 0, MaxNonActive: 1000, RetainSinceCreate: 48 * time.Hour, RetainSinceLastActive: 15 * time.Hour},
+		opts: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: 1000, RetainSinceCreateTime: 48 * time.Hour, RetainSinceLastActiveTime: 15 * time.Hour},
 		cases: []rt.Case{{
 			Name: "old enough since creation and since last active: deleted; the next one due rechecked when it is",
 			Key:  key,
@@ -165,7 +166,7 @@ func TestReconcileTable(t *testing.T) {
 		}},
 	}, {
 		name: "counts",
-		opts: gc.Options{MinNonActive: 1, MaxNonActive: 1, RetainSinceCreate: gc.Disabled, RetainSinceLastActive: gc.Disabled},
+		opts: &config.GC{MinNonActiveRevisions: 1, MaxNonActiveRevisions: 1, RetainSinceCreateTime: config.GCDisabled, RetainSinceLastActiveTime: config.GCDisabled},
 		cases: []rt.Case{{
 			Name: "beyond the maximum, the least recently active go first",
 			Key:  key,
@@ -176,7 +177,7 @@ func TestReconcileTable(t *testing.T) {
 		}},
 	}, {
 		name: "disabled",
-		opts: gc.Options{MinNonActive: 0, MaxNonActive: gc.Disabled, RetainSinceCreate: gc.Disabled, RetainSinceLastActive: gc.Disabled},
+		opts: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled, RetainSinceCreateTime: config.GCDisabled, RetainSinceLastActiveTime: config.GCDisabled},
 		cases: []rt.Case{{
 			Name:    "every rule off: nothing is deleted, nothing rechecked",
 			Key:     key,
@@ -185,20 +186,8 @@ func TestReconcileTable(t *testing.T) {
 	}} {
 		t.Run(policy.name, func(t *testing.T) {
 			rt.Run(t, policy.cases, func(env *rt.Env) reconcile.Reconciler {
-				return &gc.Reconciler{Client: env.Client, Policy: func() gc.Options { return policy.opts }, Now: func() time.Time { return now }}
+				return &gc.Reconciler{Client: env.Client, Policy: func() *config.GC { return policy.opts }, Now: func() time.Time { return now }}
 			})
 		})
 	}
-}
-
-func TestReconcileOptionsWithoutPolicy(t *testing.T) {
-	rt.Run(t, []rt.Case{{
-		Name:       "Options apply when no Policy is set",
-		Key:        key,
-		Objects:    []client.Object{cfg(), rev("hello-00001", 72*time.Hour), rev("hello-00003", time.Hour)},
-		WantWrites: []string{"delete Revision ns/hello-00001"},
-		WantResult: reconcile.Result{RequeueAfter: time.Hour},
-	}}, func(env *rt.Env) reconcile.Reconciler {
-		return &gc.Reconciler{Client: env.Client, Options: eager, Now: func() time.Time { return now }}
-	})
 }

@@ -5,7 +5,6 @@ package revision
 
 import (
 	"context"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,13 +43,11 @@ type Reconciler struct {
 	Status *statuswriter.Writer
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
-	// ProgressDeadline returns config-deployment's progress-deadline now; a
-	// Revision's own annotation overrides it.
-	ProgressDeadline func() time.Duration
-	// Autoscaler returns config-autoscaler now: the class and initial scale of new
-	// Revisions.
-	Autoscaler func() *config.Autoscaler
-	AfterRead  func()
+	// Config returns the live configuration: config-deployment's progress deadline
+	// (a Revision's own annotation overrides it), config-autoscaler's class and initial
+	// scale of new Revisions, and config-defaults for in-memory defaulting.
+	Config    func() *config.Config
+	AfterRead func()
 }
 
 // SetupWithManager registers the controller. Pods belong to ReplicaSets, not to the
@@ -123,14 +120,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.AfterRead()
 	}
 	want := rev.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(config.ToContext(ctx, r.Config()))
 
 	// Desired and apply. The Deployment and the PodAutoscaler do not depend on each
 	// other: on a Revision's first reconcile, creating them side by side takes one API
 	// round trip instead of two. (There is no Service: the gateway follows the pods
 	// itself.)
 	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
-	as := r.Autoscaler()
+	cfg := r.Config()
+	as := cfg.Autoscaler
 	var pa *av1alpha1.PodAutoscaler
 	paErr := make(chan error, 1)
 	go func() {
@@ -139,7 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		paErr <- err
 	}()
 	d, depErr := child.Ensure(ctx, w, rev, "Deployment",
-		resources.MakeDeployment(want, resources.ProgressDeadline(rev, r.ProgressDeadline()), resources.InitialReplicas(want, as)),
+		resources.MakeDeployment(want, resources.ProgressDeadline(rev, cfg.Deployment.ProgressDeadline), resources.InitialReplicas(want, as)),
 		updateDeployment)
 
 	// Status.

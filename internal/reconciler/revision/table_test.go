@@ -1,6 +1,7 @@
 package revision_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -55,7 +56,7 @@ func readyStatus(r *v1.Revision) {
 
 func defaulted(r *v1.Revision) *v1.Revision {
 	d := r.DeepCopy()
-	d.SetDefaults()
+	d.SetDefaults(context.Background())
 	return d
 }
 
@@ -135,8 +136,11 @@ var (
 func build(env *rt.Env) reconcile.Reconciler {
 	return &revision.Reconciler{Client: env.Client, Children: created.New(env.Client),
 		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-		ProgressDeadline: func() time.Duration { return deadline },
-		Autoscaler:       config.DefaultAutoscaler}
+		Config: func() *config.Config {
+			c := config.Default()
+			c.Deployment.ProgressDeadline = deadline
+			return c
+		}}
 }
 
 func TestReconcileTable(t *testing.T) {

@@ -73,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.AfterRead()
 	}
 	want := route.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(config.ToContext(ctx, r.Config()))
 	// A configuration that gives no valid host leaves the URLs as they were.
 	hosts, hostErr := resources.MakeHosts(r.Config(), route, want.Spec.Traffic)
 	targets, problem, err := r.resolve(ctx, route, want.Spec.Traffic)

@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func rev(name string, ready corev1.ConditionStatus) *v1.Revision {
 // ingress is the KIngress serving targets for the Route, Ready as given (nil: no status).
 func ingress(r *v1.Route, targets []v1.TrafficTarget, ready *duck.Condition) *netv1alpha1.Ingress {
 	want := r.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(context.Background())
 	ing := resources.MakeIngress(want, targets, resources.DefaultHosts(want, want.Spec.Traffic))
 	ing.UID, ing.Generation = "ing-uid", 1
 	if ready != nil {

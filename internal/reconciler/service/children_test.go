@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ func TestMakeChildren(t *testing.T) {
 		Labels:      map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal},
 		Annotations: map[string]string{"a": "b", corev1.LastAppliedConfigAnnotation: "{}"}}}
 	svc.Spec.Traffic = []v1.TrafficTarget{{Percent: p(90), Tag: "latest"}, {RevisionName: "s-00001", Percent: p(10)}}
-	svc.SetDefaults()
+	svc.SetDefaults(context.Background())
 
 	rt := resources.MakeRoute(svc)
 	if rt.Spec.Traffic[0].ConfigurationName != "s" || !*rt.Spec.Traffic[0].LatestRevision || rt.Spec.Traffic[0].Tag != "latest" {

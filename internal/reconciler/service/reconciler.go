@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
@@ -31,7 +32,10 @@ type Reconciler struct {
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
 	// Status writes the status and records Warning Events for new failures.
-	Status    *statuswriter.Writer
+	Status *statuswriter.Writer
+	// Config returns the live configuration: config-defaults and config-features
+	// default the children as admission defaults a Service (nil: Knative's defaults).
+	Config    func() *config.Config
 	AfterRead func()
 }
 
@@ -61,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.AfterRead()
 	}
 	want := svc.DeepCopy()
-	want.SetDefaults()
+	want.SetDefaults(config.ToContextFrom(ctx, r.Config))
 
 	// Desired and apply. The two children do not depend on each other: on a Service's
 	// first reconcile, creating them side by side takes one API round trip instead of two.

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -75,7 +76,7 @@ func childMeta(s *v1.Service) metav1.ObjectMeta {
 // whose Revision rev is ready (Ready True, observed).
 func config(s *v1.Service, opts ...func(*v1.Configuration)) *v1.Configuration {
 	d := s.DeepCopy()
-	d.SetDefaults()
+	d.SetDefaults(context.Background())
 	c := &v1.Configuration{ObjectMeta: childMeta(s), Spec: v1.ConfigurationSpec{Template: d.Spec.Template}}
 	c.Status.ObservedGeneration = 1
 	c.Status.Conditions = []duck.Condition{{Type: duck.ConditionReady, Status: corev1.ConditionTrue}}

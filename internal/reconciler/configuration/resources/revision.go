@@ -2,6 +2,7 @@
 package resources
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,11 +40,13 @@ func Generation(rev *v1.Revision) int64 {
 }
 
 // MakeRevision builds the Revision of the Configuration's current generation from its
-// defaulted template. The Revision carries the defaults itself, as Knative's webhook
-// would have written them, so that it says exactly what runs.
-func MakeRevision(cfg *v1.Configuration) *v1.Revision {
-	tmpl := cfg.Spec.Template.DeepCopy()
-	tmpl.Spec.SetDefaults()
+// template, defaulted as Knative's webhook would have written it into the
+// Configuration (with ctx's configuration, see v1.Configuration.SetDefaults). The
+// Revision carries the defaults itself, so that it says exactly what runs.
+func MakeRevision(ctx context.Context, cfg *v1.Configuration) *v1.Revision {
+	defaulted := cfg.DeepCopy()
+	defaulted.SetDefaults(ctx)
+	tmpl := &defaulted.Spec.Template
 
 	labels := make(map[string]string, len(tmpl.ObjectMeta.Labels)+5)
 	for k, v := range tmpl.ObjectMeta.Labels {

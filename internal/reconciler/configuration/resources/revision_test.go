@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,7 @@ func TestMakeRevision(t *testing.T) {
 			Spec: v1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img"}}}},
 		}},
 	}
-	rev := MakeRevision(cfg)
+	rev := MakeRevision(context.Background(), cfg)
 	if rev.Name != "hello-00007" || rev.Namespace != "ns" || !metav1.IsControlledBy(rev, cfg) {
 		t.Errorf("metadata = %+v", rev.ObjectMeta)
 	}

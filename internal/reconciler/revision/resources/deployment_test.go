@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func revision(annotations map[string]string, ports ...corev1.ContainerPort) *v1.
 			Labels: map[string]string{v1.ConfigurationLabelKey: "hello"}, Annotations: annotations},
 		Spec: v1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img", Ports: ports}}}},
 	}
-	rev.SetDefaults()
+	rev.SetDefaults(context.Background())
 	return rev
 }
 
