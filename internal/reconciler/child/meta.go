@@ -59,3 +59,10 @@ func MergeAnnotations(desired, have metav1.Object) bool {
 	have.SetAnnotations(kmeta.Union(have.GetAnnotations(), desired.GetAnnotations()))
 	return true
 }
+
+// Replace makes a child that is all its owner's equal to desired: its spec (haveSpec
+// points into have) and its labels and annotations.
+func Replace[S any](desired, have metav1.Object, haveSpec *S, wantSpec S) bool {
+	spec := Set(haveSpec, wantSpec)
+	return ReplaceMeta(desired, have) || spec
+}

@@ -107,11 +107,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // back on its children. The metadata is the Service's alone: a label removed from the
 // Service goes from its children too.
 func updateConfiguration(desired, have *v1.Configuration) bool {
-	spec := child.Set(&have.Spec, desired.Spec)
-	return child.ReplaceMeta(desired, have) || spec
+	return child.Replace(desired, have, &have.Spec, desired.Spec)
 }
 
 func updateRoute(desired, have *v1.Route) bool {
-	spec := child.Set(&have.Spec, desired.Spec)
-	return child.ReplaceMeta(desired, have) || spec
+	return child.Replace(desired, have, &have.Spec, desired.Spec)
 }
