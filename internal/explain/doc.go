@@ -19,6 +19,9 @@
 //     Events, the culprit and what to do about it; Report.Write prints it on one
 //     screen.
 //
+// Both come from one walk of the chain (walk.go), so that what `ferry scale` blames
+// and what `ferry explain` shows cannot drift apart.
+//
 // Those are table-tested. Read is the small part that fills a Chain from the API
 // server, or from a Snapshot of lists for many chains at once, and Probe sends one
 // request to a gateway.

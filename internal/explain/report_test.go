@@ -352,7 +352,7 @@ func TestEventsDedupedNewestFirst(t *testing.T) {
 		warning("Pod", pod, "D", "d", 1, 2*time.Minute),
 		warning("Pod", pod, "E", "e", 1, 3*time.Minute),
 	}
-	b := &builder{c: &c}
+	b := &walker{c: &c}
 	got := b.events("Pod", pod, "")
 	want := []string{"Warning B (×2, 1s ago): newest", "Warning D (2m ago): d", "Warning E (3m ago): e", "…"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
