@@ -130,19 +130,26 @@ func (w *walker) service() {
 	}
 }
 
+// serviceChildMissing reports a Service's Configuration or Route that does not exist:
+// a step always, a line and the blame only if the Service waits on it. It returns
+// whether that branch is fine.
+func (w *walker) serviceChildMissing(kind string, svcReady bool) bool {
+	why := "missing (the Service reconciler has not created it)"
+	w.missing(1, kind, w.c.Service.Name, why)
+	if !svcReady {
+		line := kind + " " + w.c.Service.Name + ": " + why
+		w.line(1, line)
+		w.blame(line, kind+" missing")
+	}
+	return svcReady
+}
+
 // serviceConfiguration walks the Service's Configuration, explaining it only if
 // the Service waits on it; it reports whether that branch is fine.
 func (w *walker) serviceConfiguration(svcReady bool) bool {
 	svc, cfg := w.c.Service, w.c.Configuration
 	if cfg == nil {
-		why := "missing (the Service reconciler has not created it)"
-		w.missing(1, "Configuration", svc.Name, why)
-		if !svcReady {
-			line := "Configuration " + svc.Name + ": " + why
-			w.line(1, line)
-			w.blame(line, "Configuration missing")
-		}
-		return svcReady
+		return w.serviceChildMissing("Configuration", svcReady)
 	}
 	svcCond := svc.Status.GetCondition(v1.ServiceConditionConfigurationsReady)
 	owned := !notOwned(svc, cfg, svcCond)

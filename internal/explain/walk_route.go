@@ -38,14 +38,7 @@ func (w *walker) serviceRoute(svcReady bool) bool {
 	c := w.c
 	svc, rt := c.Service, c.Route
 	if rt == nil {
-		why := "missing (the Service reconciler has not created it)"
-		w.missing(1, "Route", svc.Name, why)
-		if !svcReady {
-			line := "Route " + svc.Name + ": " + why
-			w.line(1, line)
-			w.blame(line, "Route missing")
-		}
-		return svcReady
+		return w.serviceChildMissing("Route", svcReady)
 	}
 	w.routeStep(1)
 	owned := !notOwned(svc, rt, svc.Status.GetCondition(v1.ServiceConditionRoutesReady))
