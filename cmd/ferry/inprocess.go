@@ -7,14 +7,15 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/ferry-serving/ferry/internal/scale"
-	"golang.org/x/sync/errgroup"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 // inProcessOptions are what ferry up and ferry scale choose of the Ferry they run
