@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
@@ -55,6 +56,13 @@ type revision struct {
 // not block.
 func New(notify func(types.NamespacedName)) *Autoscaler {
 	return &Autoscaler{notify: notify, now: time.Now, tick: Tick, revs: map[types.NamespacedName]*revision{}}
+}
+
+// WithClock makes the Autoscaler tell time by c (the convergence simulation's clock).
+// Call it before the Autoscaler is used.
+func (a *Autoscaler) WithClock(c clock.PassiveClock) *Autoscaler {
+	a.now = c.Now
+	return a
 }
 
 var _ stats.Sink = (*Autoscaler)(nil)

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,6 +29,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -114,70 +118,113 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, fmt.Errorf("indexing the cache: %w", err)
 	}
+	requeue, decisions := tracker.NewQueueSource(), tracker.NewQueueSource()
+	set := build(Deps{Client: c, APIReader: mgr.GetAPIReader(), Recorder: func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }, Owners: watches.OwnersOf(mgr)},
+		opts, requeue.Enqueue, decisions.Enqueue)
+	if err := mgr.Add(set.Autoscaler); err != nil {
+		return nil, fmt.Errorf("adding the autoscaler: %w", err)
+	}
+	log := mgr.GetLogger().WithName("config")
+	onChange := func(name string, matters func(old, new *config.Config) bool, list func() client.ObjectList) *configChanges {
+		return &configChanges{name: name, register: opts.OnConfigChange, matters: matters, list: every(c, list),
+			onError: func(err error) { log.Error(err, "Listing objects after a configuration change", "controller", name) }}
+	}
+	set.PodAutoscaler.Sources = append(set.PodAutoscaler.Sources, decisions,
+		onChange("podautoscaler", autoscalerChanged, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }))
+	set.Route.Sources = append(set.Route.Sources, requeue,
+		onChange("route", routingChanged, func() client.ObjectList { return &v1.RouteList{} }))
+	set.GC.Sources = append(set.GC.Sources,
+		onChange("revision-gc", gcChanged, func() client.ObjectList { return &v1.ConfigurationList{} }))
+	for _, ctl := range set.All() {
+		workers := opts.Workers
+		if ctl.Name == set.GC.Name {
+			workers = 1
+		}
+		if err := ctl.Register(mgr, workers); err != nil {
+			return nil, err
+		}
+	}
+	// Exported while the controllers run: on the leader only, like them.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		metrics.ExportTracker(ctx, set.Tracker)
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("exporting the tracker's size: %w", err)
+	}
+	return &Controllers{Tracker: set.Tracker, Autoscaler: set.Autoscaler}, nil
+}
 
-	requeue := tracker.NewQueueSource()
-	t := tracker.New(requeue.Enqueue, opts.TrackerLease).SetScheme(mgr.GetScheme())
+// Deps are what the reconcilers of one controller process are built from: a
+// manager's, or the convergence simulation's.
+type Deps struct {
+	// Client reads from the process's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server.
+	APIReader client.Reader
+	// Recorder returns the Event recorder of the named controller.
+	Recorder func(name string) events.EventRecorder
+	Owners   watches.Owners
+	// Clock tells time (nil: the real clock).
+	Clock clock.PassiveClock
+	// Serial makes every reconcile run on one goroutine (the simulation).
+	Serial bool
+	// Without switches safeguards of every status writer off: the simulation's
+	// sensitivity tests only.
+	Without []statuswriter.Safeguard
+}
 
+// Set is the reconcilers of one controller process, each with what wakes it, and the
+// state they share.
+type Set struct {
+	Tracker                                                    *tracker.Tracker
+	Autoscaler                                                 *autoscaler.Autoscaler
+	Service, Configuration, Revision, PodAutoscaler, Route, GC watches.Controller
+}
+
+// All is every controller of the Set, owners before children.
+func (s *Set) All() []watches.Controller {
+	return []watches.Controller{s.Service, s.Configuration, s.Revision, s.PodAutoscaler, s.Route, s.GC}
+}
+
+// Build makes the reconcilers from d with opts, as SetupWithManager runs them.
+// requeue receives the tracker's wake-ups of Routes, decide the autoscaler's of
+// PodAutoscalers.
+func Build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Set {
+	return build(d, withDefaults(opts), requeue, decide)
+}
+
+func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Set {
+	clk := d.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := d.Client
+	t := tracker.New(requeue, opts.TrackerLease).SetScheme(d.Owners.Scheme).SetClock(clk)
 	status := func(name, kind string) *statuswriter.Writer {
-		w := statuswriter.New(c, mgr.GetEventRecorder(name), opts.StatusSettle).OnReady(metrics.TimeToReady(kind))
+		w := statuswriter.New(c, d.Recorder(name), opts.StatusSettle).WithClock(clk).OnReady(metrics.TimeToReady(kind)).Without(d.Without...)
 		if opts.Calm != nil {
 			w.SettleLongerWhileBusy(func() bool { return !closed(opts.Calm()) }, opts.BusyStatusSettle)
 		}
 		return w
 	}
+	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax).WithClock(clk) }
+	children := func() *created.Children { return created.New(c).WithClock(clk) }
 
-	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax) }
-
-	svc := &service.Reconciler{Client: c, Children: created.New(c), Status: status("service-controller", "Service"),
-		Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead}
-	if err := svc.SetupWithManager(mgr, opts.Workers); err != nil {
-		return nil, err
-	}
-	cfg := &configuration.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Children: created.New(c),
+	svc := &service.Reconciler{Client: c, Children: children(), Status: status("service-controller", "Service"),
+		Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead, Serial: d.Serial}
+	cfg := &configuration.Reconciler{Client: c, APIReader: d.APIReader, Children: children(),
 		Status: status("configuration-controller", "Configuration"), Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead}
-	if err := cfg.SetupWithManager(mgr, opts.Workers); err != nil {
-		return nil, err
-	}
-	rev := &revision.Reconciler{Client: c, Children: created.New(c), Status: status("revision-controller", "Revision"), Refused: refused(),
+	rev := &revision.Reconciler{Client: c, Children: children(), Status: status("revision-controller", "Revision"), Refused: refused(), Serial: d.Serial,
 		Config: opts.Config, AfterRead: opts.AfterRead}
-	if err := rev.SetupWithManager(mgr, opts.Workers); err != nil {
-		return nil, err
-	}
-	log := mgr.GetLogger().WithName("config")
-	decisions := tracker.NewQueueSource()
-	as := autoscaler.New(decisions.Enqueue)
-	if err := mgr.Add(as); err != nil {
-		return nil, fmt.Errorf("adding the autoscaler: %w", err)
-	}
-	pa := &podautoscaler.Reconciler{Client: c, Children: created.New(c), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
-		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}
-	paOnChange := &configChanges{name: "podautoscaler", register: opts.OnConfigChange, matters: autoscalerChanged,
-		list:    every(c, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }),
-		onError: func(err error) { log.Error(err, "Listing PodAutoscalers after a configuration change") }}
-	if err := pa.SetupWithManager(mgr, opts.Workers, decisions, paOnChange); err != nil {
-		return nil, err
-	}
-	rt := &route.Reconciler{Client: c, Children: created.New(c), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
+	as := autoscaler.New(decide).WithClock(clk)
+	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
+		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
+	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
-	routesOnChange := &configChanges{name: "route", register: opts.OnConfigChange, matters: routingChanged, list: every(c, func() client.ObjectList { return &v1.RouteList{} }),
-		onError: func(err error) { log.Error(err, "Listing Routes after a configuration change") }}
-	if err := rt.SetupWithManager(mgr, t.Handler(), requeue, opts.Workers, routesOnChange); err != nil {
-		return nil, err
-	}
-	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }}
-	gcOnChange := &configChanges{name: "revision-gc", register: opts.OnConfigChange, matters: gcChanged, list: every(c, func() client.ObjectList { return &v1.ConfigurationList{} }),
-		onError: func(err error) { log.Error(err, "Listing Configurations after a configuration change") }}
-	if err := collector.SetupWithManager(mgr, 1, gcOnChange); err != nil {
-		return nil, err
-	}
-	// Exported while the controllers run: on the leader only, like them.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		metrics.ExportTracker(ctx, t)
-		return nil
-	})); err != nil {
-		return nil, fmt.Errorf("exporting the tracker's size: %w", err)
-	}
-	return &Controllers{Tracker: t, Autoscaler: as}, nil
+	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }, Now: clk.Now}
+	return &Set{Tracker: t, Autoscaler: as,
+		Service: svc.Controller(d.Owners), Configuration: cfg.Controller(d.Owners), Revision: rev.Controller(d.Owners),
+		PodAutoscaler: pa.Controller(d.Owners), Route: rt.Controller(d.Owners, t.Handler()), GC: collector.Controller()}
 }
 
 func closed(c <-chan struct{}) bool {

@@ -43,6 +43,14 @@ func (r *TrackingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 		return err
 	}
 	k := refKey{objectKey: objectKey{group: gk.Group, kind: gk.Kind, namespace: key.Namespace, name: key.Name}}
+	if r.tracker.readFirst {
+		err := r.reader.Get(ctx, key, obj, opts...)
+		r.mu.Lock()
+		r.read[k] = struct{}{}
+		r.mu.Unlock()
+		r.tracker.track(k, nil, r.observer)
+		return err
+	}
 	r.track(k, nil)
 	return r.reader.Get(ctx, key, obj, opts...)
 }

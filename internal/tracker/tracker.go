@@ -32,6 +32,9 @@ type Tracker struct {
 	// requeueNewRefs is the second guard: enqueue an observer that starts
 	// tracking a reference. Only tests turn it off, to show what it buys.
 	requeueNewRefs bool
+	// readFirst is the bug the tracker prevents, for the simulation to find
+	// (ReadBeforeTrack).
+	readFirst bool
 
 	mu sync.RWMutex
 	// exact and selectors map what changed to who cares; each pair's value is
@@ -77,6 +80,15 @@ func New(enqueue func(types.NamespacedName), lease time.Duration) *Tracker {
 func (t *Tracker) SetScheme(s *runtime.Scheme) *Tracker {
 	t.scheme = s
 	t.kinds.Clear()
+	return t
+}
+
+// ReadBeforeTrack makes the Tracker's readers get an object before they track it, and
+// not requeue their observer for a reference they start to track: Knative's order, and
+// the lost update Ferry's tracker exists to prevent (knative/serving#2954). Only the
+// convergence simulation's sensitivity test calls it, to show it finds that bug.
+func (t *Tracker) ReadBeforeTrack() *Tracker {
+	t.readFirst = true
 	return t
 }
 

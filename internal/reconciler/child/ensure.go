@@ -36,7 +36,7 @@ func (e *NotOwnedError) Error() string { return duck.NotOwnedMessage(e.Kind, e.N
 func Get[T client.Object](ctx context.Context, w Writer, owner metav1.Object, kind string, key client.ObjectKey) (T, error) {
 	var none T
 	have := reflect.New(reflect.TypeOf(none).Elem()).Interface().(T)
-	err := w.Children.Get(ctx, key, have)
+	err := w.Children.Get(ctx, key, have, owner.GetUID())
 	switch {
 	case apierrors.IsNotFound(err):
 		return none, nil
@@ -70,4 +70,24 @@ func Ensure[T client.Object](ctx context.Context, w Writer, owner metav1.Object,
 		return have, nil
 	}
 	return have, w.Refused.Update(desired, func() error { return w.Client.Update(ctx, have) })
+}
+
+// Together runs a and b side by side and returns when both are done: two children
+// that do not depend on each other are created in one API round trip instead of two.
+// With serial set it runs a, then b, on the caller's goroutine, so that the
+// convergence simulation, which runs reconciles one step at a time, stays a function
+// of its seed.
+func Together(serial bool, a, b func()) {
+	if serial {
+		a()
+		b()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a()
+	}()
+	b()
+	<-done
 }

@@ -10,9 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -27,6 +25,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Ready reasons.
@@ -60,21 +59,29 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller: Configurations and the Revisions they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
+}
+
+// Controller is what wakes the reconciler: its Configurations and their Revisions.
+func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	ages := oldestfirst.New()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("configuration").
-		// Its own status writes cannot change the outcome; anything else can, a stale
-		// status another controller wrote included.
-		Watches(&v1.Configuration{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
-		// A Revision's replicas and the like do not change which is latest or ready.
-		Watches(&v1.Revision{}, ages.Owner(mgr, &v1.Configuration{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld.(*v1.Revision), e.ObjectNew.(*v1.Revision)
-			return o.IsReady() != n.IsReady() || o.IsFailed() != n.IsFailed() ||
-				!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
-				readyMessage(o) != readyMessage(n)
-		}})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(terminating.Ignore(r))
+	return watches.Controller{
+		Name: "configuration",
+		Watches: []watches.Watch{
+			// Its own status writes cannot change the outcome; anything else can, a
+			// stale status another controller wrote included.
+			{Object: &v1.Configuration{}, Handler: ages.Object(), Predicates: []predicate.Predicate{r.Status.Changes()}},
+			// A Revision's replicas and the like do not change which is latest or ready.
+			{Object: &v1.Revision{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Configuration{}), Predicates: []predicate.Predicate{
+				predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+					o, n := e.ObjectOld.(*v1.Revision), e.ObjectNew.(*v1.Revision)
+					return o.IsReady() != n.IsReady() || o.IsFailed() != n.IsFailed() ||
+						!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+						readyMessage(o) != readyMessage(n)
+				}}}},
+		},
+		Reconciler: terminating.Ignore(r),
+	}
 }
 
 // problem is a reason the Configuration cannot get its Revision; refused is set when
@@ -159,7 +166,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 	}
 	key := client.ObjectKey{Namespace: cfg.Namespace, Name: resources.RevisionName(cfg)}
 	rev := &v1.Revision{}
-	err := r.Children.Get(ctx, key, rev)
+	err := r.Children.Get(ctx, key, rev, cfg.UID)
 	if apierrors.IsNotFound(err) {
 		desired := resources.MakeRevision(config.ToContextFrom(ctx, r.Config), cfg)
 		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })

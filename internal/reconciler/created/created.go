@@ -13,6 +13,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -41,9 +44,18 @@ func New(cache client.Reader) *Children {
 	return &Children{cache: cache, now: time.Now, pending: make(map[string]pending)}
 }
 
+// WithClock makes the Children tell time by c (the convergence simulation's clock).
+func (c *Children) WithClock(clk clock.PassiveClock) *Children {
+	c.now = clk.Now
+	return c
+}
+
 // Get reads key into obj from the cache or, while the cache does not show it yet, from
-// the copy Create kept.
-func (c *Children) Get(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+// the copy Create kept for the same owner (owner is its UID). A copy made for another
+// owner of the same name — one deleted and created again before the cache showed the
+// child — is dropped: that child is garbage, and taking it for the new owner's would
+// report the name taken until the copy expired, with nothing to wake the owner then.
+func (c *Children) Get(ctx context.Context, key client.ObjectKey, obj client.Object, owner types.UID) error {
 	err := c.cache.Get(ctx, key, obj)
 	k := id(obj, key)
 	c.mu.Lock()
@@ -52,11 +64,16 @@ func (c *Children) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	switch {
 	case !ok:
 		return err
-	case err == nil || !apierrors.IsNotFound(err) || c.now().Sub(p.at) > forgetAfter:
+	case err == nil || !apierrors.IsNotFound(err) || c.now().Sub(p.at) > forgetAfter || !controlledBy(p.obj, owner):
 		delete(c.pending, k)
 		return err
 	}
 	return copyInto(p.obj, obj)
+}
+
+func controlledBy(obj client.Object, owner types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner
 }
 
 // Create creates obj through w and, if it succeeds, keeps a copy until the cache shows it.

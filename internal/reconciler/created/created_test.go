@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
@@ -20,19 +22,23 @@ func TestChildren(t *testing.T) {
 	now := time.Now()
 	c.now = func() time.Time { return now }
 	key := client.ObjectKey{Namespace: "ns", Name: "s"}
+	const owner = types.UID("owner-1")
+	ownedBy := func(uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: uid, Controller: ptr.To(true)}}
+	}
 
-	if err := c.Get(ctx, key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, key, &corev1.Service{}, owner); !apierrors.IsNotFound(err) {
 		t.Fatalf("Get before Create = %v", err)
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Spec: corev1.ServiceSpec{ExternalName: "x"}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", OwnerReferences: ownedBy(owner)}, Spec: corev1.ServiceSpec{ExternalName: "x"}}
 	if err := c.Create(ctx, apiServer, svc); err != nil {
 		t.Fatal(err)
 	}
 	got := &corev1.Service{}
-	if err := c.Get(ctx, key, got); err != nil || got.Spec.ExternalName != "x" {
+	if err := c.Get(ctx, key, got, owner); err != nil || got.Spec.ExternalName != "x" {
 		t.Fatalf("Get after Create = %+v, %v", got, err)
 	}
-	if err := c.Get(ctx, key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, key, &corev1.ConfigMap{}, owner); !apierrors.IsNotFound(err) {
 		t.Fatalf("another kind of the same name: %v", err)
 	}
 
@@ -42,17 +48,31 @@ func TestChildren(t *testing.T) {
 	if err := cache.Create(ctx, seen); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, key, got); err != nil || len(c.pending) != 0 {
+	if err := c.Get(ctx, key, got, owner); err != nil || len(c.pending) != 0 {
 		t.Fatalf("Get = %v, %d pending", err, len(c.pending))
 	}
 
 	// A child the cache never shows is forgotten after a while.
-	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t"}}
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t", OwnerReferences: ownedBy(owner)}}
 	if err := c.Create(ctx, apiServer, other); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(2 * forgetAfter)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(other), got); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(other), got, owner); !apierrors.IsNotFound(err) {
 		t.Fatalf("Get long after = %v", err)
+	}
+
+	// A copy made for an owner deleted and created again under the same name is
+	// not the new owner's: the convergence simulation found the new Service stuck
+	// NotOwned when the copy was taken for its own.
+	again := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u", OwnerReferences: ownedBy(owner)}}
+	if err := c.Create(ctx, apiServer, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(again), got, "owner-2"); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get for the owner's successor = %v, want NotFound", err)
+	}
+	if len(c.pending) != 0 {
+		t.Fatalf("%d pending: the predecessor's copy is kept", len(c.pending))
 	}
 }

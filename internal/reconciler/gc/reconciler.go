@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -16,6 +15,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // maxRecheck bounds how long a Configuration goes without a collection, as a backstop
@@ -37,16 +37,22 @@ type Reconciler struct {
 // events, for the Configurations of the Revisions a Route routes or stopped routing,
 // and on more (a change of config-gc, which wakes every Configuration).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, more ...source.Source) error {
-	b := ctrl.NewControllerManagedBy(mgr)
-	for _, src := range more {
-		b = b.WatchesRawSource(src)
+	c := r.Controller()
+	c.Sources = more
+	return c.Register(mgr, workers)
+}
+
+// Controller is what wakes the collector: Configurations, and the Routes that pin
+// their Revisions.
+func (r *Reconciler) Controller() watches.Controller {
+	return watches.Controller{
+		Name: "revision-gc",
+		Watches: []watches.Watch{
+			{Object: &v1.Configuration{}, Handler: &handler.EnqueueRequestForObject{}},
+			{Object: &v1.Route{}, Handler: handler.EnqueueRequestsFromMapFunc(r.routeToConfigurations)},
+		},
+		Reconciler: r,
 	}
-	return b.
-		Named("revision-gc").
-		For(&v1.Configuration{}).
-		Watches(&v1.Route{}, handler.EnqueueRequestsFromMapFunc(r.routeToConfigurations)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
 }
 
 // Reconcile deletes the Revisions Collect picks.

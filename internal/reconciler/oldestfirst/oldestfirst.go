@@ -6,13 +6,14 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -37,8 +38,8 @@ func (a *Ages) Object() handler.EventHandler {
 
 // Owner is the handler the builder's Owns uses (requests for the controlling owner of
 // ownerType), oldest first.
-func (a *Ages) Owner(mgr manager.Manager, ownerType client.Object) handler.EventHandler {
-	return a.Handler(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), ownerType, handler.OnlyControllerOwner()))
+func (a *Ages) Owner(scheme *runtime.Scheme, mapper meta.RESTMapper, ownerType client.Object) handler.EventHandler {
+	return a.Handler(handler.EnqueueRequestForOwner(scheme, mapper, ownerType, handler.OnlyControllerOwner()))
 }
 
 // Handler wraps h, whose requests then go into a priority queue at the age of the

@@ -19,10 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -44,6 +43,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one PodAutoscaler per call.
@@ -67,23 +67,38 @@ type Reconciler struct {
 // SetupWithManager registers the controller. sources carry the Autoscaler's
 // notifications and configuration changes into the controller's queue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, sources ...source.Source) error {
+	c := r.Controller(watches.OwnersOf(mgr))
+	c.Sources = append(c.Sources, sources...)
+	return c.Register(mgr, workers)
+}
+
+// Controller is what wakes the reconciler: its PodAutoscalers, their Deployments'
+// scale, their HPAs, and the end of a burst it waited for.
+func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	if r.now == nil {
 		r.now = time.Now
 	}
 	r.afterBurst = newAfterBurst()
 	ages := oldestfirst.New()
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("podautoscaler").
-		Watches(&av1alpha1.PodAutoscaler{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
-		// The Deployment belongs to the Revision; its PodAutoscaler has the Revision's name.
-		Watches(&appsv1.Deployment{}, ages.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: scaleChanged})).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, ages.Owner(mgr, &av1alpha1.PodAutoscaler{})).
-		WatchesRawSource(r.afterBurst)
-	for _, s := range sources {
-		b = b.WatchesRawSource(s)
+	return watches.Controller{
+		Name: "podautoscaler",
+		Watches: []watches.Watch{
+			{Object: &av1alpha1.PodAutoscaler{}, Handler: ages.Object(), Predicates: []predicate.Predicate{r.Status.Changes()}},
+			// The Deployment belongs to the Revision; its PodAutoscaler has the Revision's name.
+			{Object: &appsv1.Deployment{}, Handler: ages.Handler(handler.EnqueueRequestsFromMapFunc(deploymentToPA)),
+				Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: scaleChanged}}},
+			{Object: &autoscalingv2.HorizontalPodAutoscaler{}, Handler: ages.Owner(o.Scheme, o.Mapper, &av1alpha1.PodAutoscaler{})},
+		},
+		Sources:    []source.Source{r.afterBurst},
+		Reconciler: terminating.Ignore(r),
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(terminating.Ignore(r))
+}
+
+// WithClock makes the reconciler tell time by c (the convergence simulation's clock);
+// SetupWithManager uses the real one unless this was called.
+func (r *Reconciler) WithClock(c clock.PassiveClock) *Reconciler {
+	r.now = c.Now
+	return r
 }
 
 func deploymentToPA(_ context.Context, o client.Object) []reconcile.Request {

@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -106,6 +107,12 @@ type entry struct {
 // New returns Writes whose back-off starts at initial and doubles up to max.
 func New(initial, max time.Duration) *Writes {
 	return &Writes{initial: initial, max: max, now: time.Now, refused: make(map[string]*entry)}
+}
+
+// WithClock makes the back-off tell time by c (the convergence simulation's clock).
+func (w *Writes) WithClock(c clock.PassiveClock) *Writes {
+	w.now = c.Now
+	return w
 }
 
 // Do runs write unless the same write (id says what is written and with what content)

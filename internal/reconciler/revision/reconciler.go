@@ -10,9 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -30,6 +28,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one Revision per call.
@@ -48,6 +47,8 @@ type Reconciler struct {
 	// scale of new Revisions, and config-defaults for in-memory defaulting.
 	Config    func() *config.Config
 	AfterRead func()
+	// Serial, if set, ensures the two children one after the other (child.Together).
+	Serial bool
 }
 
 // SetupWithManager registers the controller. Pods belong to ReplicaSets, not to the
@@ -58,23 +59,33 @@ type Reconciler struct {
 // updates that leave what the status is computed from alone, and pod events other than
 // a pod starting or stopping to show a problem (the Deployment reports healthy pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
+}
+
+// Controller is what wakes the reconciler: its Revisions, their Deployments and
+// PodAutoscalers, and pods in trouble.
+func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	ages := oldestfirst.New()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("revision").
-		// Its own status writes cannot change the outcome; anything else can, a stale
-		// status another controller wrote included.
-		Watches(&v1.Revision{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
-		Watches(&appsv1.Deployment{}, ages.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: deploymentChanged})).
-		Watches(&av1alpha1.PodAutoscaler{}, ages.Owner(mgr, &v1.Revision{}), builder.WithPredicates(predicate.Funcs{UpdateFunc: autoscalerChanged})).
-		Watches(&corev1.Pod{}, ages.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return troubled(e.ObjectOld.(*corev1.Pod)) != troubled(e.ObjectNew.(*corev1.Pod))
-			},
-			DeleteFunc: func(event.DeleteEvent) bool { return false },
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(terminating.Ignore(r))
+	return watches.Controller{
+		Name: "revision",
+		Watches: []watches.Watch{
+			// Its own status writes cannot change the outcome; anything else can, a
+			// stale status another controller wrote included.
+			{Object: &v1.Revision{}, Handler: ages.Object(), Predicates: []predicate.Predicate{r.Status.Changes()}},
+			{Object: &appsv1.Deployment{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Revision{}),
+				Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: deploymentChanged}}},
+			{Object: &av1alpha1.PodAutoscaler{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Revision{}),
+				Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: autoscalerChanged}}},
+			{Object: &corev1.Pod{}, Handler: ages.Handler(handler.EnqueueRequestsFromMapFunc(podToRevision)), Predicates: []predicate.Predicate{predicate.Funcs{
+				CreateFunc: func(e event.CreateEvent) bool { return troubled(e.Object.(*corev1.Pod)) != "" },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return troubled(e.ObjectOld.(*corev1.Pod)) != troubled(e.ObjectNew.(*corev1.Pod))
+				},
+				DeleteFunc: func(event.DeleteEvent) bool { return false },
+			}}},
+		},
+		Reconciler: terminating.Ignore(r),
+	}
 }
 
 // deploymentChanged reports an update to what the Revision reads from its Deployment.
@@ -130,15 +141,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cfg := r.Config()
 	as := cfg.Autoscaler
 	var pa *av1alpha1.PodAutoscaler
-	paErr := make(chan error, 1)
-	go func() {
-		var err error
-		pa, err = child.Ensure(ctx, w, rev, "PodAutoscaler", resources.MakePodAutoscaler(want, as), updatePodAutoscaler(rev))
-		paErr <- err
-	}()
-	d, depErr := child.Ensure(ctx, w, rev, "Deployment",
-		resources.MakeDeployment(want, resources.ProgressDeadline(rev, cfg.Deployment.ProgressDeadline), resources.InitialReplicas(want, as)),
-		updateDeployment)
+	var d *appsv1.Deployment
+	var paErr, depErr error
+	child.Together(r.Serial, func() {
+		d, depErr = child.Ensure(ctx, w, rev, "Deployment",
+			resources.MakeDeployment(want, resources.ProgressDeadline(rev, cfg.Deployment.ProgressDeadline), resources.InitialReplicas(want, as)),
+			updateDeployment)
+	}, func() {
+		pa, paErr = child.Ensure(ctx, w, rev, "PodAutoscaler", resources.MakePodAutoscaler(want, as), updatePodAutoscaler(rev))
+	})
 
 	// Status.
 	status := rev.Status.DeepCopy()
@@ -146,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := v1.RevisionConditions.Manage(&status.Status)
 	m.InitializeConditions()
 	var o child.Outcome
-	for _, err := range []error{depErr, <-paErr} {
+	for _, err := range []error{depErr, paErr} {
 		if o.Mark(m, v1.RevisionConditionResourcesAvailable, err) {
 			// Without both children there are no pods to report on.
 			return o.Result(r.Status.Write(ctx, rev, &rev.Status, status))

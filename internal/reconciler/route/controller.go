@@ -3,8 +3,6 @@ package route
 import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -14,6 +12,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // SetupWithManager registers the Route controller. Routes are woken by their own
@@ -26,27 +25,32 @@ import (
 // of it (a Revision's replicas, a Configuration's latest created Revision) are dropped
 // before the tracker: they would wake every Route that names the object for nothing.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHandler, enqueue source.Source, workers int, more ...source.Source) error {
+	c := r.Controller(watches.OwnersOf(mgr), tracked)
+	c.Sources = append(append(c.Sources, enqueue), more...)
+	return c.Register(mgr, workers)
+}
+
+// Controller is what wakes the reconciler, but for the tracker's requeue and
+// configuration changes, which SetupWithManager adds as sources.
+func (r *Reconciler) Controller(o watches.Owners, tracked handler.EventHandler) watches.Controller {
 	ages := oldestfirst.New()
-	b := ctrl.NewControllerManagedBy(mgr)
-	for _, src := range more {
-		b = b.WatchesRawSource(src)
+	return watches.Controller{
+		Name: "route",
+		Watches: []watches.Watch{
+			// Its own status writes cannot change the outcome; anything else can, a
+			// stale status another controller wrote included.
+			{Object: &v1.Route{}, Handler: ages.Object(), Predicates: []predicate.Predicate{r.Status.Changes()}},
+			{Object: &netv1alpha1.Ingress{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Route{})},
+			{Object: &corev1.Service{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Route{})},
+			{Object: &v1.Configuration{}, Handler: ages.Handler(tracked), Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				return routingOfConfiguration(e.ObjectOld.(*v1.Configuration)) != routingOfConfiguration(e.ObjectNew.(*v1.Configuration))
+			}}}},
+			{Object: &v1.Revision{}, Handler: ages.Handler(tracked), Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+				return routingOfRevision(e.ObjectOld.(*v1.Revision)) != routingOfRevision(e.ObjectNew.(*v1.Revision))
+			}}}},
+		},
+		Reconciler: terminating.Ignore(r),
 	}
-	return b.
-		Named("route").
-		// Its own status writes cannot change the outcome; anything else can, a stale
-		// status another controller wrote included.
-		Watches(&v1.Route{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
-		Watches(&netv1alpha1.Ingress{}, ages.Owner(mgr, &v1.Route{})).
-		Watches(&corev1.Service{}, ages.Owner(mgr, &v1.Route{})).
-		Watches(&v1.Configuration{}, ages.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			return routingOfConfiguration(e.ObjectOld.(*v1.Configuration)) != routingOfConfiguration(e.ObjectNew.(*v1.Configuration))
-		}})).
-		Watches(&v1.Revision{}, ages.Handler(tracked), builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			return routingOfRevision(e.ObjectOld.(*v1.Revision)) != routingOfRevision(e.ObjectNew.(*v1.Revision))
-		}})).
-		WatchesRawSource(enqueue).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(terminating.Ignore(r))
 }
 
 // configurationRouting is what traffic resolution reads of a Configuration.

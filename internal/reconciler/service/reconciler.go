@@ -6,9 +6,8 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
@@ -20,6 +19,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one Service per call.
@@ -37,20 +37,29 @@ type Reconciler struct {
 	// default the children as admission defaults a Service (nil: Knative's defaults).
 	Config    func() *config.Config
 	AfterRead func()
+	// Serial, if set, ensures the two children one after the other (child.Together).
+	Serial bool
 }
 
 // SetupWithManager registers the controller: Services and the children they own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
+}
+
+// Controller is what wakes the reconciler: its Services and the children they own.
+func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	ages := oldestfirst.New()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("service").
-		// Its own status writes cannot change the outcome; anything else can, a stale
-		// status another controller wrote included.
-		Watches(&v1.Service{}, ages.Object(), builder.WithPredicates(r.Status.Changes())).
-		Watches(&v1.Configuration{}, ages.Owner(mgr, &v1.Service{})).
-		Watches(&v1.Route{}, ages.Owner(mgr, &v1.Service{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(terminating.Ignore(r))
+	return watches.Controller{
+		Name: "service",
+		Watches: []watches.Watch{
+			// Its own status writes cannot change the outcome; anything else can, a
+			// stale status another controller wrote included.
+			{Object: &v1.Service{}, Handler: ages.Object(), Predicates: []predicate.Predicate{r.Status.Changes()}},
+			{Object: &v1.Configuration{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Service{})},
+			{Object: &v1.Route{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Service{})},
+		},
+		Reconciler: terminating.Ignore(r),
+	}
 }
 
 // Reconcile keeps the Service's Configuration and Route equal to its spec and copies
@@ -71,13 +80,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// first reconcile, creating them side by side takes one API round trip instead of two.
 	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
 	var rt *v1.Route
-	rtErr := make(chan error, 1)
-	go func() {
-		var err error
-		rt, err = child.Ensure(ctx, w, svc, "Route", resources.MakeRoute(want), updateRoute)
-		rtErr <- err
-	}()
-	cfg, cfgErr := child.Ensure(ctx, w, svc, "Configuration", resources.MakeConfiguration(want), updateConfiguration)
+	var cfg *v1.Configuration
+	var rtErr, cfgErr error
+	child.Together(r.Serial, func() {
+		cfg, cfgErr = child.Ensure(ctx, w, svc, "Configuration", resources.MakeConfiguration(want), updateConfiguration)
+	}, func() {
+		rt, rtErr = child.Ensure(ctx, w, svc, "Route", resources.MakeRoute(want), updateRoute)
+	})
 
 	// Status.
 	status := svc.Status.DeepCopy()
@@ -88,15 +97,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch {
 	case o.Mark(m, v1.ServiceConditionConfigurationsReady, cfgErr):
 	case cfgErr != nil:
-		<-rtErr
 		return ctrl.Result{}, cfgErr
 	default:
 		status.PropagateConfigurationStatus(cfg)
 	}
-	switch err := <-rtErr; {
-	case o.Mark(m, v1.ServiceConditionRoutesReady, err):
-	case err != nil:
-		return ctrl.Result{}, err
+	switch {
+	case o.Mark(m, v1.ServiceConditionRoutesReady, rtErr):
+	case rtErr != nil:
+		return ctrl.Result{}, rtErr
 	default:
 		status.PropagateRouteStatus(rt, want.Spec.Traffic)
 	}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -65,6 +66,42 @@ type Writer struct {
 	since map[types.NamespacedName]arrival
 	// held holds since when a change of each object's status has been held back.
 	held map[types.NamespacedName]time.Time
+	// off are the safeguards switched off (Without).
+	off map[Safeguard]bool
+}
+
+// Safeguard names one of the Writer's rules against a lost status update, so that
+// the convergence simulation (internal/convergence) can switch it off and show that
+// it then finds the loss. Nothing else switches one off.
+type Safeguard string
+
+const (
+	// RewriteWhileBehind writes a status equal to the cached one while the cache
+	// still shows the version this Writer's last write was computed from: the API
+	// server holds that write, not the cached status.
+	RewriteWhileBehind Safeguard = "rewrite-while-behind"
+	// RepairOthersWrites writes again a status this Writer wrote before, once the
+	// cache shows a later version that differs: someone else's write.
+	RepairOthersWrites Safeguard = "repair-others-writes"
+	// OthersWritesWake lets through every status update but this Writer's own
+	// echo: a stale status another replica wrote wakes the reconciler.
+	OthersWritesWake Safeguard = "others-writes-wake"
+	// RelistKeepsSpec lets through this Writer's echo when it also carries a
+	// change of spec or metadata, as an update after a relist can.
+	RelistKeepsSpec Safeguard = "relist-keeps-spec"
+)
+
+// Safeguards are all of them, for the simulation's sensitivity tests.
+var Safeguards = []Safeguard{RewriteWhileBehind, RepairOthersWrites, OthersWritesWake, RelistKeepsSpec}
+
+// Without switches the safeguards off (the simulation's sensitivity tests only). Call
+// it before the Writer is used.
+func (w *Writer) Without(s ...Safeguard) *Writer {
+	w.off = make(map[Safeguard]bool, len(s))
+	for _, g := range s {
+		w.off[g] = true
+	}
+	return w
 }
 
 // arrival is when the Writer's watch brought generation of the object with uid.
@@ -95,6 +132,13 @@ func New(c client.Client, recorder events.EventRecorder, settle time.Duration) *
 	return &Writer{client: c, recorder: recorder, settle: settle, now: time.Now,
 		last: make(map[types.NamespacedName]written), since: make(map[types.NamespacedName]arrival),
 		held: make(map[types.NamespacedName]time.Time)}
+}
+
+// WithClock makes the Writer tell time by c (the convergence simulation's clock).
+// Call it before the Writer is used.
+func (w *Writer) WithClock(c clock.PassiveClock) *Writer {
+	w.now = c.Now
+	return w
 }
 
 // OnReady makes the Writer call f with an object's time to Ready when it writes
@@ -134,8 +178,8 @@ func (w *Writer) NotFailures(reasons ...string) *Writer {
 // for obj from the version the cache still shows (the cache is behind). When it holds desired back, the result requeues the
 // object for the end of the wait; a reconciler returns what Write returns.
 //
-// The write replaces the whole status (a JSON patch "add /status") without a
-// resourceVersion precondition. A reconcile that runs before the cache has seen the
+// The write replaces the whole status (a JSON patch "add /status", for this object's
+// UID only) without a resourceVersion precondition. A reconcile that runs before the cache has seen the
 // previous write computes its status from children at least as fresh, so its status is
 // the right one: a precondition would only turn it into a conflict, a wasted write and
 // a retry, and a merge patch computed against the stale copy could drop changes.
@@ -152,12 +196,19 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	// went back to the cached one (Ready, Unknown, Ready again before the cache caught
 	// up) must be written, or it is lost — the write's own watch event is filtered
 	// out (Changes) and wakes no one.
-	behind := seen && last.from == obj.GetResourceVersion()
+	behind := seen && last.from == obj.GetResourceVersion() && !w.off[RewriteWhileBehind]
 	if equality.Semantic.DeepEqual(cached, desired) && !behind {
 		w.release(key)
 		return reconcile.Result{}, nil
 	}
-	patch, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": desired}})
+	// The test pins the object: a status computed for an object that was deleted and
+	// created again under its name must not land on its successor (the convergence
+	// simulation found one that did); the API server refuses it with 422, and the
+	// retry reads the successor.
+	patch, err := json.Marshal([]any{
+		map[string]any{"op": "test", "path": "/metadata/uid", "value": obj.GetUID()},
+		map[string]any{"op": "add", "path": "/status", "value": desired},
+	})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -171,7 +222,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	if seen {
 		this.readyGeneration = last.readyGeneration
 	}
-	if seen && last.sum == this.sum && last.from == this.from {
+	if seen && last.sum == this.sum && (last.from == this.from || w.off[RepairOthersWrites]) {
 		// The cache has not caught up with this Writer's write yet. Once it shows a
 		// later version whose status still differs, someone else wrote it (another
 		// controller, a stale write across a failover), and it is written again.
@@ -261,8 +312,8 @@ func (w *Writer) Changes() predicate.Predicate {
 			w.mu.Lock()
 			last, seen := w.last[client.ObjectKeyFromObject(obj)]
 			w.mu.Unlock()
-			echo := seen && last.uid == obj.GetUID() && last.to == obj.GetResourceVersion()
-			return !echo || !onlyStatus(e.ObjectOld, obj)
+			echo := seen && last.uid == obj.GetUID() && (last.to == obj.GetResourceVersion() || w.off[OthersWritesWake])
+			return !echo || (!w.off[RelistKeepsSpec] && !onlyStatus(e.ObjectOld, obj))
 		},
 	}
 }

@@ -1,0 +1,61 @@
+// Package watches declares what wakes each of Ferry's controllers — the kinds it
+// watches, with which handler and predicates — once, as data. controller-runtime's
+// builder registers it (Register), and the convergence simulation
+// (internal/convergence) delivers its own events through the very same handlers and
+// predicates: what the simulation proves is about the wiring that runs, not a copy.
+package watches
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Watch is one kind a controller watches: its events go through Predicates, then
+// Handler turns them into requests.
+type Watch struct {
+	Object     client.Object
+	Handler    handler.EventHandler
+	Predicates []predicate.Predicate
+}
+
+// Controller is a named reconciler and everything that wakes it. Sources are the
+// wake-ups that are not watches of a kind (the tracker's requeue, configuration
+// changes, the autoscaler's decisions).
+type Controller struct {
+	Name       string
+	Watches    []Watch
+	Sources    []source.Source
+	Reconciler reconcile.Reconciler
+}
+
+// Owners is what an owner handler needs to find a child's controlling owner: the
+// manager's scheme and REST mapper, or the simulation's.
+type Owners struct {
+	Scheme *runtime.Scheme
+	Mapper meta.RESTMapper
+}
+
+// OwnersOf returns the manager's Owners.
+func OwnersOf(mgr ctrl.Manager) Owners {
+	return Owners{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
+}
+
+// Register adds c to mgr with workers concurrent reconciles.
+func (c Controller) Register(mgr ctrl.Manager, workers int) error {
+	b := ctrl.NewControllerManagedBy(mgr).Named(c.Name)
+	for _, w := range c.Watches {
+		b = b.Watches(w.Object, w.Handler, builder.WithPredicates(w.Predicates...))
+	}
+	for _, s := range c.Sources {
+		b = b.WatchesRawSource(s)
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(c.Reconciler)
+}
