@@ -1,0 +1,145 @@
+package convergence
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Environment of the long form (make simulate) and of a replay.
+const (
+	seedsEnv    = "FERRY_SIM_SEEDS"  // seeds per family (default shortSeeds)
+	firstEnv    = "FERRY_SIM_FIRST"  // first seed (default 1)
+	replayEnv   = "FERRY_SIM_REPLAY" // "<family>:<seed>": print that run's trace
+	shortSeeds  = 2500               // × 4 families: 10,000 runs in CI
+	traceOnFail = 400                // trace lines printed for a failing seed
+)
+
+// TestSimulate runs every family over a range of seeds (10,000 runs in all by
+// default) and fails with each failing seed, its first violation, and how to replay
+// it.
+func TestSimulate(t *testing.T) {
+	n := envInt(t, seedsEnv, shortSeeds)
+	first := int64(envInt(t, firstEnv, 1))
+	var ran atomic.Int64
+	failed := explore(Families, first, n, Weaken{}, &ran, 0)
+	t.Logf("ran %d seeds × %d families = %d runs; %d failed", n, len(Families), ran.Load(), len(failed))
+	for _, r := range failed {
+		t.Errorf("%s\n  replay: %s=%s:%d go test ./internal/convergence -run TestReplay -v", r, replayEnv, r.Scenario, r.Seed)
+	}
+	if len(failed) > 0 {
+		t.Logf("trace of seed %d (%s), last %d lines:\n%s", failed[0].Seed, failed[0].Scenario, traceOnFail, tail(failed[0].Trace, traceOnFail))
+	}
+}
+
+// TestReplay prints the whole trace of one run: FERRY_SIM_REPLAY=<family>:<seed>.
+func TestReplay(t *testing.T) {
+	spec := os.Getenv(replayEnv)
+	if spec == "" {
+		t.Skipf("set %s=<family>:<seed> to replay a run", replayEnv)
+	}
+	family, seedText, _ := strings.Cut(spec, ":")
+	seed, err := strconv.ParseInt(seedText, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", replayEnv, spec, err)
+	}
+	sc, ok := familyNamed(family)
+	if !ok {
+		t.Fatalf("no family %q", family)
+	}
+	r := Run(seed, sc, Weaken{})
+	t.Logf("trace:\n%s", strings.Join(r.Trace, "\n"))
+	for _, v := range r.Violations {
+		t.Error(v)
+	}
+}
+
+// explore runs seeds [first, first+n) in each family on every core, and returns the
+// failing runs (at most stopAfter if it is set, which also stops early).
+func explore(families []Scenario, first int64, n int, weaken Weaken, ran *atomic.Int64, stopAfter int) []Result {
+	type job struct {
+		sc   Scenario
+		seed int64
+	}
+	jobs := make(chan job)
+	var mu sync.Mutex
+	var failed []Result
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if stop.Load() {
+					continue
+				}
+				r := Run(j.seed, j.sc, weaken)
+				ran.Add(1)
+				if len(r.Violations) > 0 {
+					mu.Lock()
+					failed = append(failed, r)
+					if stopAfter > 0 && len(failed) >= stopAfter {
+						stop.Store(true)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		for _, sc := range families {
+			jobs <- job{sc, first + int64(i)}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return failed
+}
+
+func familyNamed(name string) (Scenario, bool) {
+	for _, f := range Families {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Scenario{}, false
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return n
+}
+
+func tail(lines []string, n int) string {
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestRunIsAFunctionOfItsSeed(t *testing.T) {
+	for _, sc := range Families {
+		a, b := Run(7, sc, Weaken{}), Run(7, sc, Weaken{})
+		if strings.Join(a.Trace, "\n") != strings.Join(b.Trace, "\n") {
+			t.Errorf("%s: two runs of seed 7 differ (%d and %d trace lines)", sc.Name, len(a.Trace), len(b.Trace))
+		}
+		if a.Steps < 50 || a.Writes < 10 {
+			t.Errorf("%s: seed 7 took %d steps and %d writes: the workload did not run", sc.Name, a.Steps, a.Writes)
+		}
+	}
+}
+
+var _ = fmt.Sprint

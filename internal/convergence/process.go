@@ -1,0 +1,135 @@
+package convergence
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-serving/ferry/internal/reconciler"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+)
+
+// process is one `ferry controller` replica while it leads: its informers, its
+// controllers' queues, and Ferry's real reconcilers built as SetupWithManager builds
+// them. A crash loses all of it; a restart builds it again from the store.
+type process struct {
+	name  string
+	sim   *Sim
+	alive bool
+	// startAt is the store log index the informers start from; started is set once
+	// the process is built: an informer started later lists the store as it is then.
+	startAt     int
+	started     bool
+	informers   map[string]*informer
+	controllers []*controller
+	set         *reconciler.Set
+}
+
+type controller struct {
+	name  string
+	proc  *process
+	queue *queue
+	do    reconcile.Reconciler
+}
+
+// start builds the process's reconcilers and informers, the caches as of the store's
+// log index asOf (behind the store when asOf < len(log): a stale view), and delivers
+// the initial list to every watch.
+func (s *Sim) start(name string, asOf int) *process {
+	p := &process{name: name, sim: s, alive: true, startAt: asOf, informers: map[string]*informer{}}
+	route, pa := &controllerRef{}, &controllerRef{}
+	p.set = reconciler.Build(reconciler.Deps{
+		Client: cacheClient{p: p}, APIReader: apiReader{sim: s},
+		Recorder: func(string) events.EventRecorder { return s.recorder },
+		Owners:   watches.Owners{Scheme: s.scheme, Mapper: s.mapper},
+		Clock:    s.clock, Serial: true, Without: s.weaken.without(),
+	}, s.options(), route.add, pa.add)
+	if s.weaken.Tracker {
+		p.set.Tracker.ReadBeforeTrack()
+	}
+	if err := index.Register(context.Background(), p); err != nil {
+		panic(err)
+	}
+	for _, c := range p.set.All() {
+		ctl := &controller{name: c.Name, proc: p, queue: newQueue(s, p), do: c.Reconciler}
+		p.controllers = append(p.controllers, ctl)
+		switch c.Name {
+		case p.set.Route.Name:
+			route.c = ctl
+		case p.set.PodAutoscaler.Name:
+			pa.c = ctl
+		}
+		for _, w := range c.Watches {
+			inf := p.informer(kindOf(s.scheme, w.Object))
+			l := &listener{watch: w, control: ctl}
+			inf.listeners = append(inf.listeners, l)
+			for _, key := range sortedKeys(inf.objs) {
+				l.pending = append(l.pending, notification{new: inf.objs[key], initial: true})
+			}
+		}
+	}
+	p.started = true
+	return p
+}
+
+// controllerRef lets the tracker and the autoscaler, built before the controllers,
+// enqueue into one.
+type controllerRef struct{ c *controller }
+
+func (r *controllerRef) add(key types.NamespacedName) {
+	if r.c != nil && r.c.proc.alive {
+		r.c.queue.Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
+// informer returns the process's informer of kind, starting it (as of the process's
+// start) if it is new, as controller-runtime starts one on first use.
+func (p *process) informer(kind string) *informer {
+	if inf, ok := p.informers[kind]; ok {
+		return inf
+	}
+	inf := &informer{kind: kind, objs: map[types.NamespacedName]client.Object{}, indexes: map[string]client.IndexerFunc{}}
+	at := p.startAt
+	if p.started {
+		// Started after the process began: it lists the store as it is now.
+		at = len(p.sim.store.log)
+	}
+	for _, c := range p.sim.store.log[:at] {
+		if c.ref.kind != kind {
+			continue
+		}
+		if c.deleted {
+			delete(inf.objs, c.ref.key)
+		} else {
+			inf.objs[c.ref.key] = c.obj.DeepCopyObject().(client.Object)
+		}
+	}
+	inf.cursor = at
+	p.informers[kind] = inf
+	return inf
+}
+
+// IndexField registers a field index on the process's cache (client.FieldIndexer).
+func (p *process) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	p.informer(kindOf(p.sim.scheme, obj)).indexes[field] = fn
+	return nil
+}
+
+func (p *process) controller(name string) *controller {
+	for _, c := range p.controllers {
+		if c.name == name {
+			return c
+		}
+	}
+	panic(fmt.Sprintf("no controller %q", name))
+}
+
+// crashed is what a crashing process panics with, to unwind the reconcile it is in.
+type crashed struct{ proc string }
+
+func (c crashed) Error() string { return c.proc + " crashed" }

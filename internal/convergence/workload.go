@@ -1,0 +1,229 @@
+package convergence
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/config"
+)
+
+const namespace = "default"
+
+// workload is what a user does during a run, in order, each step when it may (after
+// what it needs exists) and when the simulation picks it among everything else that
+// can happen: so user writes interleave with the controllers' work at every point.
+type workload struct {
+	sim  *Sim
+	ops  []op
+	next int
+}
+
+type op struct {
+	what string
+	// when reports whether the step can be taken now (nil: at any time).
+	when func() bool
+	do   func()
+}
+
+func (w *workload) actions() []action {
+	if w.next >= len(w.ops) {
+		return nil
+	}
+	o := w.ops[w.next]
+	if o.when != nil && !o.when() {
+		return nil
+	}
+	return []action{{"user: " + o.what, func() {
+		w.next++
+		w.sim.author = "user"
+		o.do()
+		w.sim.author = ""
+	}}}
+}
+
+// done reports whether the user has taken every step.
+func (w *workload) done() bool { return w.next >= len(w.ops) }
+
+// newWorkload draws the run's workload from the seed: one or two Services, each
+// created and then changed a few times (new templates, traffic splits with tags and
+// back, deletion and re-creation under the same name, a stale status planted by a
+// replica that no longer leads), and sometimes a Route created before the
+// Configuration it names.
+func newWorkload(s *Sim) *workload {
+	w := &workload{sim: s}
+	for i := range 1 + s.rng.Intn(2) {
+		name := fmt.Sprintf("svc-%d", i)
+		w.add("create Service "+name, nil, func() { w.createService(name, "v1") })
+		version := 1
+		for range s.rng.Intn(4) {
+			switch s.rng.Intn(5) {
+			case 0, 1:
+				version++
+				image := fmt.Sprintf("v%d", version)
+				w.add("change the template of "+name+" to "+image, w.exists(name), func() { w.updateService(name, func(svc *v1.Service) { setImage(svc, image) }) })
+			case 2:
+				w.add("split "+name+"'s traffic 50/50 with its first Revision, tagged", w.exists(name), func() {
+					w.updateService(name, func(svc *v1.Service) {
+						svc.Spec.Traffic = []v1.TrafficTarget{
+							{LatestRevision: ptr.To(true), Percent: ptr.To[int64](50)},
+							{RevisionName: name + "-00001", LatestRevision: ptr.To(false), Percent: ptr.To[int64](50), Tag: "first"},
+						}
+					})
+				})
+				w.add("send all of "+name+"'s traffic to its latest Revision again", w.exists(name), func() {
+					w.updateService(name, func(svc *v1.Service) { svc.Spec.Traffic = nil })
+				})
+			case 3:
+				w.add("delete Service "+name, w.exists(name), func() { w.delete(&v1.Service{}, name) })
+				w.add("create Service "+name+" again", nil, func() { w.createService(name, "v1") })
+				version = 1
+			case 4:
+				w.add("plant a stale status in "+name+" and its children", w.ready(name), func() { w.plantStale(name) })
+			}
+		}
+	}
+	if s.rng.Intn(3) == 0 {
+		w.add("create Route early, naming Configuration late that does not exist yet", nil, func() {
+			rt := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "early"}}
+			rt.Spec.Traffic = []v1.TrafficTarget{{ConfigurationName: "late", Percent: ptr.To[int64](100)}}
+			w.create(rt)
+		})
+		w.add("create Configuration late", nil, func() {
+			cfg := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "late"}}
+			cfg.Spec.Template.Spec.Containers = []corev1.Container{{Image: "ferry.test/late"}}
+			w.create(cfg)
+		})
+	}
+	return w
+}
+
+func (w *workload) add(what string, when func() bool, do func()) {
+	w.ops = append(w.ops, op{what: what, when: when, do: do})
+}
+
+func key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+func (w *workload) exists(name string) func() bool {
+	return func() bool {
+		_, ok := w.sim.store.get(ref{kind: serviceKind, key: key(name)})
+		return ok
+	}
+}
+
+// ready: the Service is Ready in its current generation, as a user waiting for it
+// sees.
+func (w *workload) ready(name string) func() bool {
+	return func() bool {
+		o, ok := w.sim.store.get(ref{kind: serviceKind, key: key(name)})
+		if !ok {
+			return false
+		}
+		svc := o.(*v1.Service)
+		return svc.Status.ObservedGeneration == svc.Generation && svc.Status.GetCondition(v1.ServiceConditionReady).IsTrue()
+	}
+}
+
+func setImage(svc *v1.Service, image string) {
+	svc.Spec.Template.Spec.Containers = []corev1.Container{{Image: "ferry.test/hello:" + image}}
+}
+
+// admit defaults obj as Ferry's admission webhook does before it is stored.
+func admit(obj client.Object) {
+	ctx := config.ToContext(context.Background(), config.Default())
+	if d, ok := obj.(interface{ SetDefaults(context.Context) }); ok {
+		d.SetDefaults(ctx)
+	}
+}
+
+func (w *workload) createService(name, image string) {
+	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	setImage(svc, image)
+	w.create(svc)
+}
+
+func (w *workload) create(obj client.Object) {
+	admit(obj)
+	err := w.sim.store.create(obj)
+	w.sim.logf("[user] creates %s: %s", w.sim.store.refOf(obj), resultOf(obj, err))
+}
+
+func (w *workload) updateService(name string, change func(*v1.Service)) {
+	o, ok := w.sim.store.get(ref{kind: serviceKind, key: key(name)})
+	if !ok {
+		return
+	}
+	svc := o.(*v1.Service)
+	change(svc)
+	admit(svc)
+	err := w.sim.store.update(svc, false)
+	w.sim.logf("[user] updates %s: %s (generation %d)", w.sim.store.refOf(svc), resultOf(svc, err), svc.Generation)
+}
+
+func (w *workload) delete(obj client.Object, name string) {
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	r := w.sim.store.refOf(obj)
+	err := w.sim.store.delete(r, "")
+	w.sim.logf("[user] deletes %s: %s", r, errString(err))
+}
+
+// plantStale writes into a Ready Service, its Configuration, Route and latest Revision
+// a status from before the rollout finished, as a replica that no longer leads would
+// (the integration test TestHAControllerFailover does the same): no URL, traffic or
+// Revision names, every condition Unknown.
+func (w *workload) plantStale(name string) {
+	s := w.sim
+	o, ok := s.store.get(ref{kind: serviceKind, key: key(name)})
+	if !ok {
+		return
+	}
+	latest := o.(*v1.Service).Status.LatestReadyRevisionName
+	s.author = "stale-replica"
+	for _, obj := range []client.Object{&v1.Service{}, &v1.Configuration{}, &v1.Route{}, &v1.Revision{}} {
+		n := name
+		if _, isRev := obj.(*v1.Revision); isRev {
+			n = latest
+		}
+		r := ref{kind: kindOf(s.scheme, obj), key: key(n)}
+		cur, ok := s.store.get(r)
+		if !ok {
+			continue
+		}
+		stale := duckStatusOf(cur).DeepCopy()
+		for i := range stale.Conditions {
+			stale.Conditions[i].Status, stale.Conditions[i].Reason, stale.Conditions[i].Message = corev1.ConditionUnknown, "StaleWrite", "written by a replica that no longer leads"
+		}
+		data, err := json.Marshal([]any{map[string]any{"op": "add", "path": "/status", "value": stale}})
+		if err != nil {
+			panic(err)
+		}
+		err = s.store.patch(cur, client.RawPatch(types.JSONPatchType, data), true)
+		s.logf("[stale-replica] writes a stale status into %s: %s", r, resultOf(cur, err))
+	}
+}
+
+// duckStatusOf is the Knative status of obj, or nil for other kinds.
+func duckStatusOf(obj client.Object) *duck.Status {
+	switch o := obj.(type) {
+	case *v1.Service:
+		return &o.Status.Status
+	case *v1.Configuration:
+		return &o.Status.Status
+	case *v1.Revision:
+		return &o.Status.Status
+	case *v1.Route:
+		return &o.Status.Status
+	}
+	return knativeStatusOf(obj)
+}
