@@ -9,6 +9,8 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	revisionresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
+	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,11 +137,11 @@ func (r *reader) configuration(name string) {
 	}
 }
 
-// revisionChildren reads a Revision's Deployment (<revision>-deployment),
+// revisionChildren reads a Revision's Deployment (named as the reconciler names it),
 // ReplicaSets and pods.
 func (r *reader) revisionChildren(rev string) {
 	dep := &appsv1.Deployment{}
-	if r.get(v1.DeploymentName(rev), dep) {
+	if r.get(revisionresources.DeploymentName(rev), dep) {
 		r.ch.Deployments[rev] = dep
 	}
 	sel := client.MatchingLabels{v1.RevisionLabelKey: rev}
@@ -160,7 +162,7 @@ func (r *reader) revisionChildren(rev string) {
 	}
 }
 
-// route reads a Route and its KIngress (of the same name).
+// route reads a Route and its KIngress (named as the reconciler names it).
 func (r *reader) route(name string) {
 	rt := &v1.Route{}
 	if !r.get(name, rt) {
@@ -168,7 +170,7 @@ func (r *reader) route(name string) {
 	}
 	r.ch.Route = rt
 	ing := &netv1alpha1.Ingress{}
-	if r.get(name, ing) {
+	if r.get(routeresources.IngressName(rt), ing) {
 		r.ch.Ingress = ing
 	}
 }

@@ -6,14 +6,15 @@ import (
 	"strings"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	revisionresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// revision walks a Revision at depth and below it its Deployment
-// (<revision>-deployment), ReplicaSet and pods. say explains a Revision that is not
-// Ready: down to its Deployment, and to its pods while the Deployment is short of
-// them.
+// revision walks a Revision at depth and below it its Deployment (named by
+// revisionresources.DeploymentName), ReplicaSet and pods. say explains a Revision that
+// is not Ready: down to its Deployment, and to its pods while the Deployment is short
+// of them.
 func (w *walker) revision(depth int, rev *v1.Revision, role string, say bool) {
 	c := w.c
 	summary := knativeSummary(rev.Generation, &rev.Status.Status)
@@ -30,7 +31,7 @@ func (w *walker) revision(depth int, rev *v1.Revision, role string, say bool) {
 
 	dep := c.Deployments[rev.Name]
 	if dep == nil {
-		name := v1.DeploymentName(rev.Name)
+		name := revisionresources.DeploymentName(rev.Name)
 		w.missing(depth+1, "Deployment", name, "missing")
 		if !say {
 			return

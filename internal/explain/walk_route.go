@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
 // routeRoot walks a Route root: the Route, the Configuration it sends traffic to,
@@ -87,9 +88,10 @@ func (w *walker) ingress(depth int, say bool) {
 	c := w.c
 	rt, ing := c.Route, c.Ingress
 	if ing == nil {
-		w.missing(depth+1, "KIngress", rt.Name, "missing")
+		name := routeresources.IngressName(rt)
+		w.missing(depth+1, "KIngress", name, "missing")
 		if say {
-			line := fmt.Sprintf("KIngress %s: missing", rt.Name)
+			line := fmt.Sprintf("KIngress %s: missing", name)
 			if cond := rt.Status.GetCondition(v1.RouteConditionIngressReady); cond.IsFalse() {
 				// The Route says why: the API server refused it.
 				line += " (the Route's " + formatCondition(string(cond.Type), string(cond.Status), cond.Reason, cond.Message) + ")"

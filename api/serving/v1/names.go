@@ -47,7 +47,3 @@ const (
 	// to begin its answer.
 	TimeoutSecondsAnnotationKey = "serving.ferry.dev/timeout-seconds"
 )
-
-// DeploymentName is the name of the Deployment that runs a Revision's pods, as
-// Knative names it.
-func DeploymentName(revision string) string { return revision + "-deployment" }

@@ -94,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if problem == nil {
 		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", resources.MakeIngress(want, targets, hosts), updateIngress)
 	} else {
-		ing, ingErr = child.Get[*netv1alpha1.Ingress](ctx, w, route, "Ingress", client.ObjectKeyFromObject(route))
+		ing, ingErr = child.Get[*netv1alpha1.Ingress](ctx, w, route, "Ingress", client.ObjectKey{Namespace: route.Namespace, Name: resources.IngressName(route)})
 	}
 
 	// Status.

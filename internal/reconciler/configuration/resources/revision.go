@@ -15,13 +15,15 @@ import (
 
 // RevisionName is the name of the Revision for the Configuration's current generation:
 // the template's own name when the user chose one, else <config>-<generation, five
-// digits>. Deterministic names are what make a second create of the same generation
+// digits>, hashed by kmeta.ChildName to fit 63 characters when the Configuration's name
+// is over 57 (as Knative does; shorter names are unchanged, so existing Revisions keep
+// theirs). Deterministic names are what make a second create of the same generation
 // fail with AlreadyExists instead of making a twin.
 func RevisionName(cfg *v1.Configuration) string {
 	if n := cfg.Spec.Template.ObjectMeta.Name; n != "" {
 		return n
 	}
-	return fmt.Sprintf("%s-%05d", cfg.Name, cfg.Generation)
+	return kmeta.ChildName(cfg.Name, fmt.Sprintf("-%05d", cfg.Generation))
 }
 
 // CheckRevisionName reports a user-chosen name Knative's webhook would reject.

@@ -2,12 +2,14 @@ package resources
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/kmeta"
 )
 
 func TestMakeRevision(t *testing.T) {
@@ -56,5 +58,38 @@ func TestMakeRevision(t *testing.T) {
 	cfg.Spec.Template.ObjectMeta.Name = "blue"
 	if CheckRevisionName(cfg) == nil {
 		t.Error("a BYO name without the Configuration's prefix must be refused")
+	}
+}
+
+// TestRevisionName: a name that fits is <config>-<generation> as before Ferry hashed
+// (existing Revisions keep their names); a longer one is Knative's hashed name of 63.
+func TestRevisionName(t *testing.T) {
+	n := func(l int) string { return strings.Repeat("c", l) }
+	long63 := "the-longest-name-knative-accepts-for-a-service-is-63-characters"
+	for _, tc := range []struct {
+		name, template string
+		gen            int64
+		want           string
+	}{
+		{name: "hello", gen: 1, want: "hello-00001"},
+		{name: "hello", gen: 123456, want: "hello-123456"},
+		{name: n(57), gen: 1, want: n(57) + "-00001"},
+		{name: n(58), gen: 1, want: kmeta.ChildName(n(58), "-00001")},
+		{name: long63, gen: 1, want: "the-longest-name-knative-0b3fa7fd5cddc016fb1060803dcc2532-00001"},
+		{name: long63, gen: 2, want: kmeta.ChildName(long63, "-00002")},
+		{name: n(58), template: n(58) + "-blue", gen: 1, want: n(58) + "-blue"},
+	} {
+		cfg := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Generation: tc.gen}}
+		cfg.Spec.Template.ObjectMeta.Name = tc.template
+		got := RevisionName(cfg)
+		if got != tc.want {
+			t.Errorf("RevisionName(%q, generation %d, template %q) = %q, want %q", tc.name, tc.gen, tc.template, got, tc.want)
+		}
+		if len(got) > 63 {
+			t.Errorf("RevisionName(%q) = %q has %d characters", tc.name, got, len(got))
+		}
+		if rev := MakeRevision(context.Background(), cfg); rev.Labels[v1.ConfigurationLabelKey] != tc.name {
+			t.Errorf("configuration label = %q, want the Configuration's name %q", rev.Labels[v1.ConfigurationLabelKey], tc.name)
+		}
 	}
 }

@@ -47,13 +47,19 @@ func Labels(rev *v1.Revision) map[string]string {
 	return l
 }
 
+// DeploymentName is the name of the Deployment that runs a Revision's pods, as Knative
+// names it: <revision>-deployment, hashed by kmeta.ChildName to fit 63 characters when
+// the Revision's name is over 52 (shorter names are unchanged, so existing Deployments
+// are adopted). It lives here rather than in api/ because the rule is internal/kmeta's.
+func DeploymentName(revision string) string { return kmeta.ChildName(revision, "-deployment") }
+
 // MakeDeployment builds the Deployment of a defaulted Revision, with replicas pods.
 // After its creation the autoscaler owns the replica count.
 func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.Deployment {
 	labels := Labels(rev)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            v1.DeploymentName(rev.Name),
+			Name:            DeploymentName(rev.Name),
 			Namespace:       rev.Namespace,
 			Labels:          labels,
 			Annotations:     kmeta.WithoutLastApplied(rev.Annotations),

@@ -66,7 +66,7 @@ func MakePodAutoscaler(rev *v1.Revision, cfg *config.Autoscaler) *av1alpha1.PodA
 			ScaleTargetRef: corev1.ObjectReference{
 				APIVersion: "apps/v1",
 				Kind:       "Deployment",
-				Name:       v1.DeploymentName(rev.Name),
+				Name:       DeploymentName(rev.Name),
 			},
 			ContainerConcurrency: cc,
 			Reachability:         reachability(rev),

@@ -6,7 +6,13 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/kmeta"
 )
+
+// IngressName is the name of the Route's KIngress: Knative's kmeta.ChildName of the
+// Route's name with no suffix, which is the Route's name itself since admission keeps
+// Route names within 63 characters (so existing KIngresses are adopted).
+func IngressName(r *v1.Route) string { return kmeta.ChildName(r.Name, "") }
 
 // MakeIngress builds the KIngress named after the Route that serves the resolved
 // targets: one rule for the Route's own hosts splitting traffic by percent, and one
@@ -27,7 +33,7 @@ func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts) *netv1al
 	}
 	return &netv1alpha1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            r.Name,
+			Name:            IngressName(r),
 			Namespace:       r.Namespace,
 			Labels:          routeLabels(r),
 			Annotations:     map[string]string{netv1alpha1.IngressClassAnnotationKey: netv1alpha1.IngressClass},

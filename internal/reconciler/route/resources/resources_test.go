@@ -125,3 +125,20 @@ func TestMakePlaceholderService(t *testing.T) {
 		t.Errorf("metadata = %+v", s.ObjectMeta)
 	}
 }
+
+// TestIngressName: the KIngress has the Route's name, up to the longest (63) admission
+// accepts, so KIngresses made before Ferry used kmeta.ChildName are adopted; the Route's
+// label on it holds the same name.
+func TestIngressName(t *testing.T) {
+	for _, name := range []string{"hello", "the-longest-name-knative-accepts-for-a-service-is-63-characters"} {
+		r := route(nil)
+		r.Name = name
+		ing := MakeIngress(r, []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}}, DefaultHosts(r, nil))
+		if IngressName(r) != name || ing.Name != name || ing.Labels[v1.RouteLabelKey] != name {
+			t.Errorf("KIngress of Route %q: name %q, IngressName %q, route label %q", name, ing.Name, IngressName(r), ing.Labels[v1.RouteLabelKey])
+		}
+		if got, want := DefaultHosts(r, nil).Host(""), name+".ns.example.com"; got != want {
+			t.Errorf("host = %q, want %q", got, want)
+		}
+	}
+}
