@@ -192,9 +192,12 @@ func (c *checker) fixpoint() {
 	s := c.sim
 	before := len(s.store.log)
 	s.scenario = Scenario{Name: "fixpoint"}
-	if s.leader != nil {
-		s.leader.alive = false
+	for _, p := range []*process{s.leader, s.deposed} {
+		if p != nil {
+			p.alive = false
+		}
 	}
+	s.deposed = nil
 	s.leader = s.start("checker", len(s.store.log))
 	s.logf("[checker] leads, with caches equal to the store: it must have nothing to write")
 	s.runToQuiescence(20000)

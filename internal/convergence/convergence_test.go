@@ -1,7 +1,6 @@
 package convergence
 
 import (
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 // Environment of the long form (make simulate) and of a replay.
@@ -142,4 +143,28 @@ func TestRunIsAFunctionOfItsSeed(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+// TestSensitivity shows the simulation is sharp enough to matter: each of Ferry's
+// safeguards against a lost update, switched off in turn, makes some seed of the CI
+// budget fail. It stops at the first failing seed of each.
+func TestSensitivity(t *testing.T) {
+	weakened := []struct {
+		name   string
+		weaken Weaken
+	}{{"tracker reads before it tracks", Weaken{Tracker: true}}}
+	for _, g := range statuswriter.Safeguards {
+		weakened = append(weakened, struct {
+			name   string
+			weaken Weaken
+		}{"status writer without " + string(g), Weaken{Safeguard: g}})
+	}
+	for _, w := range weakened {
+		t.Run(w.name, func(t *testing.T) {
+			var ran atomic.Int64
+			failed := explore(Families, 1, shortSeeds, w.weaken, &ran, 1)
+			if len(failed) == 0 {
+				t.Fatalf("%d runs found nothing: the simulation cannot tell this safeguard is needed", ran.Load())
+			}
+			t.Logf("found after at most %d runs: %s", ran.Load(), failed[0])
+		})
+	}
+}

@@ -102,11 +102,11 @@ func Run(seed int64, sc Scenario, weaken Weaken) Result {
 func (s *Sim) runToQuiescence(budget int) bool {
 	for n := 0; n < budget; n++ {
 		s.fireDue()
-		if s.leader == nil && !s.pendingFailover() && s.user.done() && len(s.inflight) == 0 {
+		if s.leader == nil && s.deposed == nil && !s.pendingFailover() && s.user.done() && len(s.inflight) == 0 {
 			// No leader will come: nothing reconciles.
 			return true
 		}
-		acts := s.enabled(false)
+		acts := s.enabled(false, nil)
 		if len(acts) == 0 {
 			if !s.advance() {
 				return true

@@ -39,10 +39,14 @@ type Sim struct {
 	recorder events.EventRecorder
 
 	// leader is the process that runs the controllers; nil while none leads.
-	leader  *process
-	crashes int
-	timers  []timer
-	seq     int
+	leader *process
+	// deposed is a former leader that has not noticed yet, for deposedSteps more
+	// of its actions.
+	deposed      *process
+	deposedSteps int
+	crashes      int
+	timers       []timer
+	seq          int
 	// inflight are writes sent by a process that crashed or timed out, which the API
 	// server applies at a later step, or never.
 	inflight []pendingWrite
@@ -70,10 +74,9 @@ type pendingWrite struct {
 	apply      func() error
 }
 
-// options are the reconcilers' options in the simulation: Knative's defaults, and the
-// tracker lease far longer than any run, as a resync would renew it.
+// options are the reconcilers' options in the simulation: Ferry's defaults.
 func (s *Sim) options() reconciler.Options {
-	return reconciler.Options{TrackerLease: 24 * time.Hour}
+	return reconciler.Options{}
 }
 
 // simMapper maps every kind of the scheme as namespaced.
@@ -143,10 +146,31 @@ type action struct {
 	run  func()
 }
 
-// enabled lists what can happen now, in a deterministic order.
-func (s *Sim) enabled(nested bool) []action {
+// enabled lists what can happen now, in a deterministic order: nested, only the
+// process p's own work (while one of its reconciles waits).
+func (s *Sim) enabled(nested bool, p *process) []action {
+	if nested {
+		return s.processActions(p, true)
+	}
 	var acts []action
-	if p := s.leader; p != nil {
+	for _, p := range []*process{s.leader, s.deposed} {
+		if p != nil && p.alive {
+			acts = append(acts, s.processActions(p, false)...)
+		}
+	}
+	acts = append(acts, s.world.actions()...)
+	acts = append(acts, s.user.actions()...)
+	for i := range s.inflight {
+		acts = append(acts, s.enabledInflight(i))
+	}
+	return acts
+}
+
+// processActions is what process p can do now: deliver a watch event, run a
+// handler, reconcile.
+func (s *Sim) processActions(p *process, nested bool) []action {
+	var acts []action
+	{
 		for _, kind := range sortedKinds(p.informers) {
 			inf := p.informers[kind]
 			if inf.pending(s.store) {
@@ -176,13 +200,19 @@ func (s *Sim) enabled(nested bool) []action {
 			}
 		}
 	}
-	if nested {
-		return acts
-	}
-	acts = append(acts, s.world.actions()...)
-	acts = append(acts, s.user.actions()...)
-	for i := range s.inflight {
-		acts = append(acts, s.enabledInflight(i))
+	if p == s.deposed {
+		// A deposed leader works on until it notices, a few steps later.
+		for i := range acts {
+			run := acts[i].run
+			acts[i].run = func() {
+				run()
+				if s.deposedSteps--; s.deposedSteps <= 0 && p.alive {
+					p.alive = false
+					s.deposed = nil
+					s.logf("[%s] notices it lost its lease and exits", p.name)
+				}
+			}
+		}
 	}
 	return acts
 }
@@ -259,7 +289,7 @@ func (s *Sim) interleave(p *process) {
 		return
 	}
 	for n := s.rng.Intn(4); n > 0 && p.alive; n-- {
-		acts := s.enabled(true)
+		acts := s.enabled(true, p)
 		if len(acts) == 0 {
 			return
 		}
@@ -290,6 +320,9 @@ func (s *Sim) write(p *process, verb string, obj client.Object, status bool, app
 		s.crash(p)
 		panic(crashed{p.name})
 	}
+	if sc.Stale && p == s.leader && s.deposed == nil && s.crashes < sc.MaxCrashes && s.rng.Float64() < sc.Crash {
+		s.depose(p)
+	}
 	if s.crashes < sc.MaxCrashes && s.rng.Float64() < sc.Timeout {
 		s.hold(p, what, obj, apply)
 		s.logf("[%s] its %s times out; the API server may still apply it", p.name, what)
@@ -312,25 +345,43 @@ func (s *Sim) hold(p *process, what string, obj client.Object, apply func(client
 	s.inflight = append(s.inflight, pendingWrite{proc: p.name, what: what, apply: func() error { return apply(o) }})
 }
 
-// crash stops p; a new process leads after a lease's time, starting from the store as
-// it is or, in stale scenarios, from a cache behind it.
+// crash stops p; a new process leads after a lease's time.
 func (s *Sim) crash(p *process) {
 	s.crashes++
 	p.alive = false
+	if s.deposed == p {
+		s.deposed = nil
+		return
+	}
 	s.leader = nil
 	lease := time.Duration(1+s.rng.Intn(15)) * time.Second
-	s.after(nil, lease, "failover", func() {
-		asOf := len(s.store.log)
-		if s.scenario.Stale && asOf > 0 {
-			asOf -= s.rng.Intn(min(asOf, 40) + 1)
-		}
-		name := fmt.Sprintf("controller-%d", s.crashes+1)
-		if asOf < len(s.store.log) {
-			s.checker.faults++
-		}
-		s.leader = s.start(name, asOf)
-		s.logf("[%s] leads, its caches as of rv=%d (the store is at rv=%d)", name, s.rvAt(asOf), s.store.rv)
-	})
+	s.after(nil, lease, "failover", s.failover)
+}
+
+// depose makes p lose its lease without knowing it yet (a stalled renewal): a new
+// leader starts at once and both run for a few steps, p's writes computed from what
+// it last saw.
+func (s *Sim) depose(p *process) {
+	s.crashes++
+	s.checker.faults++
+	s.deposed, s.deposedSteps = p, 1+s.rng.Intn(30)
+	s.logf("[%s] loses its lease but works on for %d steps", p.name, s.deposedSteps)
+	s.failover()
+}
+
+// failover starts a new leader from the store as it is or, in stale scenarios, from
+// caches behind it.
+func (s *Sim) failover() {
+	asOf := len(s.store.log)
+	if s.scenario.Stale && asOf > 0 {
+		asOf -= s.rng.Intn(min(asOf, 40) + 1)
+	}
+	name := fmt.Sprintf("controller-%d", s.crashes+1)
+	if asOf < len(s.store.log) {
+		s.checker.faults++
+	}
+	s.leader = s.start(name, asOf)
+	s.logf("[%s] leads, its caches as of rv=%d (the store is at rv=%d)", name, s.rvAt(asOf), s.store.rv)
 }
 
 func (s *Sim) rvAt(i int) int64 {
