@@ -62,3 +62,10 @@ test-ha-long: build
 	FERRY_HA_N=500 $(LONG_TESTS) -run 'TestHAControllerFailover'
 test-faults-long: build
 	FERRY_FAULT_N=500 $(LONG_TESTS) -run 'TestFault'
+
+# The convergence simulation's long form: SEEDS seeds in each of its four families
+# (CI runs 2,500). It prints how many ran and every failing seed, with how to replay it.
+SEEDS ?= 250000
+.PHONY: simulate
+simulate:
+	FERRY_SIM_SEEDS=$(SEEDS) go test -count=1 -timeout 0 -run 'TestSimulate' -v ./internal/convergence/ | grep -v '^ *[0-9.]*s #'

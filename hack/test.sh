@@ -30,9 +30,15 @@ step "unit tests (-race)"
 # Every package with tests but the integration tests, which link the control plane.
 # cmd/ferry links the embedded control plane too: its flag tests run without -race,
 # which would rebuild all of Kubernetes instrumented for one goroutine.
-units=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v -e '/test/integration$' -e '/cmd/ferry$' || true)
+# The convergence simulation runs each seed on one goroutine: -race checks that runs
+# share nothing on a few seeds, and its 10,000-run short form runs without it below.
+units=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v -e '/test/integration$' -e '/cmd/ferry$' -e '/internal/convergence$' || true)
 if [ -n "$units" ]; then go test -race -count=1 $units; fi
+FERRY_SIM_SEEDS=25 go test -race -count=1 -run 'TestSimulate|TestRunIsAFunctionOfItsSeed' ./internal/convergence/
 go test -count=1 ./cmd/ferry
+
+step "convergence simulation (10,000 runs, and each safeguard switched off in turn)"
+go test -count=1 -timeout 20m ./internal/convergence/
 
 step "integration tests (embedded kube-apiserver, etcd, controller-manager, scheduler, kwok)"
 # Some tests run `ferry controller` and `ferry gateway` as their own processes, as on a

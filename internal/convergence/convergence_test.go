@@ -168,3 +168,20 @@ func TestSensitivity(t *testing.T) {
 		})
 	}
 }
+
+// TestFoundBugs replays the seeds that found bugs, fixed since: each must now pass.
+func TestFoundBugs(t *testing.T) {
+	for _, c := range []struct {
+		family string
+		seed   int64
+		bug    string
+	}{
+		{"ordering", 7, "a Service deleted and created again stayed NotOwned: created.Children took its predecessor's Configuration for its own"},
+		{"ordering", 42, "a status computed for a deleted Service landed on its successor: the status patch did not test the UID"},
+	} {
+		sc, _ := familyNamed(c.family)
+		if r := Run(c.seed, sc, Weaken{}); len(r.Violations) > 0 {
+			t.Errorf("%s seed %d (%s) fails again: %s\n%s", c.family, c.seed, c.bug, r, tail(r.Trace, traceOnFail))
+		}
+	}
+}
