@@ -308,7 +308,7 @@ func checkEveryGatewayRoutes(t *testing.T, ns, runID string, gateways []string) 
 // leader's: for one Service of the run it writes a stale status into the Service,
 // its Configuration, Revision and Route, the way the status writer does (the whole
 // status, no resourceVersion), and expects the leader to put each right by itself.
-func checkStaleStatusRepaired(t *testing.T, ns, name string) {
+func checkStaleStatusRepaired(t *testing.T, ns, name string, leader func() string) {
 	t.Helper()
 	ctx := context.Background()
 	objs := []client.Object{&v1.Service{}, &v1.Configuration{}, &v1.Route{}, &v1.Revision{}}
@@ -342,7 +342,8 @@ func checkStaleStatusRepaired(t *testing.T, ns, name string) {
 			}
 			s := duckStatus(obj)
 			ready := s.GetCondition("Ready")
-			return s.ObservedGeneration == obj.GetGeneration() && ready.IsTrue(), fmt.Sprintf("%s %s: Ready %+v", kindOf(obj), obj.GetName(), ready)
+			return s.ObservedGeneration == obj.GetGeneration() && ready.IsTrue(),
+				fmt.Sprintf("%s %s: Ready %+v (the replica that leads: %q, the Lease's holder: %q)", kindOf(obj), obj.GetName(), ready, leader(), leaseHolder(t))
 		})
 	}
 	t.Logf("a stale status in ksvc %s and its children was put right within %v", name, time.Since(start).Round(time.Millisecond))
