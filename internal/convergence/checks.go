@@ -8,9 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/api/duck"
-	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -219,17 +217,6 @@ func readyOf(st *duck.Status) string {
 }
 
 var paKind = "autoscaling.internal.knative.dev/PodAutoscaler"
-
-// knativeStatusOf is the status of the networking and autoscaling kinds.
-func knativeStatusOf(obj client.Object) *duck.Status {
-	switch o := obj.(type) {
-	case *netv1alpha1.Ingress:
-		return &o.Status.Status
-	case *av1alpha1.PodAutoscaler:
-		return &o.Status.Status
-	}
-	return nil
-}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

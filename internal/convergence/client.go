@@ -34,6 +34,10 @@ func (c cacheClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	c.p.sim.interleave(c.p)
 	inf := c.p.informer(kindOf(c.p.sim.scheme, obj))
 	o, ok := inf.objs[key]
+	// What was read may be stale by the time the reconciler acts on it: the window
+	// between a read and tracking what was read is where knative/serving#2954 lost
+	// its update.
+	defer c.p.sim.racePastRead(c.p, inf)
 	if !ok {
 		return c.p.sim.store.notFound(ref{kind: inf.kind, key: key})
 	}

@@ -178,6 +178,7 @@ func TestFoundBugs(t *testing.T) {
 	}{
 		{"ordering", 7, "a Service deleted and created again stayed NotOwned: created.Children took its predecessor's Configuration for its own"},
 		{"ordering", 42, "a status computed for a deleted Service landed on its successor: the status patch did not test the UID"},
+		{"stale", 5039, "a Configuration stayed Unknown by its own write from a stale cache: the cache showed a deposed leader's version, newer than the write's origin, older than the write, and the writer took itself to be caught up"},
 	} {
 		sc, _ := familyNamed(c.family)
 		if r := Run(c.seed, sc, Weaken{}); len(r.Violations) > 0 {

@@ -297,6 +297,23 @@ func (s *Sim) interleave(p *process) {
 	}
 }
 
+// racePastRead is the race a read loses: at times the informer just read delivers
+// its next change, and every handler of that kind runs, before the reconciler goes on
+// with what it read. Then anything else may happen (interleave).
+func (s *Sim) racePastRead(p *process, inf *informer) {
+	if s.depth <= 3 && s.rng.Intn(4) == 0 && inf.pending(s.store) {
+		c, _ := inf.deliverNext(s.store)
+		s.logf("[%s] watch delivers %s rv=%d right after a read of it", p.name, c.ref, c.rv)
+		for _, l := range inf.listeners {
+			for len(l.pending) > 0 {
+				n := l.handleNext()
+				s.logf("[%s] %s handler gets %s", p.name, l.control.name, describeNotification(n))
+			}
+		}
+	}
+	s.interleave(p)
+}
+
 // write is every controller write: the simulation may crash the process before it,
 // after it, or with it in flight, or time it out, as the scenario allows.
 func (s *Sim) write(p *process, verb string, obj client.Object, status bool, apply func(client.Object) error) error {

@@ -11,7 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 )
@@ -224,6 +226,10 @@ func duckStatusOf(obj client.Object) *duck.Status {
 		return &o.Status.Status
 	case *v1.Route:
 		return &o.Status.Status
+	case *netv1alpha1.Ingress:
+		return &o.Status.Status
+	case *av1alpha1.PodAutoscaler:
+		return &o.Status.Status
 	}
-	return knativeStatusOf(obj)
+	return nil
 }

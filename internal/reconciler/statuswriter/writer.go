@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,8 +78,8 @@ type Safeguard string
 
 const (
 	// RewriteWhileBehind writes a status equal to the cached one while the cache
-	// still shows the version this Writer's last write was computed from: the API
-	// server holds that write, not the cached status.
+	// shows a version older than this Writer's last write: the API server holds
+	// that write, not the cached status.
 	RewriteWhileBehind Safeguard = "rewrite-while-behind"
 	// RepairOthersWrites writes again a status this Writer wrote before, once the
 	// cache shows a later version that differs: someone else's write.
@@ -191,12 +192,12 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	if seen && last.uid != obj.GetUID() {
 		seen = false
 	}
-	// While the cache still shows the version this Writer's last write was computed
-	// from, the API server holds that write, not the cached status: a status that
-	// went back to the cached one (Ready, Unknown, Ready again before the cache caught
-	// up) must be written, or it is lost — the write's own watch event is filtered
-	// out (Changes) and wakes no one.
-	behind := seen && last.from == obj.GetResourceVersion() && !w.off[RewriteWhileBehind]
+	// While the cache shows a version older than this Writer's last write, the API
+	// server holds that write, not the cached status: a status that went back to the
+	// cached one (Ready, Unknown, Ready again before the cache caught up) must be
+	// written, or it is lost — the write's own watch event is filtered out (Changes)
+	// and wakes no one.
+	behind := seen && cacheBehind(last, obj.GetResourceVersion()) && !w.off[RewriteWhileBehind]
 	if equality.Semantic.DeepEqual(cached, desired) && !behind {
 		w.release(key)
 		return reconcile.Result{}, nil
@@ -222,7 +223,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	if seen {
 		this.readyGeneration = last.readyGeneration
 	}
-	if seen && last.sum == this.sum && (last.from == this.from || w.off[RepairOthersWrites]) {
+	if seen && last.sum == this.sum && (cacheBehind(last, this.from) || w.off[RepairOthersWrites]) {
 		// The cache has not caught up with this Writer's write yet. Once it shows a
 		// later version whose status still differs, someone else wrote it (another
 		// controller, a stale write across a failover), and it is written again.
@@ -316,6 +317,21 @@ func (w *Writer) Changes() predicate.Predicate {
 			return !echo || (!w.off[RelistKeepsSpec] && !onlyStatus(e.ObjectOld, obj))
 		},
 	}
+}
+
+// cacheBehind reports whether a cache showing resourceVersion cached cannot show the
+// Writer's last write yet: the version is older than the one the write made. The
+// API server's resourceVersions compare (resourceversion.CompareResourceVersion);
+// one that does not is only known to be older when it is the version the write was
+// computed from. Older, not just equal: while a second writer (a deposed leader, a
+// failover) wrote in between, the cache can show its version, between the two — the
+// convergence simulation found a Configuration left Unknown by its own write that
+// way, the write's echo filtered and the newer version taken as current.
+func cacheBehind(last written, cached string) bool {
+	if c, err := resourceversion.CompareResourceVersion(cached, last.to); err == nil {
+		return c < 0
+	}
+	return cached == last.from
 }
 
 // onlyStatus reports that nothing but the status differs between old and new. An

@@ -99,6 +99,30 @@ func TestWrite(t *testing.T) {
 		t.Errorf("patches = %d, status = %+v; want the flip back written over %+v", patches, got.Status, lastWritten)
 	}
 
+	// A version another writer made after the one this Writer's last write was
+	// computed from, but before that write (a deposed leader wrote in between): the
+	// cache showing it is still behind this Writer's write, so a status equal to it
+	// is written. The convergence simulation found one lost this way (stale:5039).
+	other := got.DeepCopy()
+	om := v1.RouteConditions.Manage(&other.Status.Status)
+	om.MarkFalse(v1.RouteConditionAllTrafficAssigned, "Other", "another writer's")
+	if err := c.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	m.MarkUnknown(v1.RouteConditionAllTrafficAssigned, "Ours", "")
+	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(ctx, other.DeepCopy(), &other.Status, other.Status.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned); patches != 6 || c.Reason != "Other" {
+		t.Errorf("patches = %d, AllTrafficAssigned = %+v; want the other writer's status written back over ours", patches, c)
+	}
+
 	// A deleted object is not an error, and is forgotten.
 	if err := c.Delete(ctx, got); err != nil {
 		t.Fatal(err)
