@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/ferry-serving/ferry/config/configmaps"
 )
 
 // ensureNamespace creates the namespace name unless it exists.
@@ -22,4 +24,14 @@ func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil
+}
+
+// ensureConfigMaps creates those of Knative's ConfigMaps that do not exist; the user's
+// stay as they are.
+func ensureConfigMaps(ctx context.Context, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return configmaps.CreateMissing(ctx, cs.CoreV1())
 }

@@ -50,8 +50,13 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			defer cluster.Stop()
-			// Knative's ConfigMaps (config-domain, ...) go in ferry-system: kubectl apply works at once.
+			// Knative's ConfigMaps (config-domain, ...) go in ferry-system, with their
+			// _example blocks as kubectl apply -k config/ installs them on a real cluster:
+			// kubectl edit finds them. Before Ferry starts, with --cluster-only too.
 			if err := ensureNamespace(ctx, cluster.RESTConfig(), config.SystemNamespace); err != nil {
+				return err
+			}
+			if err := ensureConfigMaps(ctx, cluster.RESTConfig()); err != nil {
 				return err
 			}
 			if clusterOnly {

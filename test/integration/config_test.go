@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/config/configmaps"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
@@ -121,6 +123,44 @@ func TestConfigMapsLive(t *testing.T) {
 	eventually(t, 10*time.Second, func() (bool, string) {
 		return *store.Load().GC == *config.DefaultGC(), "config-gc still in force"
 	})
+}
+
+// TestShippedConfigMapsCreated: what ferry up does before Ferry starts. The ConfigMaps
+// missing from ferry-system are created with their _example blocks, the one the user
+// has is left alone (also on a second run, as on a restart), and the Store loads them
+// all. Not parallel, as TestConfigMapsLive.
+func TestShippedConfigMapsCreated(t *testing.T) {
+	setAsideConfigMaps(t)
+	applyConfigMap(t, config.DomainConfigName, map[string]string{"mine.test": ""})
+	cs := kubernetes.NewForConfigOrDie(testConfig)
+	for range 2 {
+		if err := configmaps.CreateMissing(context.Background(), cs.CoreV1()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range config.Names {
+		cm := &corev1.ConfigMap{}
+		if !get(t, testClient, config.SystemNamespace, name, cm) {
+			t.Errorf("no %s", name)
+			continue
+		}
+		_, mine := cm.Data["mine.test"]
+		switch {
+		case name == config.DomainConfigName && (!mine || len(cm.Data) != 1):
+			t.Errorf("the user's %s was changed: %v", name, cm.Data)
+		case name != config.DomainConfigName && cm.Data[config.ExampleKey] == "":
+			t.Errorf("%s has no %s", name, config.ExampleKey)
+		}
+	}
+	got := startConfigStore(t).Load()
+	if _, ok := got.Domain.Domains["mine.test"]; !ok {
+		t.Errorf("domains %v, want the user's mine.test", got.Domain.Domains)
+	}
+	want := *config.Default()
+	want.Domain = got.Domain
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("loaded %+v, want the defaults %+v", *got, want)
+	}
 }
 
 // setAsideConfigMaps makes sure ferry-system exists, takes away the six ConfigMaps for
