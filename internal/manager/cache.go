@@ -1,10 +1,13 @@
 package manager
 
 import (
+	"context"
+
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -49,4 +52,29 @@ func mustRequirement(key string, op selection.Operator) labels.Requirement {
 		panic(err) // only a programming error: the key is a constant
 	}
 	return *r
+}
+
+// stoppableCache is a cache the manager waits for at start (its own, the config
+// Store), whose WaitForCacheSync also ends, saying synced, once stopping is done.
+// controller-runtime v0.25 waits for its caches in a loop that spins once its context
+// is cancelled, until they sync (kubernetes-sigs/controller-runtime#3440): a manager
+// stopped before they sync (API server gone, RBAC missing) burnt a core and never
+// exited. Saying synced lets that loop return and the stop go on.
+type stoppableCache struct {
+	cache.Cache
+	stopping context.Context
+}
+
+func newStoppableCache(stopping context.Context) cache.NewCacheFunc {
+	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := cache.New(cfg, opts)
+		return &stoppableCache{Cache: c, stopping: stopping}, err
+	}
+}
+
+func (c *stoppableCache) WaitForCacheSync(ctx context.Context) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(c.stopping, cancel)()
+	return c.Cache.WaitForCacheSync(ctx) || c.stopping.Err() != nil
 }

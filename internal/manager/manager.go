@@ -77,6 +77,8 @@ type Ferry struct {
 	// Admission is set when Options.Admission is: its Ready channel closes once the
 	// webhooks are registered.
 	Admission *admission.Runner
+	// stop tells the cache that Start's context ended (see stoppableCache).
+	stop context.CancelFunc
 }
 
 // Scheme returns a scheme with Kubernetes' kinds and Ferry's.
@@ -101,6 +103,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.PprofAddr == "" {
 		opts.PprofAddr = "0"
 	}
+	stopping, stop := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -117,13 +120,15 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		RetryPeriod:                   leaseFraction(opts.LeaseDuration, 2, 15),
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
 		Cache:                         cacheOptions(),
+		NewCache:                      newStoppableCache(stopping),
 	})
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
-	f := &Ferry{mgr: mgr}
+	f := &Ferry{mgr: mgr, stop: stop}
 	if opts.Reconcilers || opts.Admission != nil {
-		if f.Config, err = addConfigStore(mgr); err != nil {
+		if f.Config, err = addConfigStore(mgr, stopping); err != nil {
 			return nil, err
 		}
 		if opts.ReconcilerOptions.Config == nil {
@@ -232,4 +237,7 @@ func leaseFraction(d time.Duration, num, den int64) *time.Duration {
 }
 
 // Start runs everything until ctx is cancelled.
-func (f *Ferry) Start(ctx context.Context) error { return f.mgr.Start(ctx) }
+func (f *Ferry) Start(ctx context.Context) error {
+	defer context.AfterFunc(ctx, f.stop)()
+	return f.mgr.Start(ctx)
+}
