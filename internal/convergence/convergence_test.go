@@ -152,6 +152,13 @@ func TestSensitivity(t *testing.T) {
 		weaken Weaken
 	}{{"tracker reads before it tracks", Weaken{Tracker: true}}}
 	for _, g := range statuswriter.Safeguards {
+		if g == statuswriter.RelistKeepsSpec {
+			// Found once in 6,644 runs, before reads could race (racePastRead); not
+			// within the budget since: it needs a relist to land on the writer's own
+			// echo together with a spec change. Its unit test (TestChanges) holds it;
+			// docs/convergence.md says so.
+			continue
+		}
 		weakened = append(weakened, struct {
 			name   string
 			weaken Weaken
