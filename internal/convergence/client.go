@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,7 +56,7 @@ func (c cacheClient) List(_ context.Context, list client.ObjectList, opts ...cli
 		if lo.Namespace != "" && o.GetNamespace() != lo.Namespace {
 			continue
 		}
-		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labelSet(o.GetLabels())) {
+		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
 			continue
 		}
 		if !inf.matchesFields(o, lo) {
@@ -65,12 +66,6 @@ func (c cacheClient) List(_ context.Context, list client.ObjectList, opts ...cli
 	}
 	return meta.SetList(list, items)
 }
-
-type labelSet map[string]string
-
-func (l labelSet) Has(k string) bool              { _, ok := l[k]; return ok }
-func (l labelSet) Get(k string) string            { return l[k] }
-func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
 
 func (inf *informer) matchesFields(o client.Object, lo *client.ListOptions) bool {
 	if lo.FieldSelector == nil || lo.FieldSelector.Empty() {
@@ -159,7 +154,7 @@ func (r apiReader) List(_ context.Context, list client.ObjectList, opts ...clien
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	var items []runtime.Object
 	for _, o := range r.sim.store.list(strings.TrimSuffix(kindOf(r.sim.scheme, list), "List"), lo.Namespace) {
-		if lo.LabelSelector == nil || lo.LabelSelector.Matches(labelSet(o.GetLabels())) {
+		if lo.LabelSelector == nil || lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
 			items = append(items, o)
 		}
 	}

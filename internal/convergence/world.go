@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
@@ -150,5 +149,3 @@ func (w *world) programIngress(r ref) {
 	s.author = ""
 	s.logf("[gateway] programs %s generation %d: %s", r.key, ing.Generation, resultOf(ing, err))
 }
-
-var _ client.Object = (*appsv1.Deployment)(nil)
