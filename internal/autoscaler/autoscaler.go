@@ -50,6 +50,8 @@ type revision struct {
 	seen time.Time
 	// poked is when the first poke of a wake-up came, until the wake's scale write.
 	poked time.Time
+	// pokeCounted: a poke recorded one request that the next report counts again.
+	pokeCounted bool
 }
 
 // New returns an Autoscaler that calls notify when a decision changes. notify must
@@ -78,15 +80,23 @@ func (a *Autoscaler) Report(r stats.Report) {
 	defer a.mu.Unlock()
 	for _, s := range r.Stats {
 		rev := a.getLocked(types.NamespacedName{Namespace: s.Namespace, Name: s.Revision})
-		rev.concurrency.Record(r.Time, s.AverageConcurrency)
-		rev.rps.Record(r.Time, s.Requests/period)
+		concurrency, requests := s.AverageConcurrency, s.Requests
+		if rev.pokeCounted {
+			// The poked request is in this report too: take it out once, as Knative's
+			// activator takes its first-request stat out of its next report.
+			concurrency, requests = max(concurrency-1, 0), max(requests-1, 0)
+			rev.pokeCounted = false
+		}
+		rev.concurrency.Record(r.Time, concurrency)
+		rev.rps.Record(r.Time, requests/period)
 		rev.seen = r.Time
 	}
 }
 
 // Poke implements stats.Sink: a request is waiting for a Revision with no ready pod.
 // If the Revision's last decision was zero (or there was none), it counts as one
-// request in flight now and the Revision is decided at once.
+// request in flight now, and as one fewer in the next report, which sees the same
+// request; the Revision is decided at once.
 func (a *Autoscaler) Poke(namespace, name string) {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	now := a.now()
@@ -98,6 +108,7 @@ func (a *Autoscaler) Poke(namespace, name string) {
 	}
 	rev.concurrency.Record(now, 1)
 	rev.rps.Record(now, 1)
+	rev.pokeCounted = true
 	rev.seen = now
 	if rev.poked.IsZero() {
 		rev.poked = now
@@ -129,9 +140,11 @@ func (a *Autoscaler) Watch(key types.NamespacedName, s decider.Settings, ready i
 		rev.watched, rev.since = true, now
 		rev.state = decider.NewState(now, ready)
 	}
-	if ready == 0 && rev.ready > 0 && rev.decided && rev.last.DesiredPods == 0 {
+	if ready == 0 && rev.ready > 0 && rev.decided && rev.last.DesiredPods == 0 &&
+		rev.concurrency.IsEmpty(now, rev.settings.StableWindow) && rev.rps.IsEmpty(now, rev.settings.StableWindow) {
 		// At zero the history is over: the next burst is measured from its own start,
 		// not averaged into a window of the idleness that scaled the Revision down.
+		// Unless a request came in after the decision: its load stays in the window.
 		rev.concurrency.Reset()
 		rev.rps.Reset()
 	}
@@ -185,7 +198,7 @@ func (a *Autoscaler) Decision(key types.NamespacedName) decider.Decision {
 func (a *Autoscaler) decideLocked(rev *revision, now time.Time) bool {
 	s := rev.settings
 	w := &rev.concurrency
-	if s.Metric == "rps" {
+	if s.Metric == decider.MetricRPS {
 		w = &rev.rps
 	}
 	var d decider.Decision
@@ -194,7 +207,11 @@ func (a *Autoscaler) decideLocked(rev *revision, now time.Time) bool {
 		// the history is simply missing, and zero would scale a busy Revision down.
 		d = decider.Decision{DesiredPods: NoDecision}
 	} else {
-		d = rev.state.Decide(s, now, rev.ready, rev.reachable, w.Average(now, s.StableWindow), w.Average(now, s.PanicWindow))
+		average := w.Average
+		if s.Aggregation == decider.AggregationWeighted {
+			average = w.WeightedAverage
+		}
+		d = rev.state.Decide(s, now, rev.ready, rev.reachable, average(now, s.StableWindow), average(now, s.PanicWindow))
 	}
 	changed := !rev.decided || d.DesiredPods != rev.last.DesiredPods ||
 		(d.ExcessBurstCapacity < 0) != (rev.last.ExcessBurstCapacity < 0)
@@ -212,7 +229,7 @@ func (a *Autoscaler) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			for _, key := range a.decideAll() {
+			for _, key := range a.DecideAll() {
 				a.notify(key)
 			}
 		}
@@ -226,9 +243,10 @@ func (a *Autoscaler) NeedLeaderElection() bool { return true }
 // PodAutoscaler to be created, short enough that load for deleted Revisions goes.
 const idleForget = 5 * time.Minute
 
-// decideAll decides for every watched Revision that can change: one with load in its
+// DecideAll is one tick, which Start runs every Tick (and tests drive by hand): it
+// decides for every watched Revision that can change: one with load in its
 // window, pods to shed, or a panic to leave. An idle Revision at zero is skipped.
-func (a *Autoscaler) decideAll() []types.NamespacedName {
+func (a *Autoscaler) DecideAll() []types.NamespacedName {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -63,7 +63,7 @@ func TestNoDecisionUntilAWindowOfHistory(t *testing.T) {
 		t.Fatalf("fresh: desired %d, want NoDecision", d.DesiredPods)
 	}
 	*now = now.Add(7 * time.Second)
-	a.decideAll()
+	a.DecideAll()
 	if d := a.Decision(key); d.DesiredPods != 0 {
 		t.Fatalf("after a window of no load: desired %d, want 0", d.DesiredPods)
 	}
@@ -78,16 +78,16 @@ func TestReportsFromReplicasAddUp(t *testing.T) {
 		a.Report(report(*now, 15))
 		a.Report(report(*now, 15))
 	}
-	changed := a.decideAll()
+	changed := a.DecideAll()
 	// 30 in flight at 10 per pod: 3 pods.
 	if d := a.Decision(key); d.DesiredPods != 3 || len(changed) != 1 {
 		t.Fatalf("desired %d (changed %v), want 3, one change", d.DesiredPods, changed)
 	}
-	if changed := a.decideAll(); len(changed) != 0 {
+	if changed := a.DecideAll(); len(changed) != 0 {
 		t.Errorf("the same decision notified again: %v", changed)
 	}
 	if got := n.take(); len(got) != 0 {
-		t.Errorf("decideAll notified directly: %v (Start does)", got)
+		t.Errorf("DecideAll notified directly: %v (Start does)", got)
 	}
 }
 
@@ -96,7 +96,7 @@ func TestPokeWakesARevisionAtZero(t *testing.T) {
 	a, n, now, s := testAutoscaler()
 	a.Watch(key, s, 0, true)
 	*now = now.Add(7 * time.Second)
-	a.decideAll()
+	a.DecideAll()
 	if d := a.Decision(key); d.DesiredPods != 0 {
 		t.Fatalf("idle: desired %d, want 0", d.DesiredPods)
 	}
@@ -115,6 +115,61 @@ func TestPokeWakesARevisionAtZero(t *testing.T) {
 	}
 }
 
+// The request that poked is in the gateway's next report too: it counts once, as
+// Knative's activator takes its first-request stat out of its next report.
+func TestPokedRequestCountsOnce(t *testing.T) {
+	a, _, now, s := testAutoscaler()
+	a.Watch(key, s, 0, true)
+	*now = now.Add(7 * time.Second)
+	a.DecideAll()
+	a.Poke(key.Namespace, key.Name)
+	a.Report(report(*now, 3)) // the poked request and two more, over the same second
+	a.DecideAll()
+	if d := a.Decision(key); d.StableValue != 3 || d.PanicValue != 3 {
+		t.Errorf("after a poke and a report of 3: stable %v, panic %v; want 3 (the poked request once)", d.StableValue, d.PanicValue)
+	}
+	*now = now.Add(time.Second)
+	a.Report(report(*now, 3)) // the next report is taken as it is
+	a.DecideAll()
+	if d := a.Decision(key); d.StableValue != 3 {
+		t.Errorf("the report after: stable %v, want 3", d.StableValue)
+	}
+}
+
+// Reaching zero pods starts the windows afresh only when the last stable window had no
+// load: a request that came after the decision to scale to zero stays in the window.
+func TestZeroStartsAfreshOnlyAfterAQuietWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lateReport bool
+		want       float64 // the stable average after a report of 6 at zero
+	}{
+		{"quiet window: afresh", false, 6},
+		{"load after the decision: kept", true, 4}, // (2 + 6) over the 2 s since the first
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _, now, s := testAutoscaler()
+			a.Watch(key, s, 1, true)
+			*now = now.Add(7 * time.Second)
+			a.DecideAll()
+			if d := a.Decision(key); d.DesiredPods != 0 {
+				t.Fatalf("idle: desired %d, want 0", d.DesiredPods)
+			}
+			if tc.lateReport {
+				*now = now.Add(time.Second)
+				a.Report(report(*now, 2))
+			}
+			*now = now.Add(time.Second)
+			a.Watch(key, s, 0, true) // the pod is gone
+			a.Report(report(*now, 6))
+			a.DecideAll()
+			if got := a.Decision(key).StableValue; got != tc.want {
+				t.Errorf("stable %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // An idle Revision at zero is not decided at all on a tick.
 func TestIdleRevisionsAreSkipped(t *testing.T) {
 	a, _, now, s := testAutoscaler()
@@ -123,14 +178,14 @@ func TestIdleRevisionsAreSkipped(t *testing.T) {
 		a.Watch(k, s, 0, true)
 	}
 	*now = now.Add(7 * time.Second)
-	a.decideAll() // every one decides 0 once
+	a.DecideAll() // every one decides 0 once
 	a.mu.Lock()
 	for _, r := range a.revs {
 		r.last.StableValue = -1 // a decision would overwrite it
 	}
 	a.mu.Unlock()
 	*now = now.Add(2 * time.Second)
-	a.decideAll()
+	a.DecideAll()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, r := range a.revs {
@@ -146,7 +201,7 @@ func TestUnwatchedLoadIsForgotten(t *testing.T) {
 	a, _, now, _ := testAutoscaler()
 	a.Report(report(*now, 1))
 	*now = now.Add(idleForget + time.Second)
-	a.decideAll()
+	a.DecideAll()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.revs) != 0 {
