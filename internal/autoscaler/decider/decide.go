@@ -16,13 +16,13 @@ type State struct {
 	// lasts.
 	maxPanicPods int32
 	// recent holds the decisions of the last ScaleDownDelay whose pod count no later
-	// decision has matched or exceeded: ascending times, strictly descending pods, so
+	// decision has matched or exceeded: ascending ticks, strictly descending pods, so
 	// the first is the maximum.
 	recent []decision
 }
 
 type decision struct {
-	at   time.Time
+	slot int64 // the 2 s tick (Unix seconds / 2) the decision fell in
 	pods int32
 }
 
@@ -143,11 +143,15 @@ func (s *State) Decide(set Settings, now time.Time, readyPods int32, reachable b
 	}
 }
 
-// delayed records this decision and returns the largest decided in the last d.
+// delayed records this decision and returns the largest decided in the last d, as
+// Knative's max.TimeWindow does: decisions are bucketed by the 2 s tick they fall in
+// (ticks and pokes alike), and the delay spans ceil(d / 2s) ticks, the current one
+// included.
 func (s *State) delayed(now time.Time, desired int32, d time.Duration) int32 {
-	cut := now.Add(-d)
+	slot := now.Unix() / int64(delayTick/time.Second)
+	slots := int64((d + delayTick - 1) / delayTick)
 	i := 0
-	for i < len(s.recent) && !s.recent[i].at.After(cut) {
+	for i < len(s.recent) && slot-s.recent[i].slot >= slots {
 		i++
 	}
 	s.recent = s.recent[i:]
@@ -156,9 +160,16 @@ func (s *State) delayed(now time.Time, desired int32, d time.Duration) int32 {
 	for n > 0 && s.recent[n-1].pods <= desired {
 		n--
 	}
-	s.recent = append(s.recent[:n], decision{at: now, pods: desired})
+	if n == 0 || s.recent[n-1].slot != slot {
+		s.recent = append(s.recent[:n], decision{slot: slot, pods: desired})
+	} else {
+		s.recent = s.recent[:n] // a larger decision in the same tick stands for it
+	}
 	return s.recent[0].pods
 }
+
+// delayTick is the granularity of scale-down-delay: Knative's decider tick.
+const delayTick = 2 * time.Second
 
 // pods converts a non-negative pod count, possibly +Inf, to int32.
 func pods(f float64) int32 {

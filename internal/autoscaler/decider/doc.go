@@ -85,7 +85,6 @@
 // initial-scale replicas. Scale applies it until Initialized in every case, so a
 // Revision comes up once whoever created its Deployment.
 //
-// Scale-down-delay is the maximum over the decisions of the last delay, by their
-// exact times (Knative buckets them by its 2s tick). Decisions come from ticks and
-// pokes at any time, so there is no tick to bucket by.
+// Scale-down-delay is the maximum over the decisions of the last delay, bucketed by
+// the 2 s tick they fall in, as Knative's max.TimeWindow buckets them.
 package decider

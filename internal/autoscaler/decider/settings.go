@@ -9,6 +9,14 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 )
 
+// Aggregations a KPA Revision may name in autoscaling.knative.dev/metric-aggregation-algorithm.
+const (
+	// AggregationLinear averages the window's seconds with equal weights (the default).
+	AggregationLinear = "linear"
+	// AggregationWeighted weighs the newest seconds most (Knative's weighted-exponential).
+	AggregationWeighted = "weighted-exponential"
+)
+
 // Scaling metrics a KPA Revision may name in autoscaling.knative.dev/metric.
 const (
 	// MetricConcurrency scales on the mean number of requests in flight (the default).
@@ -78,6 +86,7 @@ var (
 	targetUtilizationAnn = annotation(av1alpha1.TargetUtilizationAnnotation)
 	targetBurstAnn       = annotation(av1alpha1.TargetBurstCapacityAnnotation)
 	windowAnn            = annotation(av1alpha1.WindowAnnotation)
+	aggregationAnn       = annotation(av1alpha1.AggregationAnnotation)
 	panicWindowAnn       = annotation(av1alpha1.PanicWindowAnnotation)
 	panicThresholdAnn    = annotation(av1alpha1.PanicThresholdAnnotation)
 	minScaleAnn          = annotation(av1alpha1.MinScaleAnnotation)
@@ -94,6 +103,9 @@ var (
 type Settings struct {
 	// Metric is MetricConcurrency or MetricRPS: what the Windows passed to Decide hold.
 	Metric string
+	// Aggregation is AggregationLinear or AggregationWeighted: how a window's seconds
+	// are averaged.
+	Aggregation string
 	// TotalValue is what one pod may take before utilization is applied: the
 	// containerConcurrency, else the config default, or the target annotation
 	// (capped at containerConcurrency for concurrency). The burst capacity is
@@ -147,6 +159,7 @@ func SettingsFor(cfg *config.Autoscaler, annotations map[string]string, containe
 	}
 	s := Settings{
 		Metric:                 MetricConcurrency,
+		Aggregation:            AggregationLinear,
 		TargetBurstCapacity:    cfg.TargetBurstCapacity,
 		StableWindow:           cfg.StableWindow,
 		PanicThreshold:         cfg.PanicThresholdPercentage / 100,
@@ -162,6 +175,9 @@ func SettingsFor(cfg *config.Autoscaler, annotations map[string]string, containe
 	}
 	if m, ok := metricAnn.lookup(annotations); ok && m == MetricRPS {
 		s.Metric = MetricRPS
+	}
+	if a, ok := aggregationAnn.lookup(annotations); ok && (a == AggregationWeighted || a == "weightedExponential") {
+		s.Aggregation = AggregationWeighted
 	}
 
 	// Target and total (Knative's resources/target.go).

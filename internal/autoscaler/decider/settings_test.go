@@ -11,6 +11,7 @@ import (
 func defaults() Settings {
 	return Settings{
 		Metric:                 MetricConcurrency,
+		Aggregation:            AggregationLinear,
 		TotalValue:             100, // cc-target-default
 		Target:                 70,  // 100 × 0.7
 		TargetBurstCapacity:    211,
@@ -196,6 +197,14 @@ func TestSettingsFor(t *testing.T) {
 		name: "legacy targetBurstCapacity",
 		ann:  map[string]string{g + "targetBurstCapacity": "0"},
 		want: func(s *Settings) { s.TargetBurstCapacity = 0 },
+	}, {
+		name: "weighted-exponential aggregation",
+		ann:  map[string]string{g + "metric-aggregation-algorithm": "weighted-exponential"},
+		want: func(s *Settings) { s.Aggregation = AggregationWeighted },
+	}, {
+		name: "legacy key and camelCase value",
+		ann:  map[string]string{g + "metricAggregationAlgorithm": "weightedExponential"},
+		want: func(s *Settings) { s.Aggregation = AggregationWeighted },
 	}, {
 		name: "config rates and burst capacity",
 		cfg:  func(c *config.Autoscaler) { c.MaxScaleUpRate, c.MaxScaleDownRate, c.TargetBurstCapacity = 10, 4, 50 },

@@ -153,6 +153,35 @@ func (w *Window) Average(now time.Time, d time.Duration) float64 {
 	return math.Round(sum/float64(n)*averagePrecision) / averagePrecision
 }
 
+// Knative's weighted-exponential aggregation: the weight of the newest second is
+// the smoothing coefficient sc, and each older second's is (1-sc) times the next
+// one's, with sc such that a window's weights add up to weightPrecision, but never
+// below minSmoothing (pkg/autoscaler/aggregation, WeightedFloat64Buckets).
+const (
+	weightPrecision = 0.9999
+	minSmoothing    = 0.2
+)
+
+// WeightedAverage is Knative's weighted-exponential average over the 1-second
+// buckets in (now-d, now]: the newest second weighs most, a second with no Record
+// counts as 0, and, as in Knative, the result is not rounded and a window reaching
+// back before the first Record is not shortened.
+func (w *Window) WeightedAverage(now time.Time, d time.Duration) float64 {
+	w.ask(d)
+	n := buckets(d)
+	if n == 0 {
+		return 0
+	}
+	sc := math.Max(1-math.Pow(1-weightPrecision, 1/float64(n)), minSmoothing)
+	end := now.Unix()
+	from := end - n + 1
+	var sum float64
+	for i := sort.Search(len(w.secs), func(i int) bool { return w.secs[i].at >= from }); i < len(w.secs) && w.secs[i].at <= end; i++ {
+		sum += w.secs[i].sum * sc * math.Pow(1-sc, float64(end-w.secs[i].at))
+	}
+	return sum
+}
+
 // IsEmpty reports that nothing was recorded in (now-d, now]: the decider has no
 // data for this window, which is not the same as an average of 0 (a Revision
 // nobody reported yet has no desired scale, Scale's Desired -1).

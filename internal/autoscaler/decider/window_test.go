@@ -1,6 +1,7 @@
 package decider
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -219,5 +220,28 @@ func TestWindowReset(t *testing.T) {
 	}
 	if got, want := reset.Average(at(100), time.Minute), 10.0; got != want {
 		t.Errorf("Average after Reset = %v, want %v", got, want)
+	}
+}
+
+// Knative's weighted-exponential average over a 6 s window: sc = max(1 − 0.0001^(1/6),
+// 0.2) ≈ 0.7846, the newest second weighs sc, each older one (1 − sc) times the next,
+// and a second with no Record counts as 0.
+func TestWeightedAverage(t *testing.T) {
+	var w Window
+	w.Record(t0, 10)
+	w.Record(t0.Add(2*time.Second), 4)
+	sc := 1 - math.Pow(0.0001, 1.0/6)
+	now := t0.Add(2 * time.Second)
+	want := 4*sc + 10*sc*(1-sc)*(1-sc)
+	if got := w.WeightedAverage(now, 6*time.Second); math.Abs(got-want) > 1e-12 {
+		t.Errorf("WeightedAverage = %v, want %v", got, want)
+	}
+	// A long window's coefficient is floored at 0.2, so old seconds still fade fast.
+	want = 4*0.2 + 10*0.2*0.8*0.8
+	if got := w.WeightedAverage(now, time.Hour); math.Abs(got-want) > 1e-12 {
+		t.Errorf("WeightedAverage over 1h = %v, want %v", got, want)
+	}
+	if got := w.WeightedAverage(t0.Add(20*time.Second), 6*time.Second); got != 0 {
+		t.Errorf("WeightedAverage after the window = %v, want 0", got)
 	}
 }
