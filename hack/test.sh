@@ -40,6 +40,9 @@ go test -count=1 ./cmd/ferry
 step "convergence simulation (10,000 runs, and each safeguard switched off in turn)"
 go test -count=1 -timeout 20m ./internal/convergence/
 
+step "the KPA decider against Knative's own (test/knative, a module of its own: docs/autoscaling.md)"
+(cd test/knative && go vet ./... && go test -count=1 ./...)
+
 step "integration tests (embedded kube-apiserver, etcd, controller-manager, scheduler, kwok)"
 # Some tests run `ferry controller` and `ferry gateway` as their own processes, as on a
 # cluster: they use bin/ferry. -ldflags gives the embedded API server its real version,
