@@ -201,3 +201,60 @@ func TestTagHeaderRouting(t *testing.T) {
 	waitRouteServing(t, ns, "tags", mainRulePaths(1))
 	check("disabled again", ignored)
 }
+
+// TestDomainChangeMovesHostServed: what config-network's domain-template and the
+// cluster-local label do to the hosts the gateway serves, live. A new template moves
+// the Route's host without a moment when neither the old nor the new one is served
+// (the gateway swaps them in one table); labelling the Service cluster-local takes its
+// host off the external listener and leaves it served in the cluster. Not parallel: it
+// changes ferry-system.
+func TestDomainChangeMovesHostServed(t *testing.T) {
+	setAsideConfigMaps(t)
+	gw := startFerryOnConfigMaps(t)
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+
+	svc := ksvc(ns, "moving", "ferry.test/moving")
+	if err := testClient.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, testClient, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	external, local := gw.ExternalAddr(), gw.LocalAddr()
+	oldHost, newHost := "moving."+ns+".example.com", "moving-"+ns+".example.com"
+	if got, why := revisionAnswering(t, external, oldHost, ""); got != "moving-00001" {
+		t.Fatalf("%s: answered by %q %s, want moving-00001", oldHost, got, why)
+	}
+
+	applyConfigMap(t, config.NetworkConfigName, map[string]string{"domain-template": "{{.Name}}-{{.Namespace}}.{{.Domain}}"})
+	// Ask the old host first: once it is gone the new one must already be served.
+	eventually(t, readyTimeout, func() (bool, string) {
+		old, oldWhy := revisionAnswering(t, external, oldHost, "")
+		got, why := revisionAnswering(t, external, newHost, "")
+		if old == "" && got == "" {
+			t.Fatalf("neither host served: %s: %s; %s: %s", oldHost, oldWhy, newHost, why)
+		}
+		return old == "" && got == "moving-00001", "old host answered by " + old + ", new host by " + got + " " + why
+	})
+	waitRouteURL(t, ns, "moving", "http://"+newHost)
+
+	updateService(t, testClient, ns, "moving", func(s *v1.Service) {
+		s.Labels = map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal}
+	})
+	waitRouteURL(t, ns, "moving", "http://moving."+ns+".svc.cluster.local")
+	waitRouteServing(t, ns, "moving", func(ing *netv1alpha1.Ingress) (bool, string) {
+		for _, r := range ing.Spec.Rules {
+			if r.Visibility != netv1alpha1.IngressVisibilityClusterLocal {
+				return false, fmt.Sprintf("an %s rule for %v", r.Visibility, r.Hosts)
+			}
+		}
+		return true, ""
+	})
+	if got, why := revisionAnswering(t, external, newHost, ""); got != "" || !strings.Contains(why, "404") {
+		t.Errorf("%s on the external listener after cluster-local: answered by %q %s, want 404", newHost, got, why)
+	}
+	for _, host := range []string{"moving." + ns + ".svc.cluster.local", "moving." + ns} {
+		if got, why := revisionAnswering(t, local, host, ""); got != "moving-00001" {
+			t.Errorf("%s in the cluster: answered by %q %s, want moving-00001", host, got, why)
+		}
+	}
+}
