@@ -49,9 +49,13 @@ func (s *configChanges) Start(ctx context.Context, q workqueue.TypedRateLimiting
 
 func (s *configChanges) String() string { return fmt.Sprintf("config changes (%s)", s.name) }
 
-// routingChanged: config-domain or config-network changed what makes Route hosts.
+// routingChanged: config-domain or config-network changed what makes Route hosts, or
+// config-features what makes their KIngress paths.
 func routingChanged(old, new *config.Config) bool {
 	if old.Domain != new.Domain && !sameDomains(old.Domain, new.Domain) {
+		return true
+	}
+	if old.Features.TagHeaderBasedRouting != new.Features.TagHeaderBasedRouting {
 		return true
 	}
 	o, n := old.Network, new.Network

@@ -53,6 +53,11 @@ func TestConfigChangePredicates(t *testing.T) {
 		{"rollout-duration only", with(func(c *config.Config) { c.Network = network(map[string]string{"rollout-duration": "10"}) }), false, false},
 		{"gc", with(func(c *config.Config) { g := *c.GC; g.MinNonActiveRevisions = 1; c.GC = &g }), false, true},
 		{"features only", with(func(c *config.Config) { f := *c.Features; f.PodSpecAffinity = config.Enabled; c.Features = &f }), false, false},
+		{"tag-header-based-routing", with(func(c *config.Config) {
+			f := *c.Features
+			f.TagHeaderBasedRouting = config.Enabled
+			c.Features = &f
+		}), true, false},
 	}
 	for _, tc := range tests {
 		if got := routingChanged(base, tc.new); got != tc.routing {

@@ -76,7 +76,8 @@ type Options struct {
 	Config func() *config.Config
 	// OnConfigChange subscribes a function to configuration changes
 	// (config.Store.OnChange); nil when the configuration never changes. A change of
-	// config-domain or config-network reconciles every Route, one of config-gc every
+	// config-domain, config-network or config-features' tag-header-based-routing
+	// reconciles every Route, one of config-gc every
 	// Configuration's collection.
 	OnConfigChange func(func(old, new *config.Config))
 	// TrackerLease bounds how long a Route's reference lives if nothing renews or

@@ -19,7 +19,8 @@ import (
 // changes, by the KIngress and placeholder Service they own, by the tracker for the
 // Configurations and Revisions they read (tracked), and by enqueue (the tracker's
 // requeue of an observer that starts tracking something), and by more (a change of
-// config-domain or config-network, which wakes every Route).
+// config-domain, config-network or config-features' tag-header-based-routing, which
+// wakes every Route).
 //
 // Updates of a Configuration or Revision that leave alone what traffic resolution reads
 // of it (a Revision's replicas, a Configuration's latest created Revision) are dropped

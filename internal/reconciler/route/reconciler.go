@@ -52,7 +52,7 @@ type Reconciler struct {
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
 	// Config returns the current configuration: config-domain and config-network make
-	// the Route's hosts.
+	// the Route's hosts, config-features' tag-header-based-routing its KIngress's paths.
 	Config func() *config.Config
 	// GatewayHost is where placeholder Services point (ExternalName).
 	GatewayHost string
@@ -72,10 +72,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.AfterRead != nil {
 		r.AfterRead()
 	}
+	// One snapshot of the configuration for the whole reconcile.
+	cfg := r.Config()
 	want := route.DeepCopy()
-	want.SetDefaults(config.ToContext(ctx, r.Config()))
+	want.SetDefaults(config.ToContext(ctx, cfg))
 	// A configuration that gives no valid host leaves the URLs as they were.
-	hosts, hostErr := resources.MakeHosts(r.Config(), route, want.Spec.Traffic)
+	hosts, hostErr := resources.MakeHosts(cfg, route, want.Spec.Traffic)
 	targets, problem, err := r.resolve(ctx, route, want.Spec.Traffic)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -92,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var ing *netv1alpha1.Ingress
 	var ingErr error
 	if problem == nil {
-		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", resources.MakeIngress(want, targets, hosts), updateIngress)
+		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", resources.MakeIngress(want, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled), updateIngress)
 	} else {
 		ing, ingErr = child.Get[*netv1alpha1.Ingress](ctx, w, route, "Ingress", client.ObjectKey{Namespace: route.Namespace, Name: resources.IngressName(route)})
 	}

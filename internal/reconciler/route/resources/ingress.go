@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"slices"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -14,22 +17,50 @@ import (
 // Route names within 63 characters (so existing KIngresses are adopted).
 func IngressName(r *v1.Route) string { return kmeta.ChildName(r.Name, "") }
 
+// The headers of Knative's tag-header routing (knative.dev/networking pkg/http/header).
+const (
+	// RouteTagHeader picks a tag's Revision on the Route's own hosts; it is also added
+	// to requests that reach a tag by its host.
+	RouteTagHeader = "Knative-Serving-Tag"
+	// DefaultRouteHeader is added to requests the Route's default split serves, so
+	// that a backend can tell an unknown tag (both headers) from no tag.
+	DefaultRouteHeader = "Knative-Serving-Default-Route"
+)
+
 // MakeIngress builds the KIngress named after the Route that serves the resolved
 // targets: one rule for the Route's own hosts splitting traffic by percent, and one
 // per tag sending everything to the tag's Revision. Each set of hosts gets an
 // ExternalIP rule (unless the Route is cluster-local) and a ClusterLocal rule. hosts
 // must have been made for these targets' tags.
-func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts) *netv1alpha1.Ingress {
+//
+// tagHeaderRouting (config-features tag-header-based-routing Enabled) builds the
+// paths as Knative does: the Route's own rules first get one path per tag, sorted,
+// that matches the header Knative-Serving-Tag: <tag> exactly and sends everything to
+// the tag's Revision; their default path appends Knative-Serving-Default-Route: true,
+// and each tag's rules append Knative-Serving-Tag: <tag>.
+func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts, tagHeaderRouting bool) *netv1alpha1.Ingress {
+	var tagged []v1.TrafficTarget
+	for _, t := range targets {
+		if t.Tag != "" {
+			tagged = append(tagged, t)
+		}
+	}
 	var rules []netv1alpha1.IngressRule
 	if splits := mergeSplits(r.Namespace, targets); len(splits) > 0 {
-		rules = append(rules, makeRules(hosts, "", splits)...)
-	}
-	for _, t := range targets {
-		if t.Tag == "" {
-			continue
+		def := netv1alpha1.HTTPIngressPath{Splits: splits}
+		var paths []netv1alpha1.HTTPIngressPath
+		if tagHeaderRouting {
+			paths = tagHeaderPaths(r.Namespace, tagged)
+			def.AppendHeaders = map[string]string{DefaultRouteHeader: "true"}
 		}
-		one := []netv1alpha1.IngressBackendSplit{makeSplit(r.Namespace, t.RevisionName, 100)}
-		rules = append(rules, makeRules(hosts, t.Tag, one)...)
+		rules = append(rules, makeRules(hosts, "", append(paths, def))...)
+	}
+	for _, t := range tagged {
+		p := netv1alpha1.HTTPIngressPath{Splits: []netv1alpha1.IngressBackendSplit{makeSplit(r.Namespace, t.RevisionName, 100)}}
+		if tagHeaderRouting {
+			p.AppendHeaders = map[string]string{RouteTagHeader: t.Tag}
+		}
+		rules = append(rules, makeRules(hosts, t.Tag, []netv1alpha1.HTTPIngressPath{p})...)
 	}
 	return &netv1alpha1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{
@@ -43,8 +74,22 @@ func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts) *netv1al
 	}
 }
 
-func makeRules(hosts *Hosts, tag string, splits []netv1alpha1.IngressBackendSplit) []netv1alpha1.IngressRule {
-	http := &netv1alpha1.HTTPIngressRuleValue{Paths: []netv1alpha1.HTTPIngressPath{{Splits: splits}}}
+// tagHeaderPaths are the paths that send a request carrying Knative-Serving-Tag: <tag>
+// to that tag's Revision, sorted by tag as Knative sorts them.
+func tagHeaderPaths(ns string, tagged []v1.TrafficTarget) []netv1alpha1.HTTPIngressPath {
+	sorted := slices.SortedFunc(slices.Values(tagged), func(a, b v1.TrafficTarget) int { return strings.Compare(a.Tag, b.Tag) })
+	paths := make([]netv1alpha1.HTTPIngressPath, 0, len(sorted))
+	for _, t := range sorted {
+		paths = append(paths, netv1alpha1.HTTPIngressPath{
+			Headers: map[string]netv1alpha1.HeaderMatch{RouteTagHeader: {Exact: t.Tag}},
+			Splits:  []netv1alpha1.IngressBackendSplit{makeSplit(ns, t.RevisionName, 100)},
+		})
+	}
+	return paths
+}
+
+func makeRules(hosts *Hosts, tag string, paths []netv1alpha1.HTTPIngressPath) []netv1alpha1.IngressRule {
+	http := &netv1alpha1.HTTPIngressRuleValue{Paths: paths}
 	local := netv1alpha1.IngressRule{
 		Hosts:      hosts.ClusterLocalHosts(tag),
 		Visibility: netv1alpha1.IngressVisibilityClusterLocal,

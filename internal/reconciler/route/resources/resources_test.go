@@ -98,7 +98,7 @@ func TestMakeIngress(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ing := MakeIngress(route(tc.labels), tc.targets, DefaultHosts(route(tc.labels), tc.targets))
+			ing := MakeIngress(route(tc.labels), tc.targets, DefaultHosts(route(tc.labels), tc.targets), false)
 			if got := rulesOf(ing); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("rules:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -133,12 +133,120 @@ func TestIngressName(t *testing.T) {
 	for _, name := range []string{"hello", "the-longest-name-knative-accepts-for-a-service-is-63-characters"} {
 		r := route(nil)
 		r.Name = name
-		ing := MakeIngress(r, []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}}, DefaultHosts(r, nil))
+		ing := MakeIngress(r, []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}}, DefaultHosts(r, nil), false)
 		if IngressName(r) != name || ing.Name != name || ing.Labels[v1.RouteLabelKey] != name {
 			t.Errorf("KIngress of Route %q: name %q, IngressName %q, route label %q", name, ing.Name, IngressName(r), ing.Labels[v1.RouteLabelKey])
 		}
 		if got, want := DefaultHosts(r, nil).Host(""), name+".ns.example.com"; got != want {
 			t.Errorf("host = %q, want %q", got, want)
 		}
+	}
+}
+
+// path is an HTTPIngressPath in short: the header it matches, the headers it appends
+// and its Revisions' percents.
+type path struct {
+	match, add map[string]string
+	splits     map[string]int
+}
+
+func pathsOf(rule netv1alpha1.IngressRule) []path {
+	var out []path
+	for _, p := range rule.HTTP.Paths {
+		var match map[string]string
+		for name, m := range p.Headers {
+			if match == nil {
+				match = map[string]string{}
+			}
+			match[name] = m.Exact
+		}
+		splits := map[string]int{}
+		for _, s := range p.Splits {
+			splits[s.ServiceName] = s.Percent
+		}
+		out = append(out, path{match, p.AppendHeaders, splits})
+	}
+	return out
+}
+
+// TestMakeIngressTagHeaderRouting: config-features tag-header-based-routing as Knative
+// builds it. Disabled, each rule has one path and no headers; Enabled, the Route's own
+// rules (both visibilities) match Knative-Serving-Tag per tag, sorted, before the
+// default path, which appends Knative-Serving-Default-Route; tag rules append their tag.
+func TestMakeIngressTagHeaderRouting(t *testing.T) {
+	targets := []v1.TrafficTarget{
+		{RevisionName: "hello-00002", Percent: p(80), Tag: "latest"},
+		{RevisionName: "hello-00001", Percent: p(20)},
+		{RevisionName: "hello-00003", Percent: p(0), Tag: "canary"},
+	}
+	main := map[string]int{"hello-00002": 80, "hello-00001": 20}
+	byTag := func(tag, rev string) path {
+		return path{match: map[string]string{RouteTagHeader: tag}, splits: map[string]int{rev: 100}}
+	}
+	enabledMain := []path{byTag("canary", "hello-00003"), byTag("latest", "hello-00002"),
+		{add: map[string]string{DefaultRouteHeader: "true"}, splits: main}}
+	tagPath := func(tag, rev string, enabled bool) []path {
+		p := path{splits: map[string]int{rev: 100}}
+		if enabled {
+			p.add = map[string]string{RouteTagHeader: tag}
+		}
+		return []path{p}
+	}
+	local := map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal}
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		enabled bool
+		want    map[string][]path // by the rule's first host
+	}{{
+		name: "disabled",
+		want: map[string][]path{
+			"hello.ns.example.com":        {{splits: main}},
+			"hello.ns":                    {{splits: main}},
+			"latest-hello.ns.example.com": tagPath("latest", "hello-00002", false),
+			"latest-hello.ns":             tagPath("latest", "hello-00002", false),
+			"canary-hello.ns.example.com": tagPath("canary", "hello-00003", false),
+			"canary-hello.ns":             tagPath("canary", "hello-00003", false),
+		},
+	}, {
+		name:    "enabled",
+		enabled: true,
+		want: map[string][]path{
+			"hello.ns.example.com":        enabledMain,
+			"hello.ns":                    enabledMain,
+			"latest-hello.ns.example.com": tagPath("latest", "hello-00002", true),
+			"latest-hello.ns":             tagPath("latest", "hello-00002", true),
+			"canary-hello.ns.example.com": tagPath("canary", "hello-00003", true),
+			"canary-hello.ns":             tagPath("canary", "hello-00003", true),
+		},
+	}, {
+		name:    "enabled, cluster-local",
+		labels:  local,
+		enabled: true,
+		want: map[string][]path{
+			"hello.ns":        enabledMain,
+			"latest-hello.ns": tagPath("latest", "hello-00002", true),
+			"canary-hello.ns": tagPath("canary", "hello-00003", true),
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := route(tc.labels)
+			ing := MakeIngress(r, targets, DefaultHosts(r, targets), tc.enabled)
+			got := map[string][]path{}
+			for _, rule := range ing.Spec.Rules {
+				got[rule.Hosts[0]] = pathsOf(rule)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("paths by host:\n got %+v\nwant %+v", got, tc.want)
+			}
+			for _, rule := range ing.Spec.Rules {
+				for _, p := range rule.HTTP.Paths {
+					if s := p.Splits[0]; s.AppendHeaders[netv1alpha1.RevisionHeader] != s.ServiceName {
+						t.Errorf("%v: split %s appends %v", rule.Hosts, s.ServiceName, s.AppendHeaders)
+					}
+				}
+			}
+		})
 	}
 }
