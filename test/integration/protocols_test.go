@@ -72,6 +72,28 @@ func startFerryServing(t *testing.T, backend net.Addr) (*manager.Ferry, string, 
 	return f, f.Gateway.ExternalAddr(), registry
 }
 
+// allowZeroInitialScale lets Services start at zero pods (config-autoscaler
+// allow-zero-initial-scale) until the test ends; start Ferry after it.
+func allowZeroInitialScale(t *testing.T) {
+	t.Helper()
+	setAsideConfigMaps(t)
+	applyConfigMap(t, config.AutoscalerConfigName, map[string]string{"allow-zero-initial-scale": "true"})
+}
+
+// waitZeroInitialScale waits until Ferry and admission have read
+// allow-zero-initial-scale.
+func waitZeroInitialScale(t *testing.T, f *manager.Ferry, ns string) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() (bool, string) {
+		return f.Config.Load().Autoscaler.AllowZeroInitialScale, "config-autoscaler not loaded"
+	})
+	eventually(t, 20*time.Second, func() (bool, string) {
+		probe := autoscaled(ns, "probe", map[string]string{"autoscaling.knative.dev/initial-scale": "0"})
+		err := testClient.Create(context.Background(), probe, client.DryRunAll)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
 // listen opens a loopback listener for a backend, closed when the test ends.
 func listen(t *testing.T) net.Listener {
 	t.Helper()
@@ -154,8 +176,7 @@ func (p *grpcPod) FullDuplexCall(stream testpb.TestService_FullDuplexCallServer)
 // statuses, the three streaming kinds, a deadline and a cancellation that reach the
 // pod, and 8 MiB messages both ways.
 func TestGatewayGRPC(t *testing.T) {
-	setAsideConfigMaps(t)
-	applyConfigMap(t, config.AutoscalerConfigName, map[string]string{"allow-zero-initial-scale": "true"})
+	allowZeroInitialScale(t)
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
 
@@ -169,14 +190,7 @@ func TestGatewayGRPC(t *testing.T) {
 	t.Cleanup(srv.Stop)
 
 	f, gw, _ := startFerryServing(t, ln.Addr())
-	eventually(t, 20*time.Second, func() (bool, string) {
-		return f.Config.Load().Autoscaler.AllowZeroInitialScale, "config-autoscaler not loaded"
-	})
-	eventually(t, 20*time.Second, func() (bool, string) {
-		probe := autoscaled(ns, "probe", map[string]string{"autoscaling.knative.dev/initial-scale": "0"})
-		err := testClient.Create(context.Background(), probe, client.DryRunAll)
-		return err == nil, fmt.Sprint(err)
-	})
+	waitZeroInitialScale(t, f, ns)
 	svc := autoscaled(ns, "grpc", map[string]string{"autoscaling.knative.dev/initial-scale": "0"})
 	svc.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "h2c", ContainerPort: 8080}}
 	svc.Spec.Template.Spec.ContainerConcurrency = ptr(int64(1))
@@ -383,11 +397,13 @@ func (p *streamsPod) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestGatewayStreams: server-sent events arrive as the pod writes them, a request body
-// reaches the pod as the client sends it, a WebSocket echoes, with containerConcurrency
-// 1; each of Knative's timeouts gives its 504, and idleTimeoutSeconds ends a
-// WebSocket that falls silent but not one that talks.
+// TestGatewayStreams: server-sent events arrive as the pod writes them, the first
+// ones from a Revision at zero; a request body reaches the pod as the client sends
+// it; a WebSocket echoes; all with containerConcurrency 1. Each of Knative's
+// timeouts gives its 504, and idleTimeoutSeconds ends a WebSocket that falls silent
+// but not one that talks.
 func TestGatewayStreams(t *testing.T) {
+	allowZeroInitialScale(t)
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
 	pod := &streamsPod{next: make(chan struct{}), got: make(chan string, 16)}
@@ -395,7 +411,8 @@ func TestGatewayStreams(t *testing.T) {
 	srv := &http.Server{Handler: pod}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	_, gw, registry := startFerryServing(t, ln.Addr())
+	f, gw, registry := startFerryServing(t, ln.Addr())
+	waitZeroInitialScale(t, f, ns)
 
 	services := map[string]func(*v1.RevisionSpec){
 		"streams": func(rs *v1.RevisionSpec) { rs.ContainerConcurrency = ptr(int64(1)) },
@@ -409,6 +426,9 @@ func TestGatewayStreams(t *testing.T) {
 	for name, set := range services {
 		svc := ksvc(ns, name, "ferry.test/"+name)
 		set(&svc.Spec.Template.Spec)
+		if name == "streams" {
+			svc.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/initial-scale": "0"}
+		}
 		if err := testClient.Create(context.Background(), svc); err != nil {
 			t.Fatal(err)
 		}
@@ -423,12 +443,19 @@ func TestGatewayStreams(t *testing.T) {
 		return d.DialContext(ctx, network, gw)
 	}}}
 
+	if spec, ready := scaleOf(t, ns, revisions["streams"]); spec != 0 || ready != 0 {
+		t.Fatalf("initial-scale 0: %d replicas (%d ready), want none", spec, ready)
+	}
+
 	t.Run("server-sent events", func(t *testing.T) {
 		res, err := gwHTTP.Get("http://" + hosts["streams"] + "/events")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
+		if res.Header.Get("X-Ferry-Activation-Wait") == "" {
+			t.Errorf("the first request to a Revision at zero was not held; headers %v", res.Header)
+		}
 		br := bufio.NewReader(res.Body)
 		for i := 1; i <= 3; i++ {
 			// The pod writes event i+1 only once this one was read here.
