@@ -11,6 +11,8 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
 
@@ -103,5 +105,14 @@ func TestSpeaksH2C(t *testing.T) {
 		if got := speaksH2C(tc.name, tc.appProtocol); got != tc.want {
 			t.Errorf("port %q, appProtocol %v: h2c %v, want %v", tc.name, ptr.Deref(tc.appProtocol, "<nil>"), got, tc.want)
 		}
+	}
+
+	// A Service's slices say it: Knative's Revision Service, port 80 to 8013 with
+	// appProtocol kubernetes.io/h2c.
+	slice := sliceFor("rev-1", 8013, "10.0.0.1")
+	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
+	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
+	if ts := se.targets(intstr.FromInt32(80)); ts.empty() || !ts.targets[0].h2c {
+		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
 	}
 }
