@@ -145,8 +145,6 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 		a.sink.Poke(svc.key.Namespace, rr.revision)
 	}
 
-	timer := time.NewTimer(time.Until(rr.deadline))
-	defer timer.Stop()
 	for {
 		// changed before endpoints: a swap after this load closes ch.
 		changed := *svc.changed.Load()
@@ -175,19 +173,22 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 		select {
 		case <-changed:
 		case <-line.tokens:
-		case <-timer.C:
+		case <-r.Context().Done():
+			kind := rr.timer.fired()
+			if kind == running {
+				rr.code = 499 // the client went away; nobody reads an answer
+				return nil
+			}
+			// A revision timeout (each counts from the arrival, see timeouts.go).
 			rr.code = http.StatusGatewayTimeout
-			timeout := rr.deadline.Sub(rr.start).Round(time.Millisecond)
+			within := fmt.Sprintf("%s (%s)", rr.timer.limit(kind), timeoutNames[kind])
 			w.Header().Set("X-Ferry-Activation-Wait", formatWait(time.Since(rr.start)))
 			if targets.empty() {
-				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, timeout)
+				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, within)
 			} else {
 				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d) within %s\n",
-					rr.revision, limit, timeout)
+					rr.revision, limit, within)
 			}
-			return nil
-		case <-r.Context().Done():
-			rr.code = 499 // the client went away; nobody reads an answer
 			return nil
 		case <-a.draining:
 			rr.code = http.StatusServiceUnavailable

@@ -47,9 +47,12 @@ type serviceEndpoints struct {
 	// concurrency is the revision's containerConcurrency, from the Service's
 	// annotation: no endpoint gets more requests at once. 0 is no limit.
 	concurrency int64
-	// timeout is the revision's timeoutSeconds, from the Service's annotation; 0
+	// timeout is the revision's timeoutSeconds (for a Service, its annotation); 0
 	// means Options.RequestTimeout.
 	timeout time.Duration
+	// responseStart and idle are the Revision's responseStartTimeoutSeconds and
+	// idleTimeoutSeconds; 0: none.
+	responseStart, idle time.Duration
 	// published is when the registry swapped this snapshot in.
 	published time.Time
 }
@@ -62,12 +65,17 @@ func (se *serviceEndpoints) limit() int64 {
 	return se.concurrency
 }
 
-// timeoutOr is the revision's timeout, or def.
-func (se *serviceEndpoints) timeoutOr(def time.Duration) time.Duration {
-	if se == nil || se.timeout <= 0 {
-		return def
+// limits are the revision's timeouts, def standing in for a timeoutSeconds it
+// lacks.
+func (se *serviceEndpoints) limits(def time.Duration) timeouts {
+	if se == nil {
+		return timeouts{total: def}
 	}
-	return se.timeout
+	l := timeouts{total: se.timeout, responseStart: se.responseStart, idle: se.idle}
+	if l.total <= 0 {
+		l.total = def
+	}
+	return l
 }
 
 type specPort struct {
@@ -116,6 +124,8 @@ type target struct {
 	ip string
 	// simulated marks a pod that kwok simulates: nothing listens at addr.
 	simulated bool
+	// h2c says the pod speaks HTTP/2 without TLS (prior knowledge) at addr.
+	h2c bool
 	// pod counts the requests in flight to addr, across snapshots.
 	pod *podSlot
 }

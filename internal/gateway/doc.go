@@ -14,7 +14,10 @@
 // Two listeners serve the table: the external one serves ExternalIP rules, the local
 // one serves every rule. A request is routed by Host and longest path prefix (and
 // header matches), split by percent, and proxied to the ready endpoint with the
-// fewest requests in flight (ties round-robin). The gateway answers for
+// fewest requests in flight (ties round-robin), over HTTP/2 cleartext when the
+// Revision's port is named h2c, else HTTP/1.1. Knative's timeoutSeconds,
+// responseStartTimeoutSeconds and idleTimeoutSeconds bound each request from its
+// arrival, enforced by one timer per request. The gateway answers for
 // kwok-simulated pods itself: 200, a body naming the revision and the pod, and
 // X-Ferry-Simulated: true.
 //

@@ -40,12 +40,11 @@ type Options struct {
 	// tests whose DialContext serves each pod address from an in-process server.
 	DialSimulatedPods bool
 
-	// RequestTimeout is the timeout of backends that set none (a Revision without
-	// timeoutSeconds, a Service without serving.ferry.dev/timeout-seconds): how long,
-	// from its arrival, a request may be held for want of a pod and then wait for the
-	// pod to begin replying, as Knative's revision timeout does (a streamed body or an
-	// upgraded connection may last longer). Past it the client gets 504. Default 5m,
-	// Knative's default.
+	// RequestTimeout is the timeoutSeconds of backends that set none (a Revision
+	// without it, a Service without serving.ferry.dev/timeout-seconds): how long, from
+	// its arrival, a request may last, held for want of a pod included, as Knative's
+	// revision timeout does. Past it the client gets 504, or a response under way
+	// (a stream, an upgraded connection) is cut. Default 5m, Knative's default.
 	RequestTimeout time.Duration
 	// MaxQueued bounds, per revision and gateway replica, the requests held while the
 	// revision has no ready pod or no pod below its containerConcurrency; more get
