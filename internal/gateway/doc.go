@@ -16,7 +16,10 @@
 // header matches), split by percent, and proxied to the ready endpoint with the
 // fewest requests in flight (ties round-robin). The gateway answers for
 // kwok-simulated pods itself: 200, a body naming the revision and the pod, and
-// X-Ferry-Simulated: true.
+// X-Ferry-Simulated: true, after the Revision's serving.ferry.dev/simulated-service-time
+// (or ?sleep=, as Knative's autoscale test image) and with at most its
+// serving.ferry.dev/simulated-capacity requests served at once per pod, so that load
+// on ferry up scales as on real pods (simulated.go).
 //
 // The gateway is also Knative's activator and queue-proxy breaker, in one place:
 //
