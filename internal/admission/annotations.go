@@ -9,6 +9,7 @@ import (
 	"time"
 
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -287,6 +288,23 @@ func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
 			if _, err := resource.ParseQuantity(v); err != nil {
 				errs = errs.Also(ErrInvalidValue(v, CurrentField).ViaKey(k))
 			}
+		}
+	}
+	return errs
+}
+
+// validateSimulationAnnotations checks Ferry's serving.ferry.dev/simulated-* values,
+// which shape how ferry up's simulated pods answer.
+func validateSimulationAnnotations(m map[string]string) *FieldError {
+	var errs *FieldError
+	if v, ok := m[servingv1.SimulatedServiceTimeAnnotationKey]; ok {
+		if _, err := servingv1.ParseSimulatedServiceTime(v); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, servingv1.SimulatedServiceTimeAnnotationKey, "a Go duration of at least 0, such as 200ms"))
+		}
+	}
+	if v, ok := m[servingv1.SimulatedCapacityAnnotationKey]; ok {
+		if _, err := servingv1.ParseSimulatedCapacity(v); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, servingv1.SimulatedCapacityAnnotationKey, "a whole number of at least 1"))
 		}
 	}
 	return errs

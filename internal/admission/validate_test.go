@@ -75,6 +75,21 @@ func TestValidateService(t *testing.T) {
 		{"progress-deadline", nil, service(func(s *servingv1.Service) {
 			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.knative.dev/progress-deadline": "nope"}
 		}), []string{"invalid value: nope: spec.template.metadata.annotations.serving.knative.dev/progress-deadline"}},
+		{"simulated service time and capacity", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-service-time": "250ms", "serving.ferry.dev/simulated-capacity": "4"}
+		}), nil},
+		{"simulated service time not a duration", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-service-time": "250"}
+		}), []string{"invalid value: 250: spec.template.metadata.annotations.serving.ferry.dev/simulated-service-time"}},
+		{"negative simulated service time", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-service-time": "-1s"}
+		}), []string{"invalid value: -1s: spec.template.metadata.annotations.serving.ferry.dev/simulated-service-time"}},
+		{"simulated capacity 0", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "0"}
+		}), []string{"invalid value: 0: spec.template.metadata.annotations.serving.ferry.dev/simulated-capacity"}},
+		{"simulated capacity not a number", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "two"}
+		}), []string{"invalid value: two: spec.template.metadata.annotations.serving.ferry.dev/simulated-capacity"}},
 		{"unknown networking annotation", nil, service(func(s *servingv1.Service) {
 			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"networking.knative.dev/foo": "x"}
 		}), []string{`invalid key name "networking.knative.dev/foo": spec.template.metadata.annotations`}},
@@ -332,6 +347,10 @@ func TestValidateConfigurationRevisionRoute(t *testing.T) {
 	DefaultRevision(cfg, r, nil)
 	if err := ValidateRevision(cfg, r, nil); err == nil || !strings.Contains(err.Error(), "invalid value: x: metadata.annotations.autoscaling.knative.dev/max-scale") {
 		t.Errorf("revision max-scale: %v", err)
+	}
+	r.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "-3"}
+	if err := ValidateRevision(cfg, r, nil); err == nil || !strings.Contains(err.Error(), "invalid value: -3: metadata.annotations.serving.ferry.dev/simulated-capacity") {
+		t.Errorf("revision simulated-capacity: %v", err)
 	}
 	r.Annotations = nil
 	r2 := r.DeepCopy()

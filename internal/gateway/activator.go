@@ -204,16 +204,3 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 func formatWait(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
 }
-
-// answerSimulated answers for a kwok-simulated pod, which has no process to forward
-// to. The answer names the revision and the pod, so that a client sees where the
-// request was routed.
-func answerSimulated(w http.ResponseWriter, rr *routedRequest) {
-	rr.code = http.StatusOK
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Ferry-Simulated", "true")
-	w.WriteHeader(rr.code)
-	fmt.Fprintf(w, "Hello from revision %s (pod %s is simulated by kwok; no process serves it)\n", rr.revision, rr.target.ip)
-}

@@ -55,6 +55,8 @@ type serviceEndpoints struct {
 	responseStart, idle time.Duration
 	// published is when the registry swapped this snapshot in.
 	published time.Time
+	// simulation is how the Revision's simulated pods answer.
+	simulation simulation
 }
 
 // limit is the containerConcurrency of the snapshot, 0 (none) without one.
@@ -134,7 +136,9 @@ type target struct {
 // to the endpoint updates it, from any core: it has a cache line of its own.
 type podSlot struct {
 	inflight atomic.Int64
-	_        [56]byte
+	// sim is a simulated pod's capacity (simulated.go), made on first use.
+	sim atomic.Pointer[simulatedPod]
+	_   [48]byte
 }
 
 // tryAcquire takes a slot below limit (0: no limit).

@@ -19,7 +19,10 @@
 // responseStartTimeoutSeconds and idleTimeoutSeconds bound each request from its
 // arrival, enforced by one timer per request. The gateway answers for
 // kwok-simulated pods itself: 200, a body naming the revision and the pod, and
-// X-Ferry-Simulated: true.
+// X-Ferry-Simulated: true, after the Revision's serving.ferry.dev/simulated-service-time
+// (or ?sleep=, as Knative's autoscale test image) and with at most its
+// serving.ferry.dev/simulated-capacity requests served at once per pod, so that load
+// on ferry up scales as on real pods (simulated.go).
 //
 // The gateway is also Knative's activator and queue-proxy breaker, in one place:
 //

@@ -154,7 +154,7 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string
 // "http", to the Revision's user port. A pod is ready as an EndpointSlice would say:
 // it has an address, its Ready condition is True, and it is not terminating.
 // containerConcurrency, the timeouts and the protocol (a first port named h2c) come
-// from the Revision's spec.
+// from the Revision's spec, how simulated pods answer from its annotations.
 func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *serviceEndpoints {
 	port := rev.Spec.UserPort()
 	se := &serviceEndpoints{
@@ -163,6 +163,7 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		byName:    map[string]*targetSet{},
 		byNumber:  map[int32]*targetSet{},
 	}
+	se.simulation = simulationOf(rev.Annotations)
 	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
 		se.concurrency = *cc
 	}

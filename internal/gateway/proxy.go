@@ -77,7 +77,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if rr.target.simulated {
-		answerSimulated(w, rr)
+		answerSimulated(w, r, rr)
 		return
 	}
 	p.forwarder.ServeHTTP(w, r)
