@@ -164,6 +164,8 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	if k, v, ok := targetBurstAnn.Get(m); ok {
 		if fv, err := strconv.ParseFloat(v, 64); err != nil || fv < 0 && fv != -1 {
 			errs = errs.Also(ErrInvalidValue(v, k))
+		} else if fv != -1 {
+			errs = errs.Also(ErrGeneric(noBurstCapacityEffect, k).AsWarning())
 		}
 	}
 	// window
@@ -265,9 +267,25 @@ func validateDurationAnnotation(m map[string]string, k keys, what string) *Field
 	return nil
 }
 
+// validateRolloutDuration checks serving.knative.dev/rollout-duration, and warns that a
+// duration has no effect: Ferry has no gradual rollout yet (traffic moves at once).
 func validateRolloutDuration(m map[string]string) *FieldError {
-	return validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration")
+	if errs := validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration"); errs != nil {
+		return errs
+	}
+	if key, v, _ := rolloutDurationAnn.Get(m); v != "" {
+		if d, _ := time.ParseDuration(v); d > 0 {
+			return ErrGeneric("has no effect in Ferry yet: there is no gradual rollout, traffic moves to a new Revision at once", key).AsWarning()
+		}
+	}
+	return nil
 }
+
+// noBurstCapacityEffect is the warning for a target-burst-capacity other than -1. In
+// Knative the burst capacity decides when the activator is put in the request path;
+// Ferry's gateway is always in it and balances by each pod's free capacity, which is
+// Knative's behaviour with -1 (docs/autoscaling.md).
+const noBurstCapacityEffect = "has no effect in Ferry: the gateway is always in the request path, as with -1 in Knative"
 
 // validateQueueSidecarAnnotations checks the queue-proxy resource annotations.
 func validateQueueSidecarAnnotations(m map[string]string) *FieldError {

@@ -394,6 +394,47 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
+// target-burst-capacity is accepted, but a value other than -1 is a warning: it
+// decides nothing in Ferry, whose gateway is always in the request path.
+func TestTargetBurstCapacityWarns(t *testing.T) {
+	cfg := config.Default()
+	cfg.Features.SecurePodDefaults = config.Enabled // no other warning
+	for v, warns := range map[string]bool{"-1": false, "0": true, "211": true} {
+		s := service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/target-burst-capacity": v}
+		})
+		DefaultService(cfg, s, nil, "")
+		errs := ValidateService(cfg, s, nil)
+		if errs.Errors() != nil {
+			t.Fatalf("%s: refused: %v", v, errs.Errors())
+		}
+		w := errs.Warnings()
+		if got := w != nil && strings.Contains(w.Error(), "has no effect in Ferry: the gateway is always in the request path") &&
+			strings.Contains(w.Error(), "target-burst-capacity"); got != warns {
+			t.Errorf("target-burst-capacity %s: warnings %v, want a warning: %v", v, w, warns)
+		}
+	}
+}
+
+// rollout-duration is accepted, but a duration is a warning: there is no gradual
+// rollout yet.
+func TestRolloutDurationWarns(t *testing.T) {
+	cfg := config.Default()
+	cfg.Features.SecurePodDefaults = config.Enabled // no other warning
+	for v, warns := range map[string]bool{"0s": false, "60s": true} {
+		s := service(func(s *servingv1.Service) { s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": v} })
+		DefaultService(cfg, s, nil, "")
+		errs := ValidateService(cfg, s, nil)
+		if errs.Errors() != nil {
+			t.Fatalf("%s: refused: %v", v, errs.Errors())
+		}
+		w := errs.Warnings()
+		if got := w != nil && strings.Contains(w.Error(), "no gradual rollout"); got != warns {
+			t.Errorf("rollout-duration %s: warnings %v, want a warning: %v", v, w, warns)
+		}
+	}
+}
+
 func TestFieldErrorFormat(t *testing.T) {
 	err := ErrDisallowedFields("b").ViaField("spec").Also(ErrDisallowedFields("a").ViaFieldIndex("containers", 0).ViaField("spec"),
 		ErrOutOfBoundsValue(7, 0, 5, "x").ViaKey("k").ViaField("m"))
