@@ -188,7 +188,6 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		// it again.
 		return ctrl.Result{}, nil
 	}
-	want := current
 	if res.Scale >= 0 && res.Scale != current {
 		if err := r.scale(ctx, dep, res.Scale); err != nil {
 			return ctrl.Result{}, err
@@ -198,9 +197,8 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 				metrics.ObserveWake(d)
 			}
 		}
-		want = res.Scale
 	}
-	status.DesiredScale, status.ActualScale = &want, &ready
+	status.DesiredScale, status.ActualScale = desiredScale(res.Scale, pa.Status.DesiredScale, current), &ready
 	markActivity(m, res)
 	if res.Initialized {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
@@ -212,6 +210,21 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		result.RequeueAfter = res.RequeueAfter
 	}
 	return result, err
+}
+
+// desiredScale is what status.desiredScale says, as in Knative: the bounded decision,
+// and while there is none (Scale's -1: no load known yet) the last one reported. A new
+// PodAutoscaler, which Knative takes as activating and scales to its initial scale,
+// reports the replicas its Deployment was created with.
+func desiredScale(decided int32, reported *int32, current int32) *int32 {
+	switch {
+	case decided >= 0:
+	case reported != nil && *reported >= 0:
+		decided = *reported
+	default:
+		decided = current
+	}
+	return &decided
 }
 
 // scale sets the Deployment's replicas through its scale subresource, the one write

@@ -208,6 +208,21 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: activation},
 		Check:      wantStatus(1, 0, ready(queued), queued, initPending, sks),
 	}, {
+		// After a controller restart nothing is known of the load for a stable window:
+		// the scale is left alone and, as in Knative, desiredScale keeps the last
+		// decision reported rather than the replicas of the moment.
+		Name:       "KPA, no decision yet: the scale left alone, desiredScale kept",
+		Key:        paKey,
+		Objects:    []client.Object{newPA(kpa, since(corev1.ConditionTrue, longAgo, 5, 3)), deployment(3, 3)},
+		WantWrites: []string{},
+		Check: all(scaledTo(3), func(t *testing.T, env *rt.Env) {
+			var p av1alpha1.PodAutoscaler
+			env.Get(t, paKey, &p)
+			if p.Status.DesiredScale == nil || *p.Status.DesiredScale != 5 {
+				t.Errorf("desiredScale %v, want the last decision, 5", p.Status.DesiredScale)
+			}
+		}),
+	}, {
 		Name:       "KPA, new, its pod ready: Active and initialized",
 		Key:        paKey,
 		Objects:    []client.Object{newPA(kpa), deployment(1, 1)},
