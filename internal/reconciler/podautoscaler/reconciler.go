@@ -295,17 +295,27 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	ready := dep.Status.ReadyReplicas
-	desiredScale := hpa.Status.DesiredReplicas
-	if desiredScale == 0 && dep.Spec.Replicas != nil {
-		desiredScale = *dep.Spec.Replicas
+	// As Knative's HPA class: always Active, the scales are the HPA's, and the target is
+	// initialized once it has max(min-scale, initial-scale) replicas (max(min-scale, 1)
+	// after). Until kube-controller-manager's HPA controller first reports (it syncs
+	// every 15 s) the Deployment stands in, so a new Revision is not held back by it.
+	desired, actual := hpa.Status.DesiredReplicas, hpa.Status.CurrentReplicas
+	if actual == 0 && desired == 0 {
+		actual = dep.Status.ReadyReplicas
+		if dep.Spec.Replicas != nil {
+			desired = *dep.Spec.Replicas
+		}
 	}
-	status.DesiredScale, status.ActualScale = &desiredScale, &ready
-	if ready > 0 {
-		m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+	status.DesiredScale, status.ActualScale = &desired, &actual
+	m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+	settings := decider.SettingsFor(r.Config().Autoscaler, pa.Annotations, pa.Spec.ContainerConcurrency)
+	initialized := pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue()
+	threshold := max(settings.MinScale, 1)
+	if !initialized {
+		threshold = max(settings.MinScale, settings.InitialScale)
+	}
+	if initialized || max(actual, dep.Status.ReadyReplicas) >= threshold {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
-	} else {
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonQueued, "Requests to the target are being buffered as resources are provisioned.")
 	}
 	return r.Status.Write(ctx, pa, &pa.Status, status)
 }
