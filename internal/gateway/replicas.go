@@ -89,7 +89,7 @@ type replicaSet struct {
 	requeue chan<- event.GenericEvent
 	// onChange runs when the membership changes: held requests look at their share
 	// again.
-	onChange func()
+	onChange func(membership)
 	// idle reports whether this replica has no request in flight, for the stop.
 	idle func() bool
 	// drainTimeout bounds how long a stopping replica waits for idle.
@@ -292,7 +292,7 @@ func (rs *replicaSet) refresh(ctx context.Context) {
 	log.FromContext(ctx).WithName("gateway-replicas").Info("gateway replicas changed", "replicas", next.count, "index", next.index)
 	rs.markDirty()
 	if rs.onChange != nil {
-		rs.onChange()
+		rs.onChange(*next)
 	}
 	rs.mu.Lock()
 	waiting := make([]types.NamespacedName, 0, len(rs.waiting))
@@ -462,7 +462,10 @@ func ingressEvent(key types.NamespacedName) event.GenericEvent {
 // replica has no request in flight.
 func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) *replicaSet {
 	rs := newReplicaSet(g.opts, mgr.GetClient(), requeue)
-	rs.onChange = g.services.wakeAll
+	rs.onChange = func(m membership) {
+		g.metrics.replicas.Set(float64(m.count))
+		g.services.wakeAll()
+	}
 	rs.idle = g.services.idle
 	return rs
 }

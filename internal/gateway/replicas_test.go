@@ -148,7 +148,7 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	rs := newReplicaSet(Options{LeaseNamespace: "gw", Source: "me", LeaseDuration: 15 * time.Second}.withDefaults(), c, requeue)
 	rs.now = func() time.Time { return now }
 	changes := 0
-	rs.onChange = func() { changes++ }
+	rs.onChange = func(membership) { changes++ }
 	if err := rs.create(ctx); err != nil {
 		t.Fatal(err)
 	}
