@@ -100,7 +100,10 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Ingress{}).
 		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{}))
 	if g.opts.LeaseNamespace != "" {
-		rs := g.newReplicaSet(mgr, ingresses.requeue)
+		rs, err := g.newReplicaSet(mgr, ingresses.requeue)
+		if err != nil {
+			return err
+		}
 		if err := mgr.Add(rs); err != nil {
 			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
 		}

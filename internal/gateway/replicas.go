@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +98,9 @@ type replicaSet struct {
 
 	current atomic.Pointer[membership]
 	dirty   chan struct{}
+	// refreshing serializes refresh, so that an older view of the Leases never
+	// replaces a newer one.
+	refreshing sync.Mutex
 
 	mu   sync.Mutex
 	name string // of the own Lease, once created
@@ -271,6 +275,8 @@ func (rs *replicaSet) expiredFor(l *coordinationv1.Lease) time.Duration {
 // refresh recomputes the membership from the live Leases, this replica's always
 // among them.
 func (rs *replicaSet) refresh(ctx context.Context) {
+	rs.refreshing.Lock()
+	defer rs.refreshing.Unlock()
 	leases, err := rs.leases(ctx)
 	if err != nil {
 		return
@@ -460,14 +466,18 @@ func ingressEvent(key types.NamespacedName) event.GenericEvent {
 // newReplicaSet is this replica's Lease in Options.LeaseNamespace: when the membership
 // changes, held requests look at their share again; a stop deletes the Lease once the
 // replica has no request in flight.
-func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) *replicaSet {
+func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) (*replicaSet, error) {
+	// The Lease holds whole seconds, and the others count by what it holds.
+	if d := g.opts.LeaseDuration; d < time.Second || d%time.Second != 0 {
+		return nil, fmt.Errorf("gateway LeaseDuration (--lease-duration) %v: must be a whole number of seconds, at least 1s", d)
+	}
 	rs := newReplicaSet(g.opts, mgr.GetClient(), requeue)
 	rs.onChange = func(m membership) {
 		g.metrics.replicas.Set(float64(m.count))
 		g.services.wakeAll()
 	}
 	rs.idle = g.services.idle
-	return rs
+	return rs, nil
 }
 
 // wakeAll wakes a waiter of every Service that has some.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,5 +209,14 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	rs.collect(ctx)
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "gw", Name: "ferry-gateway-c"}, &coordinationv1.Lease{}); err == nil {
 		t.Error("a Lease expired for over three durations is still there")
+	}
+}
+
+func TestLeaseDurationMustBeWholeSeconds(t *testing.T) {
+	for _, d := range []time.Duration{1500 * time.Millisecond, 500 * time.Millisecond} {
+		_, err := New(Options{LeaseNamespace: "gw", LeaseDuration: d}).newReplicaSet(nil, nil)
+		if err == nil || !strings.Contains(err.Error(), "--lease-duration") {
+			t.Errorf("LeaseDuration %v: error %v, want one naming --lease-duration", d, err)
+		}
 	}
 }
