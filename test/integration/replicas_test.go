@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +26,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
+	"github.com/ferry-serving/ferry/internal/scale"
 )
 
 // Gateway replicas count each other by their Leases in one namespace (here the
@@ -64,12 +68,25 @@ func startReplicaFerry(t *testing.T, ns string, farm *podFarm) (string, *prometh
 	return f.Gateway.ExternalAddr(), registry
 }
 
-// startGatewayReplica runs a second gateway replica, alone in its manager; stop ends
-// it (and is also called when the test ends).
-func startGatewayReplica(t *testing.T, ns string, farm *podFarm) (addr string, registry *prometheus.Registry, stop func()) {
+// startGatewayReplica runs a second gateway replica, alone in its manager, whose
+// watch of KIngresses delivers each event ingressLag late (0: at once); stop ends it
+// (and is also called when the test ends).
+func startGatewayReplica(t *testing.T, ns string, farm *podFarm, ingressLag time.Duration) (addr string, registry *prometheus.Registry, stop func()) {
 	t.Helper()
 	registry = prometheus.NewRegistry()
-	mgr := newTestManager(t, testConfig)
+	cfg := rest.CopyConfig(testConfig)
+	if ingressLag > 0 {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				resp, err := rt.RoundTrip(req)
+				if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, "/ingresses") {
+					resp.Body = lagged(resp.Body, ingressLag)
+				}
+				return resp, err
+			})
+		})
+	}
+	mgr := newTestManager(t, cfg)
 	gw := gateway.New(gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", Source: "gateway-b",
 		LeaseNamespace: ns, LeaseDuration: replicaLease,
 		DialContext: farm.dial, DialSimulatedPods: true, Registry: registry})
@@ -91,6 +108,47 @@ func startGatewayReplica(t *testing.T, ns string, farm *podFarm) (addr string, r
 	t.Cleanup(stop)
 	return gw.ExternalAddr(), registry, stop
 }
+
+// lagged passes on what body reads, each chunk lag after it arrived: a watch that
+// lags behind the API server, as one on a busy node or across a slow link does.
+func lagged(body io.ReadCloser, lag time.Duration) io.ReadCloser {
+	type chunk struct {
+		data []byte
+		at   time.Time
+		err  error
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := body.Read(buf)
+			chunks <- chunk{buf[:n], time.Now(), err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	pr, pw := io.Pipe()
+	go func() {
+		for c := range chunks {
+			time.Sleep(time.Until(c.at.Add(lag)))
+			if _, err := pw.Write(c.data); err != nil || c.err != nil {
+				pw.CloseWithError(cmp.Or(err, c.err))
+				body.Close()
+				return
+			}
+		}
+	}()
+	return readCloser{Reader: pr, close: func() error { pr.Close(); return body.Close() }}
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r readCloser) Close() error { return r.close() }
 
 // replicasCounted is the ferry_gateway_replicas gauge of one gateway.
 func replicasCounted(t *testing.T, registry *prometheus.Registry) float64 {
@@ -129,7 +187,7 @@ func TestContainerConcurrencyAcrossGatewayReplicas(t *testing.T) {
 	dumpOnFailure(t, testClient, ns)
 	farm := newPodFarm(t, 100*time.Millisecond)
 	gwA, regA := startReplicaFerry(t, ns, farm)
-	gwB, regB, stopB := startGatewayReplica(t, ns, farm)
+	gwB, regB, stopB := startGatewayReplica(t, ns, farm, 0)
 	waitReplicasCounted(t, 2, regA, regB)
 
 	svc := autoscaled(ns, "shared", map[string]string{"autoscaling.knative.dev/min-scale": "2", "autoscaling.knative.dev/max-scale": "2"})
@@ -271,16 +329,24 @@ func TestKIngressReadyWaitsForEveryGatewayReplica(t *testing.T) {
 
 // TestRequestRightAfterReadyRoutesThroughEveryReplica: with two gateway replicas, a
 // request sent the moment a Service turns Ready is routed by either one, without a
-// retry.
+// retry, even when one replica's watch of KIngresses lags a second behind the other's
+// (when the first replica to program a KIngress marked it Ready, the lagging one
+// answered 404 for a second).
 func TestRequestRightAfterReadyRoutesThroughEveryReplica(t *testing.T) {
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
 	farm := newPodFarm(t, 0)
 	gwA, regA := startReplicaFerry(t, ns, farm)
-	gwB, regB, _ := startGatewayReplica(t, ns, farm)
+	gwB, regB, _ := startGatewayReplica(t, ns, farm, time.Second)
 	waitReplicasCounted(t, 2, regA, regB)
 	ctx := context.Background()
-	for i := range 5 {
+	before, err := scale.ScrapeRequestTotals(ctx, testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	const services = 5
+	for i := range services {
 		svc := autoscaled(ns, fmt.Sprintf("at-once-%d", i), nil)
 		if err := testClient.Create(ctx, svc); err != nil {
 			t.Fatal(err)
@@ -295,6 +361,18 @@ func TestRequestRightAfterReadyRoutesThroughEveryReplica(t *testing.T) {
 			}
 		}
 	}
+	// What Ready from both replicas cost in writes (every client's: only the two
+	// gateways write KIngress status and these Leases here).
+	time.Sleep(time.Second)
+	after, err := scale.ScrapeRequestTotals(ctx, testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := after.Sub(before)
+	status := writes[scale.WriteKey{Group: "networking.internal.knative.dev", Resource: "ingresses", Subresource: "status", Verb: "PUT"}]
+	leases := writes[scale.WriteKey{Group: "coordination.k8s.io", Resource: "leases", Verb: "PATCH"}]
+	t.Logf("%d KIngresses in %v: %d status PUTs (%.1f per KIngress), %d Lease PATCHes (renewals every %v included)",
+		services, time.Since(start).Round(time.Millisecond), status, float64(status)/services, leases, replicaLease/3)
 }
 
 // hostOf is the host of svc's URL, once its status has one.
