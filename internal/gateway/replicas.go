@@ -283,6 +283,12 @@ func (rs *replicaSet) refresh(ctx context.Context) {
 	}
 	rs.mu.Lock()
 	own := rs.name
+	// The parsed records of Leases that are gone go with them.
+	for name := range rs.parsed {
+		if !slices.ContainsFunc(leases, func(l coordinationv1.Lease) bool { return l.Name == name }) {
+			delete(rs.parsed, name)
+		}
+	}
 	rs.mu.Unlock()
 	names := []string{own}
 	for i := range leases {
