@@ -251,7 +251,7 @@ func (rs *replicaSet) markDirty() {
 	}
 }
 
-// leases lists the replicas' Leases from the cache, with whether each is live.
+// leases lists the replicas' Leases from the cache, live or not.
 func (rs *replicaSet) leases(ctx context.Context) ([]coordinationv1.Lease, error) {
 	list := &coordinationv1.LeaseList{}
 	if err := rs.client.List(ctx, list, client.InNamespace(rs.namespace), client.HasLabels{ReplicaLabel}); err != nil {
