@@ -63,6 +63,14 @@ type Options struct {
 	ReportInterval time.Duration
 	// Source names this replica in its reports. Default: the host name.
 	Source string
+	// LeaseNamespace is where each replica keeps a Lease, so that the replicas know
+	// how many they are: each takes its share of every pod's containerConcurrency, and
+	// a KIngress is Ready only once every live replica serves it. "": this replica
+	// assumes it is alone (ferry up, and tests with one gateway).
+	LeaseNamespace string
+	// LeaseDuration is how long a replica that stopped renewing its Lease (killed,
+	// partitioned) still counts. Default 15s; renewed every third of it.
+	LeaseDuration time.Duration
 	// IdleTimeout closes idle keep-alive connections, client and upstream side.
 	// Default 90s.
 	IdleTimeout time.Duration
@@ -96,6 +104,7 @@ func (o Options) withDefaults() Options {
 	if o.Source == "" {
 		o.Source, _ = os.Hostname()
 	}
+	setDefault(&o.LeaseDuration, 15*time.Second)
 	setDefault(&o.IdleTimeout, 90*time.Second)
 	setDefault(&o.DialTimeout, 2*time.Second)
 	setDefault(&o.DrainTimeout, 25*time.Second)
