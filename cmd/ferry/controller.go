@@ -157,6 +157,7 @@ func newGatewayCommand() *cobra.Command {
 	flags.add(cmd)
 	cmd.Flags().StringVar(&opts.ExternalAddr, "addr", ":8080", "the external listener")
 	cmd.Flags().StringVar(&opts.LocalAddr, "local-addr", ":8081", "the cluster-local listener")
+	cmd.Flags().StringVar(&opts.HTTPSAddr, "https-addr", "", "the HTTPS listener for KIngress spec.tls (e.g. :8443); needs read access to Secrets (config/rbac/gateway-tls.yaml). Empty: no HTTPS")
 	cmd.Flags().BoolVar(&opts.SimulatedPods, "simulated-pods", false, "answer for every endpoint instead of dialing it (clusters of kwok pods)")
 	cmd.Flags().StringVar(&autoscalerAddr, "autoscaler", "", "host:port of the controllers' --stats-addr, where load is reported and Revisions at zero are woken; every address the host resolves to gets the reports (in a cluster: ferry-autoscaler.ferry-system.svc.cluster.local:8083)")
 	return cmd
