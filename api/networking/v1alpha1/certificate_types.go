@@ -31,12 +31,13 @@ type CertificateSpec struct {
 	// DNSNames the certificate covers; wildcards allowed.
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=253
 	DNSNames []string `json:"dnsNames"`
 	// Domain is the domain these names belong to.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Domain string `json:"domain,omitempty"`
 	// SecretName is the Secret, in the Certificate's namespace, that receives
 	// tls.crt and tls.key.
