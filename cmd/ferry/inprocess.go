@@ -30,7 +30,7 @@ type inProcessOptions struct {
 	// localCADir, if set, runs the local CA with its CA there, and makes its class
 	// the default of Routes' Certificates.
 	localCADir string
-	pprofAddr                     string
+	pprofAddr  string
 	// writes, when set, counts Ferry's own writes: the API server's metrics cannot
 	// tell them apart from the controller manager's, the scheduler's and kwok's.
 	writes *scale.WriteCounter
