@@ -75,8 +75,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		status.NotAfter = &metav1.Time{Time: notAfter}
 	}
 	if !equality.Semantic.DeepEqual(status, &cert.Status) {
+		// A merge patch, not an update: the status is computed from the spec and the
+		// Secret alone, so a cache a write behind (the Secret's event arrives first)
+		// need not make a conflict.
+		before := cert.DeepCopy()
 		cert.Status = *status
-		if err := r.Client.Status().Update(ctx, cert); err != nil {
+		if err := r.Client.Status().Patch(ctx, cert, client.MergeFrom(before)); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
