@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -48,8 +50,10 @@ type certificates struct {
 // (its own, then each tag's) exist as desired, and reads their readiness.
 func (r *Reconciler) reconcileCertificates(ctx context.Context, w child.Writer, route *v1.Route, hosts *resources.Hosts, class string) (*certificates, error) {
 	c := &certificates{https: map[string]bool{}, notReady: map[string]*netv1alpha1.Certificate{}}
+	wanted := map[string]bool{}
 	for _, tag := range hosts.Tags() {
 		desired := resources.MakeCertificate(route, hosts, tag, class)
+		wanted[desired.Name] = true
 		cert, err := child.Ensure(ctx, w, route, "Certificate", desired, updateCertificate)
 		var notOwned *child.NotOwnedError
 		switch _, refused := refusal.As(err); {
@@ -74,7 +78,29 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, w child.Writer, 
 			c.notReady[tag] = cert
 		}
 	}
-	return c, nil
+	return c, r.deleteOrphanCertificates(ctx, route, wanted)
+}
+
+// deleteOrphanCertificates deletes the Route's external-domain Certificates that no
+// host needs any more (a tag removed), as Knative does, so that no provider keeps
+// renewing them.
+func (r *Reconciler) deleteOrphanCertificates(ctx context.Context, route *v1.Route, wanted map[string]bool) error {
+	list := &netv1alpha1.CertificateList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(route.Namespace), client.MatchingLabels{
+		v1.RouteLabelKey: route.Name, netv1alpha1.CertificateTypeLabelKey: netv1alpha1.CertificateTypeExternalDomain,
+	}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		cert := &list.Items[i]
+		if wanted[cert.Name] || !metav1.IsControlledBy(cert, route) || cert.DeletionTimestamp != nil {
+			continue
+		}
+		if err := r.Client.Delete(ctx, cert, client.Preconditions{UID: &cert.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mark shows the Certificates on CertificateProvisioned, as Knative does: all Ready is

@@ -147,6 +147,20 @@ func TestReconcileCertificates(t *testing.T) {
 		Check: wantTLS("http://hello.ns.example.com", nil, netv1alpha1.HTTPOptionEnabled,
 			rt.False(v1.RouteConditionCertificateProvisioned, "CertificateNotOwned", "There is an existing certificate "+certName+" that we don't own.")),
 	}}, {enabled, rt.Case{
+		Name: "a tag's Certificate whose tag is gone is deleted; another owner's is left alone",
+		Key:  key,
+		Objects: objects(cert(r, time.Minute, ingReady), func() client.Object {
+			c := cert(r, time.Minute, ingReady)
+			c.Name, c.UID = certName+"-141886079", "old-tag-uid"
+			return c
+		}(), func() client.Object {
+			c := notOwned(cert(r, time.Minute, ingReady)).(*netv1alpha1.Certificate)
+			c.Name, c.UID = certName+"-1", "foreign-uid"
+			return c
+		}()),
+		WantWrites: []string{"delete Certificate ns/" + certName + "-141886079", "create Ingress ns/hello", "status Route ns/hello"},
+		Check:      wantTLS("https://hello.ns.example.com", wantSecretTLS, netv1alpha1.HTTPOptionEnabled, rt.True(v1.RouteConditionCertificateProvisioned)),
+	}}, {enabled, rt.Case{
 		Name: "opted out by Knative's annotation: no Certificate, TLSNotEnabled",
 		Key:  key,
 		Objects: []client.Object{rte(func(r *v1.Route) {
