@@ -236,6 +236,18 @@ func TestNewNetworkFromConfigMap(t *testing.T) {
 	})
 }
 
+func TestNewCertManagerFromConfigMap(t *testing.T) {
+	runParse(t, NewCertManagerFromConfigMap, CertManagerConfigName, []parseCase[CertManager]{
+		{name: "empty: Knative's self-signed ClusterIssuer", check: func(c *CertManager) bool {
+			return c.IssuerRef == IssuerRef{Kind: "ClusterIssuer", Name: "knative-selfsigned-issuer"}
+		}},
+		{name: "issuerRef", data: map[string]string{"issuerRef": "kind: Issuer\nname: mine"},
+			check: func(c *CertManager) bool { return c.IssuerRef == IssuerRef{Kind: "Issuer", Name: "mine"} }},
+		{name: "bad yaml", data: map[string]string{"issuerRef": "kind: [1"}, wantErr: "issuerRef"},
+		{name: "no name", data: map[string]string{"clusterLocalIssuerRef": "kind: Issuer"}, wantErr: "clusterLocalIssuerRef"},
+	})
+}
+
 func TestNewDomainFromConfigMap(t *testing.T) {
 	runParse(t, NewDomainFromConfigMap, DomainConfigName, []parseCase[Domain]{
 		{name: "empty: Ferry's example.com catch-all", check: func(d *Domain) bool { return reflect.DeepEqual(d, DefaultDomain()) }},
