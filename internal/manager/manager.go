@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/backpressure"
+	"github.com/ferry-serving/ferry/internal/certmanager"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localca"
@@ -34,6 +35,9 @@ type Options struct {
 	ReconcilerOptions reconciler.Options
 	// Gateway, if set, runs the data plane with these options.
 	Gateway *gateway.Options
+	// CertManager, with the reconcilers, runs the cert-manager certificate provider
+	// (package certmanager); cert-manager's CRDs must be installed.
+	CertManager bool
 	// LocalCADir, if set, runs the local CA provider (package localca) with its CA in
 	// this directory, created there on first start.
 	LocalCADir string
@@ -158,6 +162,11 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.Reconcilers {
 		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
 			return nil, fmt.Errorf("setting up the reconcilers: %w", err)
+		}
+	}
+	if opts.CertManager && f.Controllers != nil {
+		if err := (&certmanager.Reconciler{Client: mgr.GetClient(), Config: f.Config.Load}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the cert-manager provider: %w", err)
 		}
 	}
 	if opts.LocalCADir != "" {

@@ -18,12 +18,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/certmanager"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localca"
@@ -256,4 +263,137 @@ func TestCertificateNotReady(t *testing.T) {
 	if n := warningEvents(t, ns, "hello", "CertificateNotReady"); n != 1 {
 		t.Errorf("%d CertificateNotReady Events, want still 1", n)
 	}
+}
+
+// installCertManagerCRD installs cert-manager's real Certificate CRD (testdata) and
+// waits until it is served. It stays for the other tests: nothing else uses it.
+func installCertManagerCRD(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/cert-manager-certificates-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(raw, crd); err != nil {
+		t.Fatal(err)
+	}
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(testConfig, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(crd), crd); err != nil {
+			return false, err.Error()
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, "cert-manager's CRD not established"
+	})
+}
+
+// TestCertManagerProvider: with external-domain-tls Enabled and the default
+// certificate-class (cert-manager's), the Route's Certificate becomes a
+// cert-manager.io/v1 Certificate, on cert-manager's real CRD, with
+// config-certmanager's issuerRef; until it is Ready the Route is downgraded to http.
+// The test then plays cert-manager: it writes the Secret (signed by a CA of its own)
+// and marks the cert-manager Certificate Ready; the Route turns https and the gateway
+// serves the Secret's certificate. Not parallel: it changes ferry-system.
+func TestCertManagerProvider(t *testing.T) {
+	installCertManagerCRD(t)
+	setAsideConfigMaps(t)
+	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled"})
+	applyConfigMap(t, config.CertManagerConfigName, map[string]string{"issuerRef": "kind: ClusterIssuer\nname: test-issuer"})
+	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
+	store := startConfigStore(t)
+	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{Config: store.Load, OnConfigChange: store.OnChange})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&certmanager.Reconciler{Client: mgr.GetClient(), Config: store.Load}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	gw := gateway.New(gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0",
+		SimulatedPods: true, Registry: prometheus.NewRegistry(), Stats: ctrls.Autoscaler})
+	if err := gw.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	runTestManager(t, mgr)
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	ctx := context.Background()
+
+	if err := testClient.Create(ctx, ksvc(ns, "hello", "ferry.test/hello")); err != nil {
+		t.Fatal(err)
+	}
+	host := "hello." + ns + ".example.com"
+	rt := waitCertificateProvisioned(t, ns, "hello", corev1.ConditionTrue, "HTTPDowngrade")
+	if rt.Status.URL != "http://"+host {
+		t.Errorf("Route URL %q while cert-manager has not issued, want http://%s", rt.Status.URL, host)
+	}
+	name := "route-" + string(rt.UID)
+	cm := &unstructured.Unstructured{}
+	cm.SetGroupVersionKind(certmanager.CertificateGVK)
+	eventually(t, 20*time.Second, func() (bool, string) {
+		return get(t, testClient, ns, name, cm), "no cert-manager Certificate " + name
+	})
+	issuer, _, _ := unstructured.NestedString(cm.Object, "spec", "issuerRef", "name")
+	names, _, _ := unstructured.NestedStringSlice(cm.Object, "spec", "dnsNames")
+	secretName, _, _ := unstructured.NestedString(cm.Object, "spec", "secretName")
+	if issuer != "test-issuer" || len(names) != 1 || names[0] != host || secretName != name {
+		t.Fatalf("cert-manager Certificate spec %v", cm.Object["spec"])
+	}
+
+	// cert-manager's part: issue into the Secret, then say Ready.
+	caDir := t.TempDir()
+	ca, err := localca.LoadOrCreate(caDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key, err := ca.Sign(names, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secretName}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key}}
+	if err := testClient.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	notAfter := time.Now().Add(90 * 24 * time.Hour).UTC().Truncate(time.Second)
+	if err := unstructured.SetNestedField(cm.Object, map[string]any{
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Ready", "message": "Certificate is up to date and has not expired",
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}},
+		"notAfter": notAfter.Format(time.RFC3339),
+	}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testClient.Status().Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+
+	rt = waitCertificateProvisioned(t, ns, "hello", corev1.ConditionTrue, "")
+	if rt.Status.URL != "https://"+host {
+		t.Errorf("Route URL %q, want https://%s", rt.Status.URL, host)
+	}
+	kcert := &netv1alpha1.Certificate{}
+	if get(t, testClient, ns, name, kcert); !kcert.IsReady() || kcert.Status.NotAfter == nil || !kcert.Status.NotAfter.Time.Equal(notAfter) {
+		t.Errorf("Knative Certificate status %+v, want Ready with cert-manager's notAfter %v", kcert.Status, notAfter)
+	}
+	eventually(t, 20*time.Second, func() (bool, string) {
+		proto, status, body, err := httpsGet(t, gw, filepath.Join(caDir, localca.CertFile), host)
+		if err != nil {
+			return false, err.Error()
+		}
+		return status == http.StatusOK && strings.HasPrefix(body, "Hello from revision"), fmt.Sprintf("%s %d %q", proto, status, body)
+	})
 }
