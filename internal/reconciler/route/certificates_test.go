@@ -90,6 +90,7 @@ func TestReconcileCertificates(t *testing.T) {
 	failedMsg := "Certificate " + certName + " fails to be provisioned: IssuerMissing: no issuer"
 	downgrade := rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, "HTTPDowngrade", "Certificate "+certName+" is not ready downgrade HTTP.")
 	enabled := network(map[string]string{"external-domain-tls": "Enabled"})
+	badOption := `annotation networking.knative.dev/http-protocol: "sometimes" is not enabled or redirected`
 	redirected := network(map[string]string{"external-domain-tls": "Enabled", "http-protocol": "Redirected"})
 	for _, tc := range []struct {
 		cfg func() *config.Config
@@ -160,6 +161,18 @@ func TestReconcileCertificates(t *testing.T) {
 		}()),
 		WantWrites: []string{"delete Certificate ns/" + certName + "-141886079", "create Ingress ns/hello", "status Route ns/hello"},
 		Check:      wantTLS("https://hello.ns.example.com", wantSecretTLS, netv1alpha1.HTTPOptionEnabled, rt.True(v1.RouteConditionCertificateProvisioned)),
+	}}, {enabled, rt.Case{
+		Name: "an http-protocol annotation that is neither enabled nor redirected: IngressReady False, nothing made",
+		Key:  key,
+		Objects: []client.Object{rte(func(r *v1.Route) {
+			r.Annotations = map[string]string{resources.HTTPProtocolAnnotationKey: "sometimes"}
+		}), cfg("hello-00001", ready), rev("hello-00001", corev1.ConditionTrue), placeholder(r)},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{"Warning InvalidHTTPProtocol hello: " + badOption},
+		Check: func(t *testing.T, env *rt.Env) {
+			c := written(t, env).Status.GetCondition(v1.RouteConditionIngressReady)
+			rt.CheckConditions(t, "Route", []duck.Condition{*c}, rt.False(v1.RouteConditionIngressReady, "InvalidHTTPProtocol", badOption))
+		},
 	}}, {enabled, rt.Case{
 		Name: "opted out by Knative's annotation: no Certificate, TLSNotEnabled",
 		Key:  key,

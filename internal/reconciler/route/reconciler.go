@@ -34,9 +34,12 @@ const (
 	reasonTLSNotEnabled        = "TLSNotEnabled"
 	// reasonErrorConfig: the configuration gives the Route a host that is not a valid
 	// domain name (Knative's reason).
-	reasonErrorConfig       = "ErrorConfig"
-	msgTLSNotEnabled        = "external-domain-tls is not enabled"
-	msgIngressNotConfigured = "Ingress has not yet been reconciled."
+	reasonErrorConfig = "ErrorConfig"
+	msgTLSNotEnabled  = "external-domain-tls is not enabled"
+	// reasonInvalidHTTPProtocol: the Route's http-protocol annotation is neither
+	// enabled nor redirected (Knative fails the reconcile with that error).
+	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
+	msgIngressNotConfigured   = "Ingress has not yet been reconciled."
 )
 
 // Reconciler reconciles one Route per call.
@@ -98,6 +101,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Permanent until the configuration changes, which wakes every Route.
 		problem = &traffic.Problem{Status: corev1.ConditionFalse, Reason: reasonErrorConfig, Message: hostErr.Error()}
 	}
+	// A bad http-protocol annotation leaves the KIngress as it is, and says so on
+	// IngressReady.
+	httpOption, optionErr := resources.HTTPOption(route, cfg.Network)
 
 	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
 	// it served before: its KIngress and status.traffic are left as they are.
@@ -108,9 +114,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
 	tlsOn := hostErr == nil && !hosts.ClusterLocal && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
 	var certs *certificates
-	if problem == nil {
+	if problem == nil && optionErr == nil {
 		desired := resources.MakeIngress(want, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled)
-		desired.Spec.HTTPOption = resources.HTTPOption(cfg.Network)
+		desired.Spec.HTTPOption = httpOption
 		if tlsOn {
 			var err error
 			if certs, err = r.reconcileCertificates(ctx, w, route, hosts, resources.CertificateClass(route, cfg.Network, r.DefaultCertificateClass)); err != nil {
@@ -159,6 +165,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case o.Mark(m, v1.RouteConditionIngressReady, ingErr):
 	case ingErr != nil:
 		return ctrl.Result{}, ingErr
+	case placeholderOK && optionErr != nil:
+		m.MarkFalse(v1.RouteConditionIngressReady, reasonInvalidHTTPProtocol, "%s", optionErr)
 	case placeholderOK:
 		markIngress(m, ing)
 	}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"cmp"
+	"fmt"
 	"hash/adler32"
 	"strconv"
 	"strings"
@@ -93,14 +94,36 @@ func MakeIngressTLS(cert *netv1alpha1.Certificate, hosts []string) netv1alpha1.I
 	return netv1alpha1.IngressTLS{Hosts: hosts, SecretName: cert.Spec.SecretName, SecretNamespace: cert.Namespace}
 }
 
-// HTTPOption is the KIngress's httpOption for config-network's http-protocol: Enabled
-// or Redirected; disabled (deprecated in Knative) leaves it empty.
-func HTTPOption(network *config.Network) netv1alpha1.HTTPOption {
+// The Route's (or Service's) override of config-network's http-protocol, in the order
+// Knative looks for them.
+const (
+	HTTPOptionAnnotationKey   = "networking.knative.dev/httpOption"
+	HTTPProtocolAnnotationKey = "networking.knative.dev/http-protocol"
+)
+
+// HTTPOption is the KIngress's httpOption: the Route's annotation if it has one (only
+// enabled or redirected, any case, as in Knative; anything else is an error naming
+// the annotation), else config-network's http-protocol, whose disabled (deprecated in
+// Knative) leaves it empty.
+func HTTPOption(r *v1.Route, network *config.Network) (netv1alpha1.HTTPOption, error) {
+	for _, key := range []string{HTTPOptionAnnotationKey, HTTPProtocolAnnotationKey} {
+		v, ok := r.Annotations[key]
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(v) {
+		case config.HTTPEnabled:
+			return netv1alpha1.HTTPOptionEnabled, nil
+		case config.HTTPRedirected:
+			return netv1alpha1.HTTPOptionRedirected, nil
+		}
+		return "", fmt.Errorf("annotation %s: %q is not enabled or redirected", key, v)
+	}
 	switch strings.ToLower(network.HTTPProtocol) {
 	case config.HTTPRedirected:
-		return netv1alpha1.HTTPOptionRedirected
+		return netv1alpha1.HTTPOptionRedirected, nil
 	case config.HTTPDisabled:
-		return ""
+		return "", nil
 	}
-	return netv1alpha1.HTTPOptionEnabled
+	return netv1alpha1.HTTPOptionEnabled, nil
 }

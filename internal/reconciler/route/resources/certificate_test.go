@@ -80,8 +80,26 @@ func TestIngressTLSAndHTTPOption(t *testing.T) {
 		"": netv1alpha1.HTTPOptionEnabled, "Enabled": netv1alpha1.HTTPOptionEnabled,
 		"REDIRECTED": netv1alpha1.HTTPOptionRedirected, "disabled": "",
 	} {
-		if got := HTTPOption(configWith(t, nil, map[string]string{"http-protocol": protocol}).Network); got != want {
-			t.Errorf("http-protocol %q: httpOption %q, want %q", protocol, got, want)
+		if got, err := HTTPOption(route(nil), configWith(t, nil, map[string]string{"http-protocol": protocol}).Network); got != want || err != nil {
+			t.Errorf("http-protocol %q: httpOption %q %v, want %q", protocol, got, err, want)
+		}
+	}
+	redirected := configWith(t, nil, map[string]string{"http-protocol": "redirected"}).Network
+	for _, tc := range []struct {
+		annotations map[string]string
+		want        netv1alpha1.HTTPOption
+		wantErr     string
+	}{
+		{map[string]string{HTTPProtocolAnnotationKey: "Enabled"}, netv1alpha1.HTTPOptionEnabled, ""},
+		// httpOption is looked at first, as in Knative.
+		{map[string]string{HTTPOptionAnnotationKey: "enabled", HTTPProtocolAnnotationKey: "redirected"}, netv1alpha1.HTTPOptionEnabled, ""},
+		{map[string]string{HTTPProtocolAnnotationKey: "disabled"}, "", `annotation networking.knative.dev/http-protocol: "disabled" is not enabled or redirected`},
+	} {
+		r := route(nil)
+		r.Annotations = tc.annotations
+		got, err := HTTPOption(r, redirected)
+		if got != tc.want || (err == nil) != (tc.wantErr == "") || err != nil && err.Error() != tc.wantErr {
+			t.Errorf("%v: httpOption %q, error %v; want %q, %q", tc.annotations, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
