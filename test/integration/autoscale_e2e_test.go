@@ -300,7 +300,7 @@ func TestScaleDownDelay(t *testing.T) {
 	stop := steadyLoad(t, gw, host, "", clients)
 	eventually(t, 30*time.Second, func() (bool, string) {
 		spec, ready := scaleOf(t, ns, revision)
-		return ready >= 2, fmt.Sprintf("%d ready of %d under %d clients at target 1", ready, spec, clients)
+		return ready >= clients, fmt.Sprintf("%d ready of %d under %d clients at target 1", ready, spec, clients)
 	})
 	time.Sleep(autoscalerTick) // a decision with the pods up
 	allAnswered(t, "load", stop())
@@ -400,7 +400,7 @@ func TestAutoscaleUpDownUp(t *testing.T) {
 
 // TestAutoscaleSustaining (Knative's): under steady load for 8 pods, the Revision
 // scales up and keeps its pods while the load lasts, through the panic mode at the
-// start and its end a stable window later and the window rolling over twice more:
+// start and its end a stable window later and the window rolling over once more:
 // never fewer than 7 ready once there, at most Knative's bound, 8 to it at the end.
 func TestAutoscaleSustaining(t *testing.T) {
 	const targetPods = 8
@@ -415,7 +415,7 @@ func TestAutoscaleSustaining(t *testing.T) {
 	scaleUpTo(t, ns, revision, 1, targetPods, 60*time.Second)
 	held := time.Now()
 	lowest, highest := int32(math.MaxInt32), int32(0)
-	for time.Since(held) < 3*window+autoscalerTick {
+	for time.Since(held) < 2*window+2*autoscalerTick {
 		spec, ready := scaleOf(t, ns, revision)
 		lowest, highest = min(lowest, ready), max(highest, spec)
 		if ready < targetPods-1 || spec > maxPods {
@@ -425,7 +425,7 @@ func TestAutoscaleSustaining(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	allAnswered(t, "sustained", stop())
-	t.Logf("for %v under load: %d to %d ready (at most %d replicas)", 3*window+autoscalerTick, lowest, highest, maxPods)
+	t.Logf("for %v under load: %d to %d ready (at most %d replicas)", 2*window+2*autoscalerTick, lowest, highest, maxPods)
 }
 
 // TestFastScaleToZero (Knative's, target-burst-capacity -1 and the shortest window):
