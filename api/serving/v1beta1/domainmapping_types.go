@@ -99,3 +99,9 @@ type DomainMappingList struct {
 	metav1.ListMeta `json:"metadata"`
 	Items           []DomainMapping `json:"items"`
 }
+
+// Labels Knative puts on a DomainMapping's KIngress, to find it from the mapping.
+const (
+	DomainMappingUIDLabelKey       = "serving.knative.dev/domainMappingUID"
+	DomainMappingNamespaceLabelKey = "serving.knative.dev/domainMappingNamespace"
+)
