@@ -82,7 +82,8 @@ func deleteClaimAtEnd(t *testing.T, domain string) {
 // Service claims its domain for its namespace and becomes Ready with Knative's
 // conditions, URL and address; a request with the mapped Host goes through the
 // gateway to the Service's Revision. The same domain mapped from another namespace is
-// refused with DomainAlreadyClaimed, and serves nothing of the other namespace.
+// refused with DomainAlreadyClaimed, and serves nothing of the other namespace, until
+// the first mapping is deleted and its claim with it.
 func TestDomainMapping(t *testing.T) {
 	gw := startFerryForDomainMappings(t, true)
 	ns, other := testNamespace(t), testNamespace(t)
@@ -153,6 +154,16 @@ func TestDomainMapping(t *testing.T) {
 	}
 	if rev, why := revisionAnswering(t, gw.ExternalAddr(), domain, ""); rev != "hello-00001" {
 		t.Errorf("after the refused mapping, %s answered by %q %s", domain, rev, why)
+	}
+
+	// Deleting the mapping releases the claim it made, as Knative's finalizer does:
+	// the other namespace's mapping takes the domain.
+	if err := testClient.Delete(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	waitDomainMapping(t, theirs, v1beta1.DomainMappingConditionDomainClaimed, corev1.ConditionTrue, "")
+	if !get(t, testClient, "", domain, claim) || claim.Spec.Namespace != other {
+		t.Errorf("ClusterDomainClaim %s: %+v, want it moved to namespace %s", domain, claim.Spec, other)
 	}
 }
 

@@ -75,7 +75,10 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dm := &v1beta1.DomainMapping{}
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, dm, r.Status.Forget); !ok {
-		return ctrl.Result{}, err
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.release(ctx, req.NamespacedName)
 	}
 	if r.AfterRead != nil {
 		r.AfterRead()
@@ -170,6 +173,26 @@ func (r *Reconciler) claim(ctx context.Context, dm *v1beta1.DomainMapping, autoc
 		return false, fmt.Errorf("namespace %q does not own ClusterDomainClaim for %q", dm.Namespace, dm.Name), nil
 	}
 	return true, nil, nil
+}
+
+// release deletes the claim of a DomainMapping that is gone or being deleted, when it
+// is its namespace's and claims are autocreated, as Knative's FinalizeKind does: the
+// domain is free for another namespace. Knative holds the DomainMapping with a
+// finalizer until then; Ferry keeps no finalizers, so a claim whose DomainMapping went
+// while no controller ran stays until someone deletes it.
+func (r *Reconciler) release(ctx context.Context, key types.NamespacedName) error {
+	if !r.Config().Network.AutocreateClusterDomainClaims {
+		// Who does not create claims does not delete them.
+		return nil
+	}
+	cdc := &netv1alpha1.ClusterDomainClaim{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: key.Name}, cdc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cdc.Spec.Namespace != key.Namespace {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Client.Delete(ctx, cdc, client.Preconditions{UID: &cdc.UID}))
 }
 
 // explainUnclaimed records Knative's reconcile error for a domain this namespace does

@@ -114,6 +114,23 @@ func TestReconcileTable(t *testing.T) {
 		Name: "the DomainMapping is gone: nothing is written",
 		Key:  key,
 	}, {
+		Name:       "the DomainMapping is gone: its namespace's claim is released",
+		Key:        key,
+		Objects:    []client.Object{claim(ns)},
+		WantWrites: []string{"delete ClusterDomainClaim /" + domain},
+	}, {
+		Name:    "the DomainMapping is gone: another namespace's claim is kept",
+		Key:     key,
+		Objects: []client.Object{claim("theirs")},
+	}, {
+		Name:    "the DomainMapping is gone, autocreate off: the claim is the administrator's",
+		Key:     key,
+		Objects: []client.Object{claim(ns)},
+		Before: func(t *testing.T, _ *rt.Env) {
+			autocreate = false
+			t.Cleanup(func() { autocreate = true })
+		},
+	}, {
 		Name:       "first reconcile: the domain is claimed, the KIngress created",
 		Key:        key,
 		Objects:    []client.Object{mapping(), addressed},
