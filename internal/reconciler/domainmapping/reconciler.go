@@ -34,8 +34,8 @@ import (
 // Condition reasons and messages users see, Knative's (pkg/apis/serving/v1beta1
 // domainmapping_lifecycle.go).
 const (
-	ReasonDomainAlreadyClaimed = "DomainAlreadyClaimed"
-	ReasonResolveFailed        = "ResolveFailed"
+	reasonDomainAlreadyClaimed = "DomainAlreadyClaimed"
+	reasonResolveFailed        = "ResolveFailed"
 	msgDomainAlreadyClaimed    = "The domain name is already in use by another DomainMapping"
 	reasonIngressNotConfigured = "IngressNotConfigured"
 	msgIngressNotConfigured    = "Ingress has not yet been reconciled."
@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !claimed {
 		r.explainUnclaimed(dm, claimErr)
-		m.MarkFalse(v1beta1.DomainMappingConditionDomainClaimed, ReasonDomainAlreadyClaimed, msgDomainAlreadyClaimed)
+		m.MarkFalse(v1beta1.DomainMappingConditionDomainClaimed, reasonDomainAlreadyClaimed, msgDomainAlreadyClaimed)
 		return write()
 	}
 	m.MarkTrue(v1beta1.DomainMappingConditionDomainClaimed)
@@ -128,9 +128,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// The reference.
-	target, resolveErr := r.resolve(ctx, want)
+	target, resolveErr, err := r.resolve(ctx, want)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if resolveErr != nil {
-		m.MarkFalse(v1beta1.DomainMappingConditionReferenceResolved, ReasonResolveFailed, "%s", resolveErr.Error())
+		m.MarkFalse(v1beta1.DomainMappingConditionReferenceResolved, reasonResolveFailed, "%s", resolveErr.Error())
 		return write()
 	}
 	m.MarkTrue(v1beta1.DomainMappingConditionReferenceResolved)
@@ -200,7 +203,7 @@ func (r *Reconciler) release(ctx context.Context, key types.NamespacedName) erro
 // False: the condition's message says the domain is in use even when nobody claimed it.
 func (r *Reconciler) explainUnclaimed(dm *v1beta1.DomainMapping, why error) {
 	c := dm.Status.GetCondition(v1beta1.DomainMappingConditionDomainClaimed)
-	if r.Recorder == nil || (c.IsFalse() && c.Reason == ReasonDomainAlreadyClaimed) {
+	if r.Recorder == nil || (c.IsFalse() && c.Reason == reasonDomainAlreadyClaimed) {
 		return
 	}
 	r.Recorder.Eventf(dm, nil, corev1.EventTypeWarning, "InternalError", "Reconcile", "%s", why.Error())
@@ -237,32 +240,34 @@ func addressURL(a *duck.Addressable) string {
 	return a.URL
 }
 
-// resolve finds the Kubernetes Service and cluster-local host behind the reference,
-// with Knative's resolver's and reconciler's messages.
-func (r *Reconciler) resolve(ctx context.Context, dm *v1beta1.DomainMapping) (resources.Target, error) {
+// resolve finds the Kubernetes Service and cluster-local host behind the reference.
+// A reference that does not resolve comes back as failed, with Knative's resolver's and
+// reconciler's messages; err is for the workqueue to retry.
+func (r *Reconciler) resolve(ctx context.Context, dm *v1beta1.DomainMapping) (t resources.Target, failed, err error) {
 	ref := dm.Spec.Ref
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return resources.Target{}, fmt.Errorf("invalid apiVersion %q: %w", ref.APIVersion, err)
+		return t, fmt.Errorf("invalid apiVersion %q: %w", ref.APIVersion, err), nil
 	}
-	gvk := gv.WithKind(ref.Kind)
-	kind, ok := addressables[gvk]
+	kind, ok := addressables[gv.WithKind(ref.Kind)]
 	if !ok {
-		return resources.Target{}, fmt.Errorf("%s %s is not an Addressable Ferry can map: a serving.knative.dev/v1 Service or Route, or a v1 Service", ref.APIVersion, ref.Kind)
+		return t, fmt.Errorf("%s %s is not an Addressable Ferry can map: a serving.knative.dev/v1 Service or Route, or a v1 Service", ref.APIVersion, ref.Kind), nil
 	}
 	obj := kind.newObj()
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The cache's NotFound names the kind; Knative's lister names the resource.
-			err = apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: kind.resource}, ref.Name)
-		}
-		return resources.Target{}, fmt.Errorf("failed to get object %s/%s: %w", ref.Namespace, ref.Name, err)
+	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, obj); {
+	case apierrors.IsNotFound(err):
+		// The cache's NotFound names the kind; Knative's lister names the resource.
+		notFound := apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: kind.resource}, ref.Name)
+		return t, fmt.Errorf("failed to get object %s/%s: %w", ref.Namespace, ref.Name, notFound), nil
+	case err != nil:
+		return t, nil, err
 	}
 	u := kind.url(obj)
 	if u == "" {
-		return resources.Target{}, fmt.Errorf("address not set for %s %s %s/%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
+		return t, fmt.Errorf("address not set for %s %s %s/%s", ref.APIVersion, ref.Kind, ref.Namespace, ref.Name), nil
 	}
-	return resources.ParseTarget(u, dm.Namespace, clusterDomain)
+	t, failed = resources.ParseTarget(u, dm.Namespace, clusterDomain)
+	return t, failed, nil
 }
 
 // updateIngress puts back the KIngress's spec, labels and annotations, so that
