@@ -24,8 +24,10 @@ import (
 // `kubectl apply --server-side` would — server-side apply, field manager kubectl,
 // strict field validation — each in a namespace of its own, and waits for every
 // Service to be Ready and, where its Route is public, routed by the gateway (its
-// tag hosts too). A file with several documents of one Service is applied one
-// document at a time, each Ready before the next, as the docs' steps are.
+// tag hosts too), and every DomainMapping Ready and its domain routed (its claim
+// created first, as an administrator would). A file with several documents of one
+// Service is applied one document at a time, each Ready before the next, as the docs'
+// steps are.
 func TestSamples(t *testing.T) {
 	files, err := filepath.Glob("../../config/samples/knative/*.yaml")
 	if err != nil || len(files) < 7 {
