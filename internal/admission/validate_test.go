@@ -422,7 +422,9 @@ func TestRolloutDurationWarns(t *testing.T) {
 	cfg := config.Default()
 	cfg.Features.SecurePodDefaults = config.Enabled // no other warning
 	for v, warns := range map[string]bool{"0s": false, "60s": true} {
-		s := service(func(s *servingv1.Service) { s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": v} })
+		s := service(func(s *servingv1.Service) {
+			s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": v}
+		})
 		DefaultService(cfg, s, nil, "")
 		errs := ValidateService(cfg, s, nil)
 		if errs.Errors() != nil {

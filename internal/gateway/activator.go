@@ -33,6 +33,8 @@ type activator struct {
 	// drain timeout.
 	draining  chan struct{}
 	drainOnce sync.Once
+	// replicas split containerConcurrency among the gateway replicas; nil: alone.
+	replicas *replicaSet
 }
 
 func newActivator(opts Options, m *metrics) *activator {
@@ -150,8 +152,8 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 		changed := *svc.changed.Load()
 		se := svc.endpoints.Load()
 		targets := se.targets(rr.split.port)
-		limit := se.limit()
-		if t := targets.acquire(limit); t != nil {
+		limit, m := se.limit(), a.replicas.members()
+		if t := targets.acquire(limit, m); t != nil {
 			passOn = limit > 0
 			now := time.Now()
 			waited := now.Sub(rr.start)
@@ -185,6 +187,9 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 			w.Header().Set("X-Ferry-Activation-Wait", formatWait(time.Since(rr.start)))
 			if targets.empty() {
 				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, within)
+			} else if m.count > 1 {
+				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d, shared by %d gateway replicas) within %s\n",
+					rr.revision, limit, m.count, within)
 			} else {
 				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d) within %s\n",
 					rr.revision, limit, within)

@@ -166,9 +166,10 @@ func (ts *targetSet) empty() bool { return ts == nil || len(ts.targets) == 0 }
 const balanceWindow = 16
 
 // acquire picks the endpoint with the fewest requests in flight, ties broken
-// round-robin, and counts the request on it; with a limit, only endpoints below it
-// qualify. nil: no endpoint, or none with a free slot.
-func (ts *targetSet) acquire(limit int64) *target {
+// round-robin, and counts the request on it; with a limit, only endpoints below this
+// replica's share of it (share, by the endpoint's rank in the sorted targets) qualify.
+// nil: no endpoint, or none with a free slot.
+func (ts *targetSet) acquire(limit int64, m membership) *target {
 	if ts == nil {
 		return nil
 	}
@@ -177,8 +178,8 @@ func (ts *targetSet) acquire(limit int64) *target {
 	case 0:
 		return nil
 	case 1:
-		if t := &ts.targets[0]; t.pod.tryAcquire(limit) {
-			return t
+		if l := share(limit, 0, m); (limit <= 0 || l > 0) && ts.targets[0].pod.tryAcquire(l) {
+			return &ts.targets[0]
 		}
 		return nil
 	}
@@ -191,9 +192,10 @@ func (ts *targetSet) acquire(limit int64) *target {
 		var best *target
 		var bestLoad int64
 		for i := range scan {
-			t := &ts.targets[(start+i)%n]
+			rank := (start + i) % n
+			t := &ts.targets[rank]
 			load := t.pod.inflight.Load()
-			if limit > 0 && load >= limit || best != nil && load >= bestLoad {
+			if limit > 0 && load >= share(limit, int(rank), m) || best != nil && load >= bestLoad {
 				continue
 			}
 			best, bestLoad = t, load

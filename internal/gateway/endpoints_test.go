@@ -69,7 +69,7 @@ func TestTargetSetRoundRobin(t *testing.T) {
 		targets(intstr.FromInt32(80))
 	var got []string
 	for range 6 {
-		tg := ts.acquire(0)
+		tg := ts.acquire(0, *alone)
 		got = append(got, tg.ip)
 		tg.release()
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +41,10 @@ type Gateway struct {
 	reporter *reporter
 	external *listener
 	local    *listener
+	// https serves spec.tls with the certificates in tlsStore; nil without
+	// Options.HTTPSAddr.
+	https    *listener
+	tlsStore *tlsStore
 }
 
 // New returns a Gateway; SetupWithManager wires it into a manager.
@@ -54,6 +60,9 @@ func New(opts Options) *Gateway {
 		metrics:    m,
 		forwarder:  newForwarder(opts, m),
 		activator:  newActivator(opts, m),
+	}
+	if opts.HTTPSAddr != "" {
+		g.tlsStore = newTLSStore()
 	}
 	if opts.Stats != nil {
 		g.activator.active = &activeSet{}
@@ -94,10 +103,23 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		publicDomain:  g.opts.PublicDomain,
 		privateDomain: g.opts.PrivateDomain,
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).
+	ingressController := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway-ingress").
 		For(&v1alpha1.Ingress{}).
-		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{}))
+	if g.opts.LeaseNamespace != "" {
+		rs, err := g.newReplicaSet(mgr, ingresses.requeue)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(rs); err != nil {
+			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
+		}
+		ingresses.replicas, g.activator.replicas = rs, rs
+		// Another replica's record, or one coming or going, may make an ingress Ready.
+		ingressController = ingressController.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(rs.affected))
+	}
+	if err := ingressController.
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
 		Complete(ingresses); err != nil {
 		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
@@ -122,6 +144,12 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
 	}
 
+	if g.tlsStore != nil {
+		if err := g.setupTLS(mgr); err != nil {
+			return err
+		}
+	}
+
 	if g.reporter != nil {
 		if err := mgr.Add(g.reporter); err != nil {
 			return fmt.Errorf("adding the gateway's load reporter: %w", err)
@@ -133,14 +161,27 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 	return mgr.Add(g.servers())
 }
 
-// bind opens both listeners.
+// bind opens the listeners.
 func (g *Gateway) bind() error {
 	var err error
+	if g.tlsStore != nil {
+		if g.https, err = g.listen(g.opts.HTTPSAddr, true); err != nil {
+			return err
+		}
+		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.getCertificate, MinVersion: tls.VersionTLS12}
+		g.https.server.Protocols.SetHTTP2(true)
+	}
 	if g.external, err = g.listen(g.opts.ExternalAddr, true); err != nil {
+		g.https.close()
 		return err
 	}
+	if g.tlsStore != nil {
+		_, port, _ := net.SplitHostPort(g.https.addr())
+		g.external.server.Handler = g.tlsStore.redirecting(g.external.server.Handler, port)
+	}
 	if g.local, err = g.listen(g.opts.LocalAddr, false); err != nil {
-		g.external.ln.Close()
+		g.external.close()
+		g.https.close()
 		return err
 	}
 	return nil
@@ -148,7 +189,11 @@ func (g *Gateway) bind() error {
 
 // servers is the Runnable that serves the bound listeners.
 func (g *Gateway) servers() *listeners {
-	return &listeners{all: []*listener{g.external, g.local}, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
+	all := []*listener{g.external, g.local}
+	if g.https != nil {
+		all = append(all, g.https)
+	}
+	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
 }
 
 // sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
@@ -184,6 +229,10 @@ func asEndpoint(pod *corev1.Pod) endpointView {
 // ExternalAddr is the address the external listener is bound to, or "" before
 // SetupWithManager.
 func (g *Gateway) ExternalAddr() string { return g.external.addr() }
+
+// HTTPSAddr is the address the HTTPS listener is bound to, or "" before
+// SetupWithManager or without Options.HTTPSAddr.
+func (g *Gateway) HTTPSAddr() string { return g.https.addr() }
 
 // LocalAddr is the address the cluster-local listener is bound to, or "" before
 // SetupWithManager.
@@ -234,6 +283,20 @@ func (l *listener) addr() string {
 	return l.ln.Addr().String()
 }
 
+func (l *listener) close() {
+	if l != nil {
+		l.ln.Close()
+	}
+}
+
+// serve serves plain HTTP, or TLS when the server has a TLS config.
+func (l *listener) serve() error {
+	if l.server.TLSConfig != nil {
+		return l.server.ServeTLS(l.ln, "", "")
+	}
+	return l.server.Serve(l.ln)
+}
+
 // listeners serves the bound listeners until the manager stops, then drains them.
 type listeners struct {
 	all          []*listener
@@ -245,7 +308,7 @@ type listeners struct {
 func (ls *listeners) Start(ctx context.Context) error {
 	served := make(chan error, len(ls.all))
 	for _, l := range ls.all {
-		go func() { served <- l.server.Serve(l.ln) }()
+		go func() { served <- l.serve() }()
 	}
 	var err error
 	select {

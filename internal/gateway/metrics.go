@@ -24,6 +24,8 @@ type metrics struct {
 	// timeouts counts the requests that a Knative timeout ended, by the Revision
 	// field that set it; rare, so without the revision.
 	timeouts *prometheus.CounterVec
+	// replicas is how many gateway replicas this one counts, itself included.
+	replicas prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -57,6 +59,10 @@ func newMetrics() *metrics {
 			Help: "Requests ended by a revision timeout (504, or a response cut off), by timeout: " +
 				"timeoutSeconds, responseStartTimeoutSeconds or idleTimeoutSeconds.",
 		}, []string{"timeout"}),
+		replicas: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ferry_gateway_replicas",
+			Help: "Gateway replicas this one counts, itself included, by their live Leases: they share each pod's containerConcurrency.",
+		}),
 	}
 }
 
@@ -79,6 +85,10 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if m.queued, err = registerOrReuse(reg, m.queued); err != nil {
 		return err
 	}
+	if m.replicas, err = registerOrReuse(reg, m.replicas); err != nil {
+		return err
+	}
+	m.replicas.Set(1) // until its Lease says otherwise
 	if m.timeouts, err = registerOrReuse(reg, m.timeouts); err != nil {
 		return err
 	}

@@ -20,6 +20,11 @@ type Options struct {
 	// LocalAddr is where the cluster-local listener binds; it serves both ExternalIP
 	// and ClusterLocal rules. Default 127.0.0.1:8081.
 	LocalAddr string
+	// HTTPSAddr, if set, is where the HTTPS listener binds: it serves the ExternalIP
+	// rules of the hosts that a KIngress's spec.tls gives a certificate, picked by SNI,
+	// HTTP/2 or HTTP/1.1 by ALPN (tls.go). It needs Secrets in the cache (get, list,
+	// watch). Empty: no HTTPS, and httpOption Redirected redirects nothing.
+	HTTPSAddr string
 
 	// PublicDomain and PrivateDomain are reported as the KIngress load balancers: the
 	// names by which the cluster reaches the external and local listeners. Defaults
@@ -63,6 +68,14 @@ type Options struct {
 	ReportInterval time.Duration
 	// Source names this replica in its reports. Default: the host name.
 	Source string
+	// LeaseNamespace is where each replica keeps a Lease, so that the replicas know
+	// how many they are: each takes its share of every pod's containerConcurrency, and
+	// a KIngress is Ready only once every live replica serves it. "": this replica
+	// assumes it is alone (ferry up, and tests with one gateway).
+	LeaseNamespace string
+	// LeaseDuration is how long a replica that stopped renewing its Lease (killed,
+	// partitioned) still counts. Default 15s; renewed every third of it.
+	LeaseDuration time.Duration
 	// IdleTimeout closes idle keep-alive connections, client and upstream side.
 	// Default 90s.
 	IdleTimeout time.Duration
@@ -96,6 +109,7 @@ func (o Options) withDefaults() Options {
 	if o.Source == "" {
 		o.Source, _ = os.Hostname()
 	}
+	setDefault(&o.LeaseDuration, 15*time.Second)
 	setDefault(&o.IdleTimeout, 90*time.Second)
 	setDefault(&o.DialTimeout, 2*time.Second)
 	setDefault(&o.DrainTimeout, 25*time.Second)

@@ -72,7 +72,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.finish(svc, host, rr)
 	r = r.WithContext(context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr))
 	targets := se.targets(sp.port)
-	if rr.target = targets.acquire(se.limit()); rr.target == nil {
+	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target == nil {
 		if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
 			return
 		}

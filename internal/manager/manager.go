@@ -15,8 +15,10 @@ import (
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/backpressure"
+	"github.com/ferry-serving/ferry/internal/certmanager"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
+	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +36,12 @@ type Options struct {
 	ReconcilerOptions reconciler.Options
 	// Gateway, if set, runs the data plane with these options.
 	Gateway *gateway.Options
+	// CertManager, with the reconcilers, runs the cert-manager certificate provider
+	// (package certmanager); cert-manager's CRDs must be installed.
+	CertManager bool
+	// LocalCADir, if set, runs the local CA provider (package localca) with its CA in
+	// this directory, created there on first start.
+	LocalCADir string
 	// Admission, if set, serves Knative's validation and defaulting as admission
 	// webhooks (on every replica) and registers them.
 	Admission *admission.Options
@@ -120,7 +128,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		RenewDeadline:                 leaseFraction(opts.LeaseDuration, 2, 3),
 		RetryPeriod:                   leaseFraction(opts.LeaseDuration, 2, 15),
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
-		Cache:                         cacheOptions(),
+		Cache:                         cacheOptions(gatewayLeaseNamespace(opts.Gateway)),
 		NewCache:                      newStoppableCache(stopping),
 	})
 	if err != nil {
@@ -155,6 +163,20 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.Reconcilers {
 		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
 			return nil, fmt.Errorf("setting up the reconcilers: %w", err)
+		}
+	}
+	if opts.CertManager && f.Controllers != nil {
+		if err := (&certmanager.Reconciler{Client: mgr.GetClient(), Config: f.Config.Load}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the cert-manager provider: %w", err)
+		}
+	}
+	if opts.LocalCADir != "" {
+		ca, err := localca.LoadOrCreate(opts.LocalCADir)
+		if err != nil {
+			return nil, err
+		}
+		if err := (&localca.Reconciler{Client: mgr.GetClient(), CA: ca}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the local CA: %w", err)
 		}
 	}
 	if opts.Admission != nil {
@@ -199,6 +221,13 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		}
 	}
 	return f, nil
+}
+
+func gatewayLeaseNamespace(g *gateway.Options) string {
+	if g == nil {
+		return ""
+	}
+	return g.LeaseNamespace
 }
 
 // inProgressLimit is admission's InProgressLimit; without admission, the default.

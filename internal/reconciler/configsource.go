@@ -59,7 +59,8 @@ func routingChanged(old, new *config.Config) bool {
 		return true
 	}
 	o, n := old.Network, new.Network
-	return o.DomainTemplate != n.DomainTemplate || o.TagTemplate != n.TagTemplate || o.DefaultExternalScheme != n.DefaultExternalScheme
+	return o.DomainTemplate != n.DomainTemplate || o.TagTemplate != n.TagTemplate || o.DefaultExternalScheme != n.DefaultExternalScheme ||
+		o.ExternalDomainTLS != n.ExternalDomainTLS || o.HTTPProtocol != n.HTTPProtocol || o.CertificateClass != n.CertificateClass
 }
 
 // domainMappingChanged: autocreate-cluster-domain-claims decides whether an unclaimed

@@ -25,6 +25,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
@@ -63,6 +64,10 @@ type Options struct {
 	Domain string
 	// GatewayHost is the ExternalName of Routes' placeholder Services.
 	GatewayHost string
+	// CertificateClass is the class of Routes' Certificates when config-network's
+	// certificate-class names none ("": Knative's default, cert-manager's; ferry up:
+	// its local CA).
+	CertificateClass string
 	// ProgressDeadline is how long a Revision's Deployment may go without progress
 	// before the Revision fails. If set, it overrides config-deployment's
 	// progress-deadline, which the Revision reconciler reads at each reconcile.
@@ -124,6 +129,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	requeue, decisions := tracker.NewQueueSource(), tracker.NewQueueSource()
 	set := build(Deps{Client: c, APIReader: mgr.GetAPIReader(), Recorder: func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }, Owners: watches.OwnersOf(mgr)},
 		opts, requeue.Enqueue, decisions.Enqueue)
+	set.Autoscaler.WithBackground(func(key types.NamespacedName) { decisions.EnqueueAt(key, oldestfirst.Unchanged) })
 	if err := mgr.Add(set.Autoscaler); err != nil {
 		return nil, fmt.Errorf("adding the autoscaler: %w", err)
 	}
@@ -231,7 +237,8 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
 		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
 	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
-		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
+		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,
+		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead}
 	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }, Now: clk.Now}
 	return &Set{Tracker: t, Autoscaler: as,
 		Service: svc.Controller(d.Owners), Configuration: cfg.Controller(d.Owners), Revision: rev.Controller(d.Owners),
