@@ -43,6 +43,10 @@ type Network struct {
 	// when the ConfigMap sets none, so that the reconcilers pick the default (Knative's
 	// cert-manager class, or ferry up's local CA).
 	CertificateClass string
+	// AutocreateClusterDomainClaims lets the DomainMapping reconciler create the
+	// ClusterDomainClaim of a domain nobody has claimed; off, an administrator creates
+	// each claim and a DomainMapping without one is not Ready.
+	AutocreateClusterDomainClaims bool
 
 	domainTemplate, tagTemplate *template.Template
 }
@@ -104,8 +108,8 @@ func NewNetworkFromConfigMap(cm *corev1.ConfigMap) (*Network, error) {
 		asString("default-external-scheme", &n.DefaultExternalScheme),
 		asInt("rolloutDuration", &n.RolloutDurationSeconds),
 		asInt("rollout-duration", &n.RolloutDurationSeconds),
+		asBool("autocreate-cluster-domain-claims", &n.AutocreateClusterDomainClaims),
 		// Validated only.
-		asBool("autocreate-cluster-domain-claims", &ignoredBool),
 		asBool("enable-mesh-pod-addressability", &ignoredBool),
 		asBool("internal-encryption", &ignoredBool),
 		asOneOf("system-internal-tls", &ignored, "enabled", "disabled"),

@@ -63,6 +63,13 @@ func routingChanged(old, new *config.Config) bool {
 		o.ExternalDomainTLS != n.ExternalDomainTLS || o.HTTPProtocol != n.HTTPProtocol || o.CertificateClass != n.CertificateClass
 }
 
+// domainMappingChanged: autocreate-cluster-domain-claims decides whether an unclaimed
+// domain gets its claim, default-external-scheme makes the URL.
+func domainMappingChanged(old, new *config.Config) bool {
+	return old.Network.AutocreateClusterDomainClaims != new.Network.AutocreateClusterDomainClaims ||
+		old.Network.DefaultExternalScheme != new.Network.DefaultExternalScheme
+}
+
 func sameDomains(a, b *config.Domain) bool {
 	if len(a.Domains) != len(b.Domains) {
 		return false
