@@ -124,13 +124,22 @@ func startAutoscaling(t *testing.T, farm *podFarm) (*manager.Ferry, string) {
 // is on its way to Ready (nil: Ferry's own count).
 func startAutoscalingBusy(t *testing.T, farm *podFarm, calm func() <-chan struct{}) (*manager.Ferry, string) {
 	t.Helper()
-	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	farm.registry = prometheus.NewRegistry()
+	return startDialing(t, farm.dial, farm.registry, calm)
+}
+
+// startDialing runs Ferry with the autoscaler and a gateway that reaches pods through
+// dial and keeps its metrics in registry; it returns Ferry and the gateway's external
+// address.
+func startDialing(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error),
+	registry *prometheus.Registry, calm func() <-chan struct{}) (*manager.Ferry, string) {
+	t.Helper()
+	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	f, err := manager.New(rest.CopyConfig(testConfig), manager.Options{
 		Reconcilers:       true,
 		ReconcilerOptions: reconciler.Options{Calm: calm},
 		Gateway: &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0",
-			DialContext: farm.dial, DialSimulatedPods: true, Registry: farm.registry},
+			DialContext: dial, DialSimulatedPods: true, Registry: registry},
 		SkipNameValidation: true,
 	})
 	if err != nil {
