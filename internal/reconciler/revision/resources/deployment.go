@@ -104,6 +104,26 @@ func TerminationGracePeriodSeconds(rev *v1.Revision) int64 {
 	return PreStopSleepSeconds(rev) + ShutdownSeconds
 }
 
+// Drains says whether pods of spec drain before SIGTERM: a Deployment that an older
+// Ferry made has no preStop hook (admission refuses the user's).
+func Drains(spec *corev1.PodSpec) bool {
+	for _, c := range spec.Containers {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// WithoutDrain leaves spec's preStop hooks and grace period unset, for a comparison
+// with a Deployment that has none.
+func WithoutDrain(spec *corev1.PodSpec) {
+	spec.TerminationGracePeriodSeconds = nil
+	for i := range spec.Containers {
+		spec.Containers[i].Lifecycle = nil
+	}
+}
+
 // timeoutSeconds is the Revision's timeoutSeconds; unset or 0 (a Revision that
 // admission did not default) means config-defaults' default, as defaulting would.
 func timeoutSeconds(rev *v1.Revision) int64 {
