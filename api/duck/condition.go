@@ -84,6 +84,12 @@ func (s *Status) GetCondition(t ConditionType) *Condition {
 	return nil
 }
 
+// Settled reports whether s speaks for generation with a Ready condition True or
+// False: the controller is done with that generation, until something changes.
+func (s *Status) Settled(generation int64) bool {
+	return s.ObservedGeneration == generation && !s.GetCondition(ConditionReady).IsUnknown()
+}
+
 // Addressable is the status shape of something reachable inside the cluster.
 type Addressable struct {
 	// URL is where the resource is reachable.

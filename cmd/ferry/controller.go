@@ -157,6 +157,8 @@ func newGatewayCommand() *cobra.Command {
 	flags.add(cmd)
 	cmd.Flags().StringVar(&opts.ExternalAddr, "addr", ":8080", "the external listener")
 	cmd.Flags().StringVar(&opts.LocalAddr, "local-addr", ":8081", "the cluster-local listener")
+	cmd.Flags().StringVar(&opts.LeaseNamespace, "lease-namespace", "", "where each replica keeps a Lease, so that the replicas split every pod's containerConcurrency and a KIngress is Ready only once all of them serve it (in a cluster: ferry-system); empty: this replica assumes it is alone")
+	cmd.Flags().DurationVar(&opts.LeaseDuration, "lease-duration", 15*time.Second, "how long a replica that stopped renewing its Lease (killed, partitioned) still counts; renewed every third of it")
 	cmd.Flags().BoolVar(&opts.SimulatedPods, "simulated-pods", false, "answer for every endpoint instead of dialing it (clusters of kwok pods)")
 	cmd.Flags().StringVar(&autoscalerAddr, "autoscaler", "", "host:port of the controllers' --stats-addr, where load is reported and Revisions at zero are woken; every address the host resolves to gets the reports (in a cluster: ferry-autoscaler.ferry-system.svc.cluster.local:8083)")
 	return cmd

@@ -27,6 +27,9 @@ type inProcessOptions struct {
 	// The gateway's listeners.
 	gatewayAddr, gatewayLocalAddr string
 	pprofAddr                     string
+	// leaseNamespace is where the gateway keeps its replica Lease ("": none), so that
+	// a `ferry gateway` started beside it shares the work as a second replica.
+	leaseNamespace string
 	// writes, when set, counts Ferry's own writes: the API server's metrics cannot
 	// tell them apart from the controller manager's, the scheduler's and kwok's.
 	writes *scale.WriteCounter
@@ -56,7 +59,8 @@ func startFerry(ctx context.Context, cluster localCluster, o inProcessOptions) (
 		// Knative's validation and defaulting, by URL on 127.0.0.1, and back-pressure.
 		Admission: &admission.Options{InProgressLimit: o.inProgressLimit, ControllerUser: cluster.ControllerUser()},
 		// kwok simulates every pod: the gateway answers for them instead of dialing.
-		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, SimulatedPods: true},
+		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, SimulatedPods: true,
+			LeaseNamespace: o.leaseNamespace},
 		// The whole process's profiles: the control plane's as much as Ferry's.
 		PprofAddr: o.pprofAddr,
 	})

@@ -4,6 +4,7 @@
 //	ferry controller  Ferry's reconcilers against a cluster
 //	ferry gateway     Ferry's gateway against a cluster
 //	ferry explain     why a Knative object is not Ready or routed (also kubectl ferry explain)
+//	ferry load        steady load against a local gateway, with latency percentiles
 //	ferry version
 package main
 
@@ -27,7 +28,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newScaleCommand(), newVersionCommand())
-	root.AddCommand(newExplainCommand())
+	root.AddCommand(newExplainCommand(), newLoadCommand())
 	asKubectlPlugin(root)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)

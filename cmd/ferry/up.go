@@ -72,7 +72,8 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 			defer logFile.Close()
 			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Domain: domain},
-				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, pprofAddr: pprofAddr})
+				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, pprofAddr: pprofAddr,
+				leaseNamespace: config.SystemNamespace})
 			switch {
 			case ctx.Err() != nil: // Ctrl-C while Ferry started
 				fmt.Fprintln(out, "Stopping ...")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -163,6 +164,8 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	if k, v, ok := targetBurstAnn.Get(m); ok {
 		if fv, err := strconv.ParseFloat(v, 64); err != nil || fv < 0 && fv != -1 {
 			errs = errs.Also(ErrInvalidValue(v, k))
+		} else if fv != -1 {
+			errs = errs.Also(ErrGeneric(noBurstCapacityEffect, k).AsWarning())
 		}
 	}
 	// window
@@ -264,9 +267,25 @@ func validateDurationAnnotation(m map[string]string, k keys, what string) *Field
 	return nil
 }
 
+// validateRolloutDuration checks serving.knative.dev/rollout-duration, and warns that a
+// duration has no effect: Ferry has no gradual rollout yet (traffic moves at once).
 func validateRolloutDuration(m map[string]string) *FieldError {
-	return validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration")
+	if errs := validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration"); errs != nil {
+		return errs
+	}
+	if key, v, _ := rolloutDurationAnn.Get(m); v != "" {
+		if d, _ := time.ParseDuration(v); d > 0 {
+			return ErrGeneric("has no effect in Ferry yet: there is no gradual rollout, traffic moves to a new Revision at once", key).AsWarning()
+		}
+	}
+	return nil
 }
+
+// noBurstCapacityEffect is the warning for a target-burst-capacity other than -1. In
+// Knative the burst capacity decides when the activator is put in the request path;
+// Ferry's gateway is always in it and balances by each pod's free capacity, which is
+// Knative's behaviour with -1 (docs/autoscaling.md).
+const noBurstCapacityEffect = "has no effect in Ferry: the gateway is always in the request path, as with -1 in Knative"
 
 // validateQueueSidecarAnnotations checks the queue-proxy resource annotations.
 func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
@@ -287,6 +306,23 @@ func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
 			if _, err := resource.ParseQuantity(v); err != nil {
 				errs = errs.Also(ErrInvalidValue(v, CurrentField).ViaKey(k))
 			}
+		}
+	}
+	return errs
+}
+
+// validateSimulationAnnotations checks Ferry's serving.ferry.dev/simulated-* values,
+// which shape how ferry up's simulated pods answer.
+func validateSimulationAnnotations(m map[string]string) *FieldError {
+	var errs *FieldError
+	if v, ok := m[servingv1.SimulatedServiceTimeAnnotationKey]; ok {
+		if _, err := servingv1.ParseSimulatedServiceTime(v); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, servingv1.SimulatedServiceTimeAnnotationKey, "a Go duration of at least 0, such as 200ms"))
+		}
+	}
+	if v, ok := m[servingv1.SimulatedCapacityAnnotationKey]; ok {
+		if _, err := servingv1.ParseSimulatedCapacity(v); err != nil {
+			errs = errs.Also(ErrInvalidValue(v, servingv1.SimulatedCapacityAnnotationKey, "a whole number of at least 1"))
 		}
 	}
 	return errs

@@ -75,6 +75,21 @@ func TestValidateService(t *testing.T) {
 		{"progress-deadline", nil, service(func(s *servingv1.Service) {
 			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.knative.dev/progress-deadline": "nope"}
 		}), []string{"invalid value: nope: spec.template.metadata.annotations.serving.knative.dev/progress-deadline"}},
+		{"simulated service time and capacity", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-service-time": "250ms", "serving.ferry.dev/simulated-capacity": "4"}
+		}), nil},
+		{"simulated service time not a duration", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-service-time": "250"}
+		}), []string{"invalid value: 250: spec.template.metadata.annotations.serving.ferry.dev/simulated-service-time"}},
+		{"negative simulated service time", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-service-time": "-1s"}
+		}), []string{"invalid value: -1s: spec.template.metadata.annotations.serving.ferry.dev/simulated-service-time"}},
+		{"simulated capacity 0", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "0"}
+		}), []string{"invalid value: 0: spec.template.metadata.annotations.serving.ferry.dev/simulated-capacity"}},
+		{"simulated capacity not a number", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "two"}
+		}), []string{"invalid value: two: spec.template.metadata.annotations.serving.ferry.dev/simulated-capacity"}},
 		{"unknown networking annotation", nil, service(func(s *servingv1.Service) {
 			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"networking.knative.dev/foo": "x"}
 		}), []string{`invalid key name "networking.knative.dev/foo": spec.template.metadata.annotations`}},
@@ -333,6 +348,10 @@ func TestValidateConfigurationRevisionRoute(t *testing.T) {
 	if err := ValidateRevision(cfg, r, nil); err == nil || !strings.Contains(err.Error(), "invalid value: x: metadata.annotations.autoscaling.knative.dev/max-scale") {
 		t.Errorf("revision max-scale: %v", err)
 	}
+	r.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "-3"}
+	if err := ValidateRevision(cfg, r, nil); err == nil || !strings.Contains(err.Error(), "invalid value: -3: metadata.annotations.serving.ferry.dev/simulated-capacity") {
+		t.Errorf("revision simulated-capacity: %v", err)
+	}
 	r.Annotations = nil
 	r2 := r.DeepCopy()
 	r2.Spec.Containers[0].Image = "example.com/b"
@@ -372,6 +391,49 @@ func TestWarnings(t *testing.T) {
 	DefaultService(cfg, s, nil, "")
 	if errs := ValidateService(cfg, s, nil); errs != nil {
 		t.Errorf("secure-pod-defaults: %v", errs)
+	}
+}
+
+// target-burst-capacity is accepted, but a value other than -1 is a warning: it
+// decides nothing in Ferry, whose gateway is always in the request path.
+func TestTargetBurstCapacityWarns(t *testing.T) {
+	cfg := config.Default()
+	cfg.Features.SecurePodDefaults = config.Enabled // no other warning
+	for v, warns := range map[string]bool{"-1": false, "0": true, "211": true} {
+		s := service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/target-burst-capacity": v}
+		})
+		DefaultService(cfg, s, nil, "")
+		errs := ValidateService(cfg, s, nil)
+		if errs.Errors() != nil {
+			t.Fatalf("%s: refused: %v", v, errs.Errors())
+		}
+		w := errs.Warnings()
+		if got := w != nil && strings.Contains(w.Error(), "has no effect in Ferry: the gateway is always in the request path") &&
+			strings.Contains(w.Error(), "target-burst-capacity"); got != warns {
+			t.Errorf("target-burst-capacity %s: warnings %v, want a warning: %v", v, w, warns)
+		}
+	}
+}
+
+// rollout-duration is accepted, but a duration is a warning: there is no gradual
+// rollout yet.
+func TestRolloutDurationWarns(t *testing.T) {
+	cfg := config.Default()
+	cfg.Features.SecurePodDefaults = config.Enabled // no other warning
+	for v, warns := range map[string]bool{"0s": false, "60s": true} {
+		s := service(func(s *servingv1.Service) {
+			s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": v}
+		})
+		DefaultService(cfg, s, nil, "")
+		errs := ValidateService(cfg, s, nil)
+		if errs.Errors() != nil {
+			t.Fatalf("%s: refused: %v", v, errs.Errors())
+		}
+		w := errs.Warnings()
+		if got := w != nil && strings.Contains(w.Error(), "no gradual rollout"); got != warns {
+			t.Errorf("rollout-duration %s: warnings %v, want a warning: %v", v, w, warns)
+		}
 	}
 }
 

@@ -21,10 +21,11 @@ const NoDecision = -1
 // Autoscaler keeps Revisions' load and decider state. It is a stats.Sink for the
 // gateways and a manager Runnable that ticks on the leader.
 type Autoscaler struct {
-	// notify tells the PodAutoscaler reconciler that key's decision changed.
-	notify func(key types.NamespacedName)
-	now    func() time.Time
-	tick   time.Duration
+	// notify tells the PodAutoscaler reconciler that key's decision changed;
+	// background, when set, takes the changes to fewer pods (see Change).
+	notify, background func(key types.NamespacedName)
+	now                func() time.Time
+	tick               time.Duration
 
 	mu   sync.Mutex
 	revs map[types.NamespacedName]*revision
@@ -58,6 +59,30 @@ type revision struct {
 // not block.
 func New(notify func(types.NamespacedName)) *Autoscaler {
 	return &Autoscaler{notify: notify, now: time.Now, tick: Tick, revs: map[types.NamespacedName]*revision{}}
+}
+
+// WithBackground sends the changes to fewer pods to f instead of notify: no request
+// waits for them, so the reconciler can take them after the work users wait for (a
+// wave of Revisions scaling to zero must not delay a new Service or a cold start).
+// Call it before the Autoscaler is used.
+func (a *Autoscaler) WithBackground(f func(types.NamespacedName)) *Autoscaler {
+	a.background = f
+	return a
+}
+
+// Change is a decision the reconciler acts on. Lower marks a change to fewer pods
+// (or of the excess burst capacity alone), which no request waits for.
+type Change struct {
+	Key   types.NamespacedName
+	Lower bool
+}
+
+func (a *Autoscaler) tell(c Change) {
+	if c.Lower && a.background != nil {
+		a.background(c.Key)
+		return
+	}
+	a.notify(c.Key)
 }
 
 // WithClock makes the Autoscaler tell time by c (the convergence simulation's clock).
@@ -113,10 +138,13 @@ func (a *Autoscaler) Poke(namespace, name string) {
 	if rev.poked.IsZero() {
 		rev.poked = now
 	}
-	changed := rev.watched && a.decideLocked(rev, now)
+	var changed, lower bool
+	if rev.watched {
+		changed, lower = a.decideLocked(rev, now)
+	}
 	a.mu.Unlock()
 	if changed {
-		a.notify(key)
+		a.tell(Change{Key: key, Lower: lower})
 	}
 }
 
@@ -194,8 +222,8 @@ func (a *Autoscaler) Decision(key types.NamespacedName) decider.Decision {
 
 // decideLocked runs the decider for rev and reports whether the outcome changed in a
 // way the reconciler acts on: the desired scale, or the sign of the excess burst
-// capacity (as Knative publishes).
-func (a *Autoscaler) decideLocked(rev *revision, now time.Time) bool {
+// capacity (as Knative publishes); lower says the change asks for no more pods.
+func (a *Autoscaler) decideLocked(rev *revision, now time.Time) (changed, lower bool) {
 	s := rev.settings
 	w := &rev.concurrency
 	if s.Metric == decider.MetricRPS {
@@ -213,10 +241,11 @@ func (a *Autoscaler) decideLocked(rev *revision, now time.Time) bool {
 		}
 		d = rev.state.Decide(s, now, rev.ready, rev.reachable, average(now, s.StableWindow), average(now, s.PanicWindow))
 	}
-	changed := !rev.decided || d.DesiredPods != rev.last.DesiredPods ||
+	changed = !rev.decided || d.DesiredPods != rev.last.DesiredPods ||
 		(d.ExcessBurstCapacity < 0) != (rev.last.ExcessBurstCapacity < 0)
+	lower = rev.decided && d.DesiredPods <= rev.last.DesiredPods
 	rev.last, rev.decided = d, true
-	return changed
+	return changed, lower
 }
 
 // Start ticks until ctx ends. It runs on the leader only (NeedLeaderElection): its
@@ -229,8 +258,8 @@ func (a *Autoscaler) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			for _, key := range a.DecideAll() {
-				a.notify(key)
+			for _, c := range a.DecideAll() {
+				a.tell(c)
 			}
 		}
 	}
@@ -246,11 +275,11 @@ const idleForget = 5 * time.Minute
 // DecideAll is one tick, which Start runs every Tick (and tests drive by hand): it
 // decides for every watched Revision that can change: one with load in its
 // window, pods to shed, or a panic to leave. An idle Revision at zero is skipped.
-func (a *Autoscaler) DecideAll() []types.NamespacedName {
+func (a *Autoscaler) DecideAll() []Change {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var changed []types.NamespacedName
+	var changed []Change
 	for key, rev := range a.revs {
 		if !rev.watched {
 			if now.Sub(rev.seen) > idleForget {
@@ -262,8 +291,8 @@ func (a *Autoscaler) DecideAll() []types.NamespacedName {
 			rev.concurrency.IsEmpty(now, rev.settings.StableWindow) && rev.rps.IsEmpty(now, rev.settings.StableWindow) {
 			continue
 		}
-		if a.decideLocked(rev, now) {
-			changed = append(changed, key)
+		if c, lower := a.decideLocked(rev, now); c {
+			changed = append(changed, Change{Key: key, Lower: lower})
 		}
 	}
 	return changed

@@ -170,6 +170,33 @@ func TestZeroStartsAfreshOnlyAfterAQuietWindow(t *testing.T) {
 	}
 }
 
+// A decision for fewer pods goes to the background callback, one for more to notify:
+// a request may be waiting for the latter, none for the former.
+func TestFewerPodsInTheBackground(t *testing.T) {
+	a, n, now, s := testAutoscaler()
+	bg := &notified{}
+	a.WithBackground(bg.add)
+	a.Watch(key, s, 1, true)
+	for range 6 {
+		*now = now.Add(time.Second)
+		a.Report(report(*now, 30))
+	}
+	for _, c := range a.DecideAll() {
+		a.tell(c)
+	}
+	if up, down := n.take(), bg.take(); len(up) != 1 || len(down) != 0 {
+		t.Fatalf("scale up: notified %v, background %v; want one notification", up, down)
+	}
+	*now = now.Add(10 * time.Second) // the load has left the window
+	a.Watch(key, s, 3, true)
+	for _, c := range a.DecideAll() {
+		a.tell(c)
+	}
+	if up, down := n.take(), bg.take(); len(up) != 0 || len(down) != 1 {
+		t.Fatalf("scale down: notified %v, background %v; want it in the background", up, down)
+	}
+}
+
 // An idle Revision at zero is not decided at all on a tick.
 func TestIdleRevisionsAreSkipped(t *testing.T) {
 	a, _, now, s := testAutoscaler()

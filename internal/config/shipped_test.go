@@ -9,7 +9,8 @@ import (
 )
 
 // TestShippedConfigMaps: each ConfigMap that kubectl apply -k config/ installs and
-// ferry up creates parses as the Store parses it, into Knative's defaults.
+// ferry up creates parses as the Store parses it, into Knative's defaults, and sets no
+// key that would be reported as having no effect.
 func TestShippedConfigMaps(t *testing.T) {
 	cms, err := configmaps.All()
 	if err != nil {
@@ -25,6 +26,9 @@ func TestShippedConfigMaps(t *testing.T) {
 		}
 		if err := parseInto(got, cm); err != nil {
 			t.Errorf("%s: %v", cm.Name, err)
+		}
+		if lines := NoEffect(cm.Name, cm.Data); lines != nil {
+			t.Errorf("%s warns on every start: %v", cm.Name, lines)
 		}
 	}
 	slices.Sort(names)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -47,7 +48,8 @@ type StoreOptions struct {
 // Rules, per ConfigMap: a missing one means its defaults; a value that does not parse
 // is reported (an error log line and a Warning Event on the ConfigMap naming the key)
 // and the ConfigMap's last good value stays in force (its defaults if it never had
-// one); deleting it brings back its defaults.
+// one); deleting it brings back its defaults. A key Ferry takes but does not act on,
+// set to anything but Knative's default, is reported too (NoEffect), once per change.
 //
 // It watches with a client-go informer restricted to its namespace
 // (informers.WithNamespace), not through the manager's cache: the manager's cache
@@ -240,6 +242,16 @@ func (s *Store) sync(cm *corev1.ConfigMap, err error) {
 		return
 	}
 	s.log.Info("Loaded configuration", "configmap", key, "resourceVersion", cm.ResourceVersion)
+	if lines := NoEffect(cm.Name, cm.Data); len(lines) > 0 {
+		msg := strings.Join(lines, "; ")
+		s.log.Info("Keys Ferry does not act on", "configmap", key, "keys", msg)
+		if s.recorder != nil {
+			if len(msg) > maxEventMessage {
+				msg = msg[:maxEventMessage] + "..."
+			}
+			s.recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonNoEffect, "LoadConfig", "%s", msg)
+		}
+	}
 }
 
 // publish makes the parts the current snapshot, if any changed, and tells the

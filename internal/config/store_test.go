@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -233,4 +234,53 @@ func TestStoreAutoscaler(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "defaults", func() bool { return *s.Load().Autoscaler == *DefaultAutoscaler() })
+}
+
+// A key Ferry takes without acting on is reported on the ConfigMap, naming the key and
+// why; Knative's defaults for those keys are not.
+func TestStoreReportsKeysWithNoEffect(t *testing.T) {
+	as := cm(AutoscalerConfigName, map[string]string{"target-burst-capacity": "211", "stable-window": "30s"})
+	s, cs, rec := startStore(t, as)
+	changed := as.DeepCopy()
+	changed.Data["activator-capacity"] = "50"
+	update(t, cs, changed)
+	var ev string
+	select {
+	case ev = <-rec.Events:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Event")
+	}
+	if !strings.Contains(ev, "Warning "+ReasonNoEffect) || !strings.Contains(ev, `activator-capacity: "50" has no effect`) ||
+		strings.Contains(ev, "target-burst-capacity") {
+		t.Errorf("event %q", ev)
+	}
+	waitFor(t, "the new config", func() bool { return s.Load().Autoscaler.ActivatorCapacity == 50 })
+	select {
+	case ev := <-rec.Events:
+		t.Errorf("a second event: %q", ev)
+	default:
+	}
+}
+
+func TestNoEffect(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data map[string]string
+		want []string
+	}{
+		{AutoscalerConfigName, map[string]string{"target-burst-capacity": "0", "activator-capacity": "100", "stable-window": "6s"},
+			[]string{`target-burst-capacity: "0" has no effect: the gateway is always in the request path, as with -1 in Knative`}},
+		{DeploymentConfigName, map[string]string{"queue-sidecar-image": "gcr.io/q", "queue-sidecar-cpu-request": "25m", "progress-deadline": "60s"},
+			[]string{`queue-sidecar-cpu-request: "25m" has no effect: Ferry runs no queue-proxy sidecar`}},
+		{FeaturesConfigName, map[string]string{"queueproxy.mount-podinfo": "Disabled", "multi-container": "enabled"}, nil},
+		{FeaturesConfigName, map[string]string{"queueproxy.mount-podinfo": "enabled"},
+			[]string{`queueproxy.mount-podinfo: "enabled" has no effect: Ferry runs no queue-proxy sidecar`}},
+		{NetworkConfigName, map[string]string{"internal-encryption": "true", "system-internal-tls": "disabled"},
+			[]string{`internal-encryption: "true" has no effect: Ferry has no mesh or internal-TLS mode`}},
+		{GCConfigName, map[string]string{"min-non-active-revisions": "3"}, nil},
+	} {
+		if got := NoEffect(tc.name, tc.data); !slices.Equal(got, tc.want) {
+			t.Errorf("NoEffect(%s, %v) =\n%q\nwant\n%q", tc.name, tc.data, got, tc.want)
+		}
+	}
 }

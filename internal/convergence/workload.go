@@ -11,9 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/api/duck"
-	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 )
@@ -217,19 +215,8 @@ func (w *workload) plantStale(name string) {
 
 // duckStatusOf is the Knative status of obj, or nil for other kinds.
 func duckStatusOf(obj client.Object) *duck.Status {
-	switch o := obj.(type) {
-	case *v1.Service:
-		return &o.Status.Status
-	case *v1.Configuration:
-		return &o.Status.Status
-	case *v1.Revision:
-		return &o.Status.Status
-	case *v1.Route:
-		return &o.Status.Status
-	case *netv1alpha1.Ingress:
-		return &o.Status.Status
-	case *av1alpha1.PodAutoscaler:
-		return &o.Status.Status
+	if o, ok := obj.(interface{ DuckStatus() *duck.Status }); ok {
+		return o.DuckStatus()
 	}
 	return nil
 }

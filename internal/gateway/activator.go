@@ -33,6 +33,8 @@ type activator struct {
 	// drain timeout.
 	draining  chan struct{}
 	drainOnce sync.Once
+	// replicas split containerConcurrency among the gateway replicas; nil: alone.
+	replicas *replicaSet
 }
 
 func newActivator(opts Options, m *metrics) *activator {
@@ -145,15 +147,13 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 		a.sink.Poke(svc.key.Namespace, rr.revision)
 	}
 
-	timer := time.NewTimer(time.Until(rr.deadline))
-	defer timer.Stop()
 	for {
 		// changed before endpoints: a swap after this load closes ch.
 		changed := *svc.changed.Load()
 		se := svc.endpoints.Load()
 		targets := se.targets(rr.split.port)
-		limit := se.limit()
-		if t := targets.acquire(limit); t != nil {
+		limit, m := se.limit(), a.replicas.members()
+		if t := targets.acquire(limit, m); t != nil {
 			passOn = limit > 0
 			now := time.Now()
 			waited := now.Sub(rr.start)
@@ -175,19 +175,25 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 		select {
 		case <-changed:
 		case <-line.tokens:
-		case <-timer.C:
+		case <-r.Context().Done():
+			kind := rr.timer.fired()
+			if kind == running {
+				rr.code = 499 // the client went away; nobody reads an answer
+				return nil
+			}
+			// A revision timeout (each counts from the arrival, see timeouts.go).
 			rr.code = http.StatusGatewayTimeout
-			timeout := rr.deadline.Sub(rr.start).Round(time.Millisecond)
+			within := fmt.Sprintf("%s (%s)", rr.timer.limit(kind), timeoutNames[kind])
 			w.Header().Set("X-Ferry-Activation-Wait", formatWait(time.Since(rr.start)))
 			if targets.empty() {
-				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, timeout)
+				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, within)
+			} else if m.count > 1 {
+				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d, shared by %d gateway replicas) within %s\n",
+					rr.revision, limit, m.count, within)
 			} else {
 				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d) within %s\n",
-					rr.revision, limit, timeout)
+					rr.revision, limit, within)
 			}
-			return nil
-		case <-r.Context().Done():
-			rr.code = 499 // the client went away; nobody reads an answer
 			return nil
 		case <-a.draining:
 			rr.code = http.StatusServiceUnavailable
@@ -202,17 +208,4 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 // formatWait is the X-Ferry-Activation-Wait value: seconds, to the millisecond.
 func formatWait(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64) + "s"
-}
-
-// answerSimulated answers for a kwok-simulated pod, which has no process to forward
-// to. The answer names the revision and the pod, so that a client sees where the
-// request was routed.
-func answerSimulated(w http.ResponseWriter, rr *routedRequest) {
-	rr.code = http.StatusOK
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Ferry-Simulated", "true")
-	w.WriteHeader(rr.code)
-	fmt.Fprintf(w, "Hello from revision %s (pod %s is simulated by kwok; no process serves it)\n", rr.revision, rr.target.ip)
 }

@@ -69,8 +69,8 @@ func TestHeldRequestTimesOut(t *testing.T) {
 		host, body string
 		min        time.Duration
 	}{
-		{host: "cold.example.com", body: "ferry: revision cold-1 did not get a ready pod within 100ms\n", min: 100 * time.Millisecond},
-		{host: "slow.example.com", body: "ferry: revision slow-1 did not get a ready pod within 1s\n", min: time.Second},
+		{host: "cold.example.com", body: "ferry: revision cold-1 did not get a ready pod within 100ms (timeoutSeconds)\n", min: 100 * time.Millisecond},
+		{host: "slow.example.com", body: "ferry: revision slow-1 did not get a ready pod within 1s (timeoutSeconds)\n", min: time.Second},
 	} {
 		start := time.Now()
 		a := <-g.send(context.Background(), tc.host, "/")
@@ -371,8 +371,8 @@ func TestRevisionAnnotationsAreRead(t *testing.T) {
 			t.Errorf("annotations %q, %q: containerConcurrency %d, timeout %v", tc.cc, tc.timeout, se.limit(), se.timeout)
 		}
 	}
-	if got := (*serviceEndpoints)(nil).timeoutOr(time.Minute); got != time.Minute {
-		t.Errorf("no snapshot: timeout %v", got)
+	if got := (*serviceEndpoints)(nil).limits(time.Minute); got != (timeouts{total: time.Minute}) {
+		t.Errorf("no snapshot: timeouts %+v", got)
 	}
 }
 

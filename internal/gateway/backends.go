@@ -47,11 +47,16 @@ type serviceEndpoints struct {
 	// concurrency is the revision's containerConcurrency, from the Service's
 	// annotation: no endpoint gets more requests at once. 0 is no limit.
 	concurrency int64
-	// timeout is the revision's timeoutSeconds, from the Service's annotation; 0
+	// timeout is the revision's timeoutSeconds (for a Service, its annotation); 0
 	// means Options.RequestTimeout.
 	timeout time.Duration
+	// responseStart and idle are the Revision's responseStartTimeoutSeconds and
+	// idleTimeoutSeconds; 0: none.
+	responseStart, idle time.Duration
 	// published is when the registry swapped this snapshot in.
 	published time.Time
+	// simulation is how the Revision's simulated pods answer.
+	simulation simulation
 }
 
 // limit is the containerConcurrency of the snapshot, 0 (none) without one.
@@ -62,12 +67,17 @@ func (se *serviceEndpoints) limit() int64 {
 	return se.concurrency
 }
 
-// timeoutOr is the revision's timeout, or def.
-func (se *serviceEndpoints) timeoutOr(def time.Duration) time.Duration {
-	if se == nil || se.timeout <= 0 {
-		return def
+// limits are the revision's timeouts, def standing in for a timeoutSeconds it
+// lacks.
+func (se *serviceEndpoints) limits(def time.Duration) timeouts {
+	if se == nil {
+		return timeouts{total: def}
 	}
-	return se.timeout
+	l := timeouts{total: se.timeout, responseStart: se.responseStart, idle: se.idle}
+	if l.total <= 0 {
+		l.total = def
+	}
+	return l
 }
 
 type specPort struct {
@@ -116,6 +126,8 @@ type target struct {
 	ip string
 	// simulated marks a pod that kwok simulates: nothing listens at addr.
 	simulated bool
+	// h2c says the pod speaks HTTP/2 without TLS (prior knowledge) at addr.
+	h2c bool
 	// pod counts the requests in flight to addr, across snapshots.
 	pod *podSlot
 }
@@ -124,7 +136,9 @@ type target struct {
 // to the endpoint updates it, from any core: it has a cache line of its own.
 type podSlot struct {
 	inflight atomic.Int64
-	_        [56]byte
+	// sim is a simulated pod's capacity (simulated.go), made on first use.
+	sim atomic.Pointer[simulatedPod]
+	_   [48]byte
 }
 
 // tryAcquire takes a slot below limit (0: no limit).
@@ -152,9 +166,10 @@ func (ts *targetSet) empty() bool { return ts == nil || len(ts.targets) == 0 }
 const balanceWindow = 16
 
 // acquire picks the endpoint with the fewest requests in flight, ties broken
-// round-robin, and counts the request on it; with a limit, only endpoints below it
-// qualify. nil: no endpoint, or none with a free slot.
-func (ts *targetSet) acquire(limit int64) *target {
+// round-robin, and counts the request on it; with a limit, only endpoints below this
+// replica's share of it (share, by the endpoint's rank in the sorted targets) qualify.
+// nil: no endpoint, or none with a free slot.
+func (ts *targetSet) acquire(limit int64, m membership) *target {
 	if ts == nil {
 		return nil
 	}
@@ -163,8 +178,8 @@ func (ts *targetSet) acquire(limit int64) *target {
 	case 0:
 		return nil
 	case 1:
-		if t := &ts.targets[0]; t.pod.tryAcquire(limit) {
-			return t
+		if l := share(limit, 0, m); (limit <= 0 || l > 0) && ts.targets[0].pod.tryAcquire(l) {
+			return &ts.targets[0]
 		}
 		return nil
 	}
@@ -177,9 +192,10 @@ func (ts *targetSet) acquire(limit int64) *target {
 		var best *target
 		var bestLoad int64
 		for i := range scan {
-			t := &ts.targets[(start+i)%n]
+			rank := (start + i) % n
+			t := &ts.targets[rank]
 			load := t.pod.inflight.Load()
-			if limit > 0 && load >= limit || best != nil && load >= bestLoad {
+			if limit > 0 && load >= share(limit, int(rank), m) || best != nil && load >= bestLoad {
 				continue
 			}
 			best, bestLoad = t, load

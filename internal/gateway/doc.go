@@ -5,18 +5,26 @@
 // class (v1alpha1.IngressClass, or no class annotation) once per generation, decides which
 // ingress serves each host (the oldest claimant wins), publishes an immutable routing
 // table through an atomic pointer, and only then writes NetworkConfigured,
-// LoadBalancerReady and observedGeneration. The endpoints reconciler swaps the ready
-// endpoints of each backend a split names in place, without touching the table: a
-// Revision's ready pods (there is no Kubernetes Service per Revision; the gateway
+// LoadBalancerReady and observedGeneration; with Options.LeaseNamespace the replicas
+// count each other by a Lease each (replicas.go), which records what each has
+// programmed, and LoadBalancerReady waits for every live replica. The endpoints
+// reconciler swaps the ready endpoints of each backend a split names in place,
+// without touching the table: a Revision's ready pods (there is no Kubernetes Service per Revision; the gateway
 // follows the pods by their serving.knative.dev/revision label), or any other
 // Service's EndpointSlices.
 //
 // Two listeners serve the table: the external one serves ExternalIP rules, the local
 // one serves every rule. A request is routed by Host and longest path prefix (and
 // header matches), split by percent, and proxied to the ready endpoint with the
-// fewest requests in flight (ties round-robin). The gateway answers for
+// fewest requests in flight (ties round-robin), over HTTP/2 cleartext when the
+// Revision's port is named h2c, else HTTP/1.1. Knative's timeoutSeconds,
+// responseStartTimeoutSeconds and idleTimeoutSeconds bound each request from its
+// arrival, enforced by one timer per request. The gateway answers for
 // kwok-simulated pods itself: 200, a body naming the revision and the pod, and
-// X-Ferry-Simulated: true.
+// X-Ferry-Simulated: true, after the Revision's serving.ferry.dev/simulated-service-time
+// (or ?sleep=, as Knative's autoscale test image) and with at most its
+// serving.ferry.dev/simulated-capacity requests served at once per pod, so that load
+// on ferry up scales as on real pods (simulated.go).
 //
 // The gateway is also Knative's activator and queue-proxy breaker, in one place:
 //
@@ -26,8 +34,10 @@
 //     per revision (503 with Retry-After). The first one held pokes Options.Stats.
 //     Held answers carry X-Ferry-Activation-Wait.
 //   - A revision's containerConcurrency (from its spec; for another Service, its
-//     serving.ferry.dev/container-concurrency annotation) is a hard limit per pod:
-//     a request takes a free slot on the least loaded pod, or waits for one.
+//     serving.ferry.dev/container-concurrency annotation) is a hard limit per pod,
+//     for all replicas together: each replica takes its share of every pod's slots
+//     and a request takes a free slot of the replica's on the least loaded pod, or
+//     waits for one.
 //   - Every request, held ones included, is counted per revision with atomic adds
 //     only; with Options.Stats set, a Runnable sends a stats.Report every
 //     ReportInterval with the average concurrency and the arrivals of each revision
@@ -40,7 +50,9 @@
 // watch KIngresses, Revisions, Services, EndpointSlices and Node metadata
 // cluster-wide, and the pods of Revisions (a label selector on
 // serving.knative.dev/revision and a transform that keeps the status and
-// spec.nodeName are enough), and the client must update KIngress status.
+// spec.nodeName are enough), and the client must update KIngress status. With
+// Options.LeaseNamespace, the cache must list and watch the Leases labelled
+// ReplicaLabel there, and the client create, patch and delete them.
 //
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme})
 //	...

@@ -155,7 +155,9 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string
 // it has an address, its Ready condition is True, and it is not terminating. A pod
 // stays Ready while its preStop sleep runs; that sleep is the drain, and it counts on
 // every gateway sending the pod nothing new from its deletionTimestamp on (requests
-// already sent finish on their connections). containerConcurrency and timeoutSeconds come from the Revision's spec.
+// already sent finish on their connections). containerConcurrency, the timeouts and
+// the protocol (a first port named h2c) come from the Revision's spec, how simulated
+// pods answer from its annotations.
 func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *serviceEndpoints {
 	port := rev.Spec.UserPort()
 	se := &serviceEndpoints{
@@ -164,12 +166,14 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		byName:    map[string]*targetSet{},
 		byNumber:  map[int32]*targetSet{},
 	}
+	se.simulation = simulationOf(rev.Annotations)
 	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
 		se.concurrency = *cc
 	}
-	if t := rev.Spec.TimeoutSeconds; t != nil && *t > 0 {
-		se.timeout = time.Duration(*t) * time.Second
-	}
+	se.timeout = seconds(rev.Spec.TimeoutSeconds)
+	se.responseStart = seconds(rev.Spec.ResponseStartTimeoutSeconds)
+	se.idle = seconds(rev.Spec.IdleTimeoutSeconds)
+	h2c := rev.Spec.Protocol() == servingv1.ProtocolH2C
 	var ready *targetSet
 	for i := range pods {
 		pod := &pods[i]
@@ -178,7 +182,7 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		}
 		ip := pod.Status.PodIP
 		ready = addTarget(ready, target{addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), ip: ip,
-			simulated: simulated(pod.Spec.NodeName), pod: new(podSlot)})
+			simulated: simulated(pod.Spec.NodeName), h2c: h2c, pod: new(podSlot)})
 	}
 	if ready != nil {
 		sortTargets(ready)
@@ -186,6 +190,14 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		se.byNumber[port] = ready
 	}
 	return se
+}
+
+// seconds reads a timeout field; absent or not positive is 0 (none, or the default).
+func seconds(s *int64) time.Duration {
+	if s == nil || *s <= 0 {
+		return 0
+	}
+	return time.Duration(*s) * time.Second
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -223,6 +235,7 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 			if port.Name != nil {
 				name = *port.Name
 			}
+			h2c := speaksH2C(name, port.AppProtocol)
 			for _, ep := range s.Endpoints {
 				// A nil Ready means unknown, which the API says to treat as ready.
 				if len(ep.Addresses) == 0 || ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
@@ -234,7 +247,7 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 				}
 				// Addresses are fungible; consumers use the first.
 				ip := ep.Addresses[0]
-				t := target{addr: net.JoinHostPort(ip, strconv.Itoa(int(*port.Port))), ip: ip, simulated: simulated(node)}
+				t := target{addr: net.JoinHostPort(ip, strconv.Itoa(int(*port.Port))), ip: ip, simulated: simulated(node), h2c: h2c}
 				if t.pod = pods[t.addr]; t.pod == nil {
 					t.pod = new(podSlot)
 					pods[t.addr] = t.pod
@@ -257,6 +270,20 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 		sortTargets(ts)
 	}
 	return se
+}
+
+// appProtocolH2C is the appProtocol of a port that speaks HTTP/2 without TLS
+// (KEP-3726), as Knative's private Service ports say.
+const appProtocolH2C = "kubernetes.io/h2c"
+
+// speaksH2C says whether an EndpointSlice port speaks HTTP/2 without TLS: its
+// appProtocol says so, or, without one, its name is h2c or http2 (Knative names a
+// Revision Service's h2c port http2).
+func speaksH2C(name string, appProtocol *string) bool {
+	if appProtocol != nil && *appProtocol != "" {
+		return *appProtocol == appProtocolH2C
+	}
+	return name == "h2c" || name == "http2"
 }
 
 // positiveAnnotation reads a whole number set on the Service; absent, malformed or not

@@ -74,7 +74,7 @@ func TestTargetSetRoundRobin(t *testing.T) {
 		targets(intstr.FromInt32(80))
 	var got []string
 	for range 6 {
-		tg := ts.acquire(0)
+		tg := ts.acquire(0, *alone)
 		got = append(got, tg.ip)
 		tg.release()
 	}
@@ -127,7 +127,8 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 }
 
 // A Revision's endpoints are its ready pods, on its user port, reached through port 80
-// ("http") as its Service's were; its spec says the concurrency and the timeout. A
+// ("http") as its Service's were; its spec says the concurrency, the timeouts and
+// the protocol (a port named h2c). A
 // Service of the same name (left by an older Ferry) is not read.
 func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	scheme := runtime.NewScheme()
@@ -138,7 +139,8 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	}
 	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rev-1"},
 		Spec: servingv1.RevisionSpec{ContainerConcurrency: ptr.To[int64](3), TimeoutSeconds: ptr.To[int64](7),
-			PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img", Ports: []corev1.ContainerPort{{ContainerPort: 9000}}}}}}}
+			ResponseStartTimeoutSeconds: ptr.To[int64](5), IdleTimeoutSeconds: ptr.To[int64](2),
+			PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img", Ports: []corev1.ContainerPort{{Name: "h2c", ContainerPort: 9000}}}}}}}
 	pod := func(name, ip, node string, ready corev1.ConditionStatus, terminating bool) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{servingv1.RevisionLabelKey: "rev-1"}},
 			Spec:   corev1.PodSpec{NodeName: node},
@@ -182,12 +184,16 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	simulated := map[string]bool{}
 	for _, tg := range se.targets(intstr.FromInt32(80)).targets {
 		simulated[tg.ip] = tg.simulated
+		if !tg.h2c {
+			t.Errorf("pod %s of a Revision whose port is named h2c is not spoken to with h2c", tg.ip)
+		}
 	}
 	if want := map[string]bool{"10.0.0.1": true, "10.0.0.2": false}; !maps.Equal(simulated, want) {
 		t.Errorf("simulated %v, want %v", simulated, want)
 	}
-	if se.revision != "rev-1" || se.limit() != 3 || se.timeoutOr(time.Minute) != 7*time.Second {
-		t.Errorf("revision %q, limit %d, timeout %v; want rev-1, 3, 7s", se.revision, se.limit(), se.timeoutOr(time.Minute))
+	want := timeouts{total: 7 * time.Second, responseStart: 5 * time.Second, idle: 2 * time.Second}
+	if se.revision != "rev-1" || se.limit() != 3 || se.limits(time.Minute) != want {
+		t.Errorf("revision %q, limit %d, timeouts %+v; want rev-1, 3, %+v", se.revision, se.limit(), se.limits(time.Minute), want)
 	}
 
 	// Gone: the Service of the same name is what is left, and is followed.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -94,10 +95,23 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		publicDomain:  g.opts.PublicDomain,
 		privateDomain: g.opts.PrivateDomain,
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).
+	ingressController := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway-ingress").
 		For(&v1alpha1.Ingress{}).
-		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{}))
+	if g.opts.LeaseNamespace != "" {
+		rs, err := g.newReplicaSet(mgr, ingresses.requeue)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(rs); err != nil {
+			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
+		}
+		ingresses.replicas, g.activator.replicas = rs, rs
+		// Another replica's record, or one coming or going, may make an ingress Ready.
+		ingressController = ingressController.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(rs.affected))
+	}
+	if err := ingressController.
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
 		Complete(ingresses); err != nil {
 		return fmt.Errorf("setting up the KIngress reconciler: %w", err)

@@ -33,6 +33,9 @@ type ingressReconciler struct {
 	requeue chan event.GenericEvent
 	// publicDomain and privateDomain are reported as the load balancers.
 	publicDomain, privateDomain string
+	// replicas are the other gateway replicas, whose records say whether they serve
+	// an ingress; nil: this replica is alone.
+	replicas *replicaSet
 }
 
 func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -43,10 +46,12 @@ func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 		// Deleted, including deletions the informer only saw as a tombstone: the
 		// request carries the key, and the key is all forgetting needs.
+		r.replicas.forget(req.NamespacedName)
 		return reconcile.Result{}, r.requeueAll(ctx, r.programmer.forget(req.NamespacedName))
 	}
 	if !servedHere(ing) {
 		// The class may have moved to another implementation: stop serving it.
+		r.replicas.forget(req.NamespacedName)
 		return reconcile.Result{}, r.requeueAll(ctx, r.programmer.forget(req.NamespacedName))
 	}
 
@@ -59,14 +64,19 @@ func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	// program has published the table holding ci: from here on, a Ready status for
-	// this generation is true of the data plane.
-	return reconcile.Result{}, r.updateStatus(ctx, ing, ci, conflicts)
+	// this generation is true of this replica's data plane. The others say so in
+	// their Leases; until they all do, it is not Ready.
+	if ing.Status.ObservedGeneration < ci.generation || waitingForReplicas(&ing.Status) {
+		r.replicas.programmed(ci.key, ci.generation)
+	}
+	allServe := r.replicas.servedByAll(ctx, ci.key, ci.generation)
+	return reconcile.Result{}, r.updateStatus(ctx, ing, ci, conflicts, allServe)
 }
 
 // updateStatus writes the status for ci in one update, if it changed. On a conflict it
 // rereads the ingress from the API server, and gives up when that holds another
 // generation: its own reconcile will report on it.
-func (r *ingressReconciler) updateStatus(ctx context.Context, ing *v1alpha1.Ingress, ci *compiledIngress, conflicts []hostConflict) error {
+func (r *ingressReconciler) updateStatus(ctx context.Context, ing *v1alpha1.Ingress, ci *compiledIngress, conflicts []hostConflict, allServe bool) error {
 	current := ing
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if current == nil {
@@ -80,7 +90,7 @@ func (r *ingressReconciler) updateStatus(ctx context.Context, ing *v1alpha1.Ingr
 			current = fresh
 		}
 		want := current.DeepCopy()
-		markStatus(&want.Status, ci, conflicts, r.publicDomain, r.privateDomain)
+		markStatus(&want.Status, ci, conflicts, r.publicDomain, r.privateDomain, allServe)
 		if equality.Semantic.DeepEqual(want.Status, current.Status) {
 			return nil
 		}

@@ -23,18 +23,18 @@ func TestMarkStatus(t *testing.T) {
 	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), services)
 
 	var status v1alpha1.IngressStatus
-	markStatus(&status, good, nil, "pub.example", "priv.example")
+	markStatus(&status, good, nil, "pub.example", "priv.example", true)
 	if !v1alpha1.IngressConditions.Manage(&status.Status).IsHappy() || status.ObservedGeneration != 1 ||
 		status.PublicLoadBalancer.Ingress[0].Domain != "pub.example" || status.PrivateLoadBalancer.Ingress[0].Domain != "priv.example" {
 		t.Fatalf("status %+v", status)
 	}
 	again := *status.DeepCopy()
-	markStatus(&again, good, nil, "pub.example", "priv.example")
+	markStatus(&again, good, nil, "pub.example", "priv.example", true)
 	if !equality.Semantic.DeepEqual(again, status) {
 		t.Error("marking the same outcome twice changed the status")
 	}
 
-	markStatus(&status, good, []hostConflict{{host: "a.example.com", owner: key("old")}, {host: "b.example.com", owner: key("old")}}, "pub.example", "priv.example")
+	markStatus(&status, good, []hostConflict{{host: "a.example.com", owner: key("old")}, {host: "b.example.com", owner: key("old")}}, "pub.example", "priv.example", true)
 	ready := status.GetCondition(duck.ConditionReady)
 	if ready.Status != corev1.ConditionFalse || ready.Reason != reasonHostConflict ||
 		ready.Message != `host "a.example.com" is served by ingress ns/old, which is older (and 1 more hosts are taken)` {
@@ -45,7 +45,7 @@ func TestMarkStatus(t *testing.T) {
 	}
 
 	bad := compileIngress(newIngress("b", 0, externalRule([]string{"b.example.com"}, path("", splitTo("b-1", 60), splitTo("b-2", 60)))), services)
-	markStatus(&status, bad, nil, "pub.example", "priv.example")
+	markStatus(&status, bad, nil, "pub.example", "priv.example", true)
 	if c := status.GetCondition(v1alpha1.IngressConditionNetworkConfigured); c.Status != corev1.ConditionFalse || c.Reason != reasonInvalidSplit {
 		t.Errorf("NetworkConfigured %+v", c)
 	}
@@ -158,7 +158,7 @@ func TestUpdateStatusStopsAtANewerGeneration(t *testing.T) {
 	r := &ingressReconciler{client: c, apiReader: apiServer, services: services, programmer: newProgrammer(services)}
 
 	ci := compileIngress(ing, services)
-	if err := r.updateStatus(ctx, ing, ci, nil); err != nil {
+	if err := r.updateStatus(ctx, ing, ci, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	if conflicts != 1 {

@@ -212,7 +212,7 @@ func BenchmarkAccounting(b *testing.B) {
 		for pb.Next() {
 			se := svc.endpoints.Load()
 			svc.load.begin(micros(time.Now()), set)
-			t := se.targets(intstr.FromInt32(80)).acquire(se.limit())
+			t := se.targets(intstr.FromInt32(80)).acquire(se.limit(), *alone)
 			t.release()
 			if svc.room.waiting.Load() > 0 {
 				svc.room.slotFreed()

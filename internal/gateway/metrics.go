@@ -21,6 +21,11 @@ type metrics struct {
 	activationWait prometheus.Histogram
 	releaseDelay   prometheus.Histogram
 	queued         prometheus.Gauge
+	// timeouts counts the requests that a Knative timeout ended, by the Revision
+	// field that set it; rare, so without the revision.
+	timeouts *prometheus.CounterVec
+	// replicas is how many gateway replicas this one counts, itself included.
+	replicas prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -49,6 +54,15 @@ func newMetrics() *metrics {
 			Name: "ferry_gateway_queued_requests",
 			Help: "Requests held by the gateway for want of a ready pod or a free containerConcurrency slot.",
 		}),
+		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ferry_gateway_timeouts_total",
+			Help: "Requests ended by a revision timeout (504, or a response cut off), by timeout: " +
+				"timeoutSeconds, responseStartTimeoutSeconds or idleTimeoutSeconds.",
+		}, []string{"timeout"}),
+		replicas: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ferry_gateway_replicas",
+			Help: "Gateway replicas this one counts, itself included, by their live Leases: they share each pod's containerConcurrency.",
+		}),
 	}
 }
 
@@ -68,8 +82,21 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	if m.releaseDelay, err = registerOrReuse(reg, m.releaseDelay); err != nil {
 		return err
 	}
-	m.queued, err = registerOrReuse(reg, m.queued)
-	return err
+	if m.queued, err = registerOrReuse(reg, m.queued); err != nil {
+		return err
+	}
+	if m.replicas, err = registerOrReuse(reg, m.replicas); err != nil {
+		return err
+	}
+	m.replicas.Set(1) // until its Lease says otherwise
+	if m.timeouts, err = registerOrReuse(reg, m.timeouts); err != nil {
+		return err
+	}
+	// Every kind is exported from the start, at 0, so that rate() sees the first one.
+	for _, name := range timeoutNames[timeoutTotal:] {
+		m.timeouts.WithLabelValues(name)
+	}
+	return nil
 }
 
 func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {

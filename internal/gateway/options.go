@@ -40,12 +40,11 @@ type Options struct {
 	// tests whose DialContext serves each pod address from an in-process server.
 	DialSimulatedPods bool
 
-	// RequestTimeout is the timeout of backends that set none (a Revision without
-	// timeoutSeconds, a Service without serving.ferry.dev/timeout-seconds): how long,
-	// from its arrival, a request may be held for want of a pod and then wait for the
-	// pod to begin replying, as Knative's revision timeout does (a streamed body or an
-	// upgraded connection may last longer). Past it the client gets 504. Default 5m,
-	// Knative's default.
+	// RequestTimeout is the timeoutSeconds of backends that set none (a Revision
+	// without it, a Service without serving.ferry.dev/timeout-seconds): how long, from
+	// its arrival, a request may last, held for want of a pod included, as Knative's
+	// revision timeout does. Past it the client gets 504, or a response under way
+	// (a stream, an upgraded connection) is cut. Default 5m, Knative's default.
 	RequestTimeout time.Duration
 	// MaxQueued bounds, per revision and gateway replica, the requests held while the
 	// revision has no ready pod or no pod below its containerConcurrency; more get
@@ -64,6 +63,14 @@ type Options struct {
 	ReportInterval time.Duration
 	// Source names this replica in its reports. Default: the host name.
 	Source string
+	// LeaseNamespace is where each replica keeps a Lease, so that the replicas know
+	// how many they are: each takes its share of every pod's containerConcurrency, and
+	// a KIngress is Ready only once every live replica serves it. "": this replica
+	// assumes it is alone (ferry up, and tests with one gateway).
+	LeaseNamespace string
+	// LeaseDuration is how long a replica that stopped renewing its Lease (killed,
+	// partitioned) still counts. Default 15s; renewed every third of it.
+	LeaseDuration time.Duration
 	// IdleTimeout closes idle keep-alive connections, client and upstream side.
 	// Default 90s.
 	IdleTimeout time.Duration
@@ -97,6 +104,7 @@ func (o Options) withDefaults() Options {
 	if o.Source == "" {
 		o.Source, _ = os.Hostname()
 	}
+	setDefault(&o.LeaseDuration, 15*time.Second)
 	setDefault(&o.IdleTimeout, 90*time.Second)
 	setDefault(&o.DialTimeout, 2*time.Second)
 	setDefault(&o.DrainTimeout, 25*time.Second)

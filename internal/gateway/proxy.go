@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -31,11 +31,11 @@ type routedRequest struct {
 	split    *split
 	target   *target
 	revision string
-	// start is the arrival; deadline is start plus the revision timeout, which
-	// bounds holding and then the wait for the response headers.
-	start    time.Time
-	deadline time.Time
-	sent     time.Time
+	// start is the arrival.
+	start time.Time
+	sent  time.Time
+	// timer enforces the revision's timeouts, from the arrival.
+	timer requestTimer
 	// code is the status returned to the client, for metrics.
 	code int
 }
@@ -62,30 +62,35 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	svc := sp.service
 	se := svc.endpoints.Load()
 	start := time.Now()
-	rr := &routedRequest{route: rt, split: sp, revision: svc.revisionName(se), start: start,
-		deadline: start.Add(se.timeoutOr(p.activator.timeout))}
+	rr := &routedRequest{route: rt, split: sp, revision: svc.revisionName(se), start: start}
+	rr.timer.limits, rr.timer.start = se.limits(p.activator.timeout), start
 	// From here until finish the request counts as in flight for its revision, held
 	// or not: it is demand. Deferred, as the forwarder aborts the handler with a
 	// panic when the upstream body breaks off after the headers went out.
 	svc.load.begin(micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
+	r = r.WithContext(context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr))
 	targets := se.targets(sp.port)
-	if rr.target = targets.acquire(se.limit()); rr.target == nil {
+	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target == nil {
 		if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
 			return
 		}
 	}
 	if rr.target.simulated {
-		answerSimulated(w, rr)
+		answerSimulated(w, r, rr)
 		return
 	}
-	p.forwarder.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routedRequestKey{}, rr)))
+	p.forwarder.ServeHTTP(w, r)
 }
 
 // finish ends a routed request: its slot on the endpoint is given back (waking a
 // waiter if one waits for it), its time in flight is accounted, and its answer
 // counted.
 func (p *proxy) finish(svc *service, host string, rr *routedRequest) {
+	if kind := rr.timer.stop(); kind != running {
+		p.metrics.timeouts.WithLabelValues(timeoutNames[kind]).Inc()
+	}
+	rr.timer.cancel(nil)
 	if rr.target != nil {
 		rr.target.release()
 		// One atomic load while nobody waits, which is nearly always.
@@ -132,10 +137,10 @@ func newForwarder(opts Options, m *metrics) *forwarder {
 		ErrorHandler:   f.failed,
 		BufferPool:     newBufferPool(),
 		Transport: &upstream{
-			fallback:      newFallbackTransport(opts, dial),
-			dial:          dial,
-			headerTimeout: opts.RequestTimeout,
-			idleTimeout:   opts.IdleTimeout,
+			fallback:    newFallbackTransport(opts, dial),
+			h2c:         newH2CTransport(opts, dial),
+			dial:        dial,
+			idleTimeout: opts.IdleTimeout,
 		},
 	}
 	return f
@@ -150,13 +155,27 @@ func newFallbackTransport(opts Options, dial func(context.Context, string, strin
 		// that pay a TCP handshake.
 		MaxIdleConnsPerHost: maxIdlePerAddr,
 		IdleConnTimeout:     opts.IdleTimeout,
-		// No ResponseHeaderTimeout: the revision timeout differs per revision, and
-		// upstream.roundTripFallback enforces it per request.
+		// No ResponseHeaderTimeout: the revision timeouts differ per revision, and
+		// each request's timer enforces them.
 		// Pass the client's Accept-Encoding through instead of negotiating gzip
 		// and decompressing on the client's behalf.
 		DisableCompression:    true,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// newH2CTransport speaks HTTP/2 without TLS, with prior knowledge, to pods whose
+// port says h2c: net/http's own HTTP/2, many streams over one connection per pod.
+func newH2CTransport(opts Options, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+	t := &http.Transport{
+		Proxy:              nil,
+		DialContext:        dial,
+		IdleConnTimeout:    opts.IdleTimeout,
+		DisableCompression: true,
+		Protocols:          new(http.Protocols),
+	}
+	t.Protocols.SetUnencryptedHTTP2(true)
+	return t
 }
 
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
@@ -175,37 +194,41 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	for _, h := range rr.split.appendHeaders {
 		pr.Out.Header.Set(h.name, h.value)
 	}
+	if rr.timer.limits.idle > 0 && pr.Out.Body != nil && pr.Out.Body != http.NoBody {
+		pr.Out.Body = &activeBody{ReadCloser: pr.Out.Body, rt: &rr.timer}
+	}
 	rr.sent = time.Now()
 }
 
 func (f *forwarder) received(res *http.Response) error {
 	rr := res.Request.Context().Value(routedRequestKey{}).(*routedRequest)
 	rr.code = res.StatusCode
+	rr.timer.responseStarted()
+	if rr.timer.limits.idle > 0 {
+		if rwc, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
+			res.Body = &activeConn{ReadWriteCloser: rwc, rt: &rr.timer}
+		} else {
+			res.Body = &activeBody{ReadCloser: res.Body, rt: &rr.timer}
+		}
+	}
 	f.metrics.observeUpstream(rr.split.service, rr.revision, time.Since(rr.sent).Seconds())
 	return nil
 }
 
 func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
 	rr := r.Context().Value(routedRequestKey{}).(*routedRequest)
-	switch {
-	case errors.Is(r.Context().Err(), context.Canceled):
+	switch kind := rr.timer.fired(); {
+	case kind != running:
+		rr.code = http.StatusGatewayTimeout
+		writeError(w, rr.code, "ferry: revision %s did not answer in time: %s (%s) passed (pod %s)\n",
+			rr.revision, timeoutNames[kind], rr.timer.limit(kind), rr.target.ip)
+	case r.Context().Err() != nil:
 		// The client went away; nobody reads an answer. 499 is nginx's code for it.
 		rr.code = 499
-	case isTimeout(err):
-		rr.code = http.StatusGatewayTimeout
-		writeError(w, rr.code, "ferry: revision %s did not answer in time (pod %s)\n", rr.revision, rr.target.ip)
 	default:
 		rr.code = http.StatusBadGateway
 		writeError(w, rr.code, "ferry: revision %s: upstream %s failed: %v\n", rr.revision, rr.target.addr, err)
 	}
-}
-
-// isTimeout recognizes a revision that did not begin its answer in time
-// (errHeaderTimeout, a net.Error whose Timeout is true). A dial that timed out is not one: nothing answered at all, 502.
-func isTimeout(err error) bool {
-	var ne net.Error
-	var op *net.OpError
-	return errors.As(err, &ne) && ne.Timeout() && !(errors.As(err, &op) && op.Op == "dial")
 }
 
 // bufferPool recycles the ReverseProxy's copy buffers, which would otherwise be

@@ -107,7 +107,7 @@ func TestProxyErrorAnswers(t *testing.T) {
 	}{
 		{host: "nope.example.com", path: "/", code: 404, body: "ferry: no route for host \"nope.example.com\"\n"},
 		{host: "app.example.com", path: "/", code: 404, body: "ferry: no route for app.example.com/\n"},
-		{host: "app.example.com", path: "/empty", code: 504, body: "ferry: revision empty-1 did not get a ready pod within 100ms\n"},
+		{host: "app.example.com", path: "/empty", code: 504, body: "ferry: revision empty-1 did not get a ready pod within 100ms (timeoutSeconds)\n"},
 		{host: "app.example.com", path: "/kwok", code: 200, body: "Hello from revision kwok-1 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n"},
 		{host: "app.example.com", path: "/gone", code: 502, body: "ferry: revision gone-1: upstream " + closed.Listener.Addr().String() + " failed: "},
 	} {
@@ -161,8 +161,9 @@ func TestProxyStripsHopByHopHeaders(t *testing.T) {
 }
 
 func TestProxyWebSocketUpgrade(t *testing.T) {
-	g := startGateway(t, Options{RequestTimeout: 50 * time.Millisecond})
-	// The backend switches protocols and echoes lines, outliving RequestTimeout.
+	g := startGateway(t, Options{RequestTimeout: 400 * time.Millisecond})
+	// The backend switches protocols and echoes lines until the revision timeout
+	// (RequestTimeout here) ends the connection, as Knative's does.
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "websocket" {
 			http.Error(w, "upgrade expected", 400)
@@ -204,12 +205,17 @@ func TestProxyWebSocketUpgrade(t *testing.T) {
 	if res.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("status %d", res.StatusCode)
 	}
-	for _, msg := range []string{"hello", "after the request timeout"} {
+	start := time.Now()
+	for _, msg := range []string{"hello", "again"} {
 		time.Sleep(60 * time.Millisecond)
 		fmt.Fprintln(conn, msg)
 		if got, err := br.ReadString('\n'); err != nil || got != "echo "+msg+"\n" {
 			t.Fatalf("read %q, %v", got, err)
 		}
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if got, err := br.ReadString('\n'); err == nil || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("after %v: read %q, %v; want the connection closed at timeoutSeconds", time.Since(start), got, err)
 	}
 }
 

@@ -8,8 +8,14 @@ import (
 
 // markStatus writes into status what programming ci produced. It leaves unchanged
 // conditions as they are, so that an unchanged status compares equal and is not
-// written.
-func markStatus(status *v1alpha1.IngressStatus, ci *compiledIngress, conflicts []hostConflict, public, private string) {
+// written. allServe says every live gateway replica serves ci's generation: until
+// then LoadBalancerReady is Unknown, as Knative's while it probes the gateway pods. A
+// status already Ready for the generation stays so: a replica that joins later
+// programs what exists before it serves, and the records it was decided on are
+// pruned once it is written.
+func markStatus(status *v1alpha1.IngressStatus, ci *compiledIngress, conflicts []hostConflict, public, private string, allServe bool) {
+	wasReady := status.ObservedGeneration == ci.generation &&
+		v1alpha1.IngressConditions.Manage(&status.Status).GetCondition(v1alpha1.IngressConditionLoadBalancerReady).IsTrue()
 	status.ObservedGeneration = ci.generation
 	conditions := v1alpha1.IngressConditions.Manage(&status.Status)
 	conditions.InitializeConditions()
@@ -29,6 +35,10 @@ func markStatus(status *v1alpha1.IngressStatus, ci *compiledIngress, conflicts [
 		return
 	}
 	conditions.MarkTrue(v1alpha1.IngressConditionNetworkConfigured)
+	if !allServe && !wasReady {
+		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, reasonWaitingForReplicas, messageWaitingForReplicas)
+		return
+	}
 	conditions.MarkTrue(v1alpha1.IngressConditionLoadBalancerReady)
 	status.PublicLoadBalancer = loadBalancer(public)
 	status.PrivateLoadBalancer = loadBalancer(private)

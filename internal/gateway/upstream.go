@@ -18,12 +18,13 @@ import (
 // a pooled keep-alive connection. http.Transport, which passes every request through
 // two more goroutines per connection, takes the rest: bodies, upgrades, other
 // methods. On a small machine the goroutine handoffs cost as much as the proxying
-// (docs/gateway.md).
+// (docs/gateway.md). Pods that speak h2c get everything but upgrades over h2c.
+// Timeouts are the request's timer's, which cancels the request's context.
 type upstream struct {
-	fallback      *http.Transport
-	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
-	headerTimeout time.Duration
-	idleTimeout   time.Duration
+	fallback    *http.Transport
+	h2c         *http.Transport
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	idleTimeout time.Duration
 
 	mu        sync.Mutex
 	idle      map[string][]*upstreamConn // by address, most recently used last
@@ -42,8 +43,13 @@ type upstreamConn struct {
 }
 
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rr, ok := req.Context().Value(routedRequestKey{}).(*routedRequest); ok && rr.target.h2c &&
+		req.Header.Get("Upgrade") == "" {
+		// An upgrade is HTTP/1.1's; a pod serving h2c with net/http takes both.
+		return u.h2c.RoundTrip(req)
+	}
 	if !fastPath(req) {
-		return u.roundTripFallback(req)
+		return u.fallback.RoundTrip(req)
 	}
 	for {
 		c, reused, err := u.conn(req.Context(), req.URL.Host)
@@ -61,36 +67,6 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-}
-
-// headerDeadline is when the response headers must have arrived: the routed request's
-// deadline (its revision timeout from its arrival), else headerTimeout from now.
-func (u *upstream) headerDeadline(req *http.Request) time.Time {
-	if rr, ok := req.Context().Value(routedRequestKey{}).(*routedRequest); ok && !rr.deadline.IsZero() {
-		return rr.deadline
-	}
-	return time.Now().Add(u.headerTimeout)
-}
-
-// roundTripFallback sends req through http.Transport, whose ResponseHeaderTimeout is
-// one value for all requests; the header deadline is a timer that cancels the
-// request instead, and is stopped once the headers are in.
-func (u *upstream) roundTripFallback(req *http.Request) (*http.Response, error) {
-	ctx, cancel := context.WithCancelCause(req.Context())
-	timer := time.AfterFunc(time.Until(u.headerDeadline(req)), func() { cancel(errHeaderTimeout) })
-	res, err := u.fallback.RoundTrip(req.WithContext(ctx))
-	if timer.Stop() {
-		// The headers came in time; the context lives on with the body (or the
-		// upgraded connection) and ends with the client's request.
-		return res, err
-	}
-	if err == nil {
-		res.Body.Close() // the timer may have cut the body off
-	}
-	if req.Context().Err() != nil {
-		return nil, req.Context().Err()
-	}
-	return nil, errHeaderTimeout
 }
 
 // fastPath selects the requests that need neither a concurrent body writer nor
@@ -201,16 +177,15 @@ func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request) (*http.Respo
 	if err := c.bw.Flush(); err != nil {
 		return nil, err
 	}
-	c.SetReadDeadline(u.headerDeadline(req))
 	// The first byte tells a backend that hung up on an idle connection (EOF before
 	// any answer, which closedWhileIdle retries) from one that broke off its answer.
 	if _, err := c.br.Peek(1); err != nil {
-		return nil, readError(err, req)
+		return nil, err
 	}
 	for {
 		res, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			return nil, readError(err, req)
+			return nil, err
 		}
 		switch {
 		case res.StatusCode == http.StatusSwitchingProtocols:
@@ -220,29 +195,9 @@ func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request) (*http.Respo
 			// Informational answers (103 Early Hints) are not forwarded.
 			continue
 		}
-		c.SetReadDeadline(time.Time{})
 		return res, nil
 	}
 }
-
-// readError reports a read that hit the header deadline as errHeaderTimeout, unless
-// the client's cancellation set the deadline.
-func readError(err error, req *http.Request) error {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() && req.Context().Err() == nil {
-		return errHeaderTimeout
-	}
-	return err
-}
-
-// errHeaderTimeout is a revision that did not begin its reply within RequestTimeout.
-var errHeaderTimeout error = &headerTimeoutError{}
-
-type headerTimeoutError struct{}
-
-func (*headerTimeoutError) Error() string   { return "timeout awaiting response headers" }
-func (*headerTimeoutError) Timeout() bool   { return true }
-func (*headerTimeoutError) Temporary() bool { return true }
 
 // upstreamBody hands its connection back once the body was read to the end.
 type upstreamBody struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -24,14 +26,24 @@ import (
 //
 // Deployments are all kept: one named like a Revision's but not Ferry's must be seen,
 // so that the Revision reports NotOwned instead of retrying a create that conflicts.
-func cacheOptions() cache.Options {
+//
+// Leases are the gateway replicas' only (leaseNamespace, "" without a gateway that
+// keeps one): the gateway may read no other, and they are all it reads.
+func cacheOptions(leaseNamespace string) cache.Options {
 	ofRevisions := labels.NewSelector().Add(mustRequirement(servingv1.RevisionLabelKey, selection.Exists))
-	return cache.Options{
+	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Label: ofRevisions, Transform: podStatusOnly},
 		},
 	}
+	if leaseNamespace != "" {
+		opts.ByObject[&coordinationv1.Lease{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{leaseNamespace: {}},
+			Label:      labels.NewSelector().Add(mustRequirement(gateway.ReplicaLabel, selection.Exists)),
+		}
+	}
+	return opts
 }
 
 // podStatusOnly drops what the cache need not keep of a Pod: its spec and managed

@@ -119,7 +119,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		RenewDeadline:                 leaseFraction(opts.LeaseDuration, 2, 3),
 		RetryPeriod:                   leaseFraction(opts.LeaseDuration, 2, 15),
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: &opts.SkipNameValidation},
-		Cache:                         cacheOptions(),
+		Cache:                         cacheOptions(gatewayLeaseNamespace(opts.Gateway)),
 		NewCache:                      newStoppableCache(stopping),
 	})
 	if err != nil {
@@ -198,6 +198,13 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		}
 	}
 	return f, nil
+}
+
+func gatewayLeaseNamespace(g *gateway.Options) string {
+	if g == nil {
+		return ""
+	}
+	return g.LeaseNamespace
 }
 
 // inProgressLimit is admission's InProgressLimit; without admission, the default.

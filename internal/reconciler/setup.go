@@ -23,6 +23,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
@@ -122,6 +123,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	requeue, decisions := tracker.NewQueueSource(), tracker.NewQueueSource()
 	set := build(Deps{Client: c, APIReader: mgr.GetAPIReader(), Recorder: func(name string) events.EventRecorder { return mgr.GetEventRecorder(name) }, Owners: watches.OwnersOf(mgr)},
 		opts, requeue.Enqueue, decisions.Enqueue)
+	set.Autoscaler.WithBackground(func(key types.NamespacedName) { decisions.EnqueueAt(key, oldestfirst.Unchanged) })
 	if err := mgr.Add(set.Autoscaler); err != nil {
 		return nil, fmt.Errorf("adding the autoscaler: %w", err)
 	}

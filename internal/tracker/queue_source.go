@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -47,6 +48,19 @@ func (s *QueueSource) Enqueue(observer types.NamespacedName) {
 	if q != nil {
 		q.Add(reconcile.Request{NamespacedName: observer})
 	}
+}
+
+// EnqueueAt adds observer at priority when the controller's queue is a priority queue
+// (as Enqueue otherwise, or before the controller starts).
+func (s *QueueSource) EnqueueAt(observer types.NamespacedName, priority int) {
+	s.mu.Lock()
+	pq, ok := s.queue.(priorityqueue.PriorityQueue[reconcile.Request])
+	s.mu.Unlock()
+	if !ok {
+		s.Enqueue(observer)
+		return
+	}
+	pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, reconcile.Request{NamespacedName: observer})
 }
 
 // Start implements source.Source.

@@ -387,6 +387,9 @@ func defaultConfigCases() []admissionCase {
 		rej("progress-deadline not a duration", svcTmplAnn("serving.knative.dev/progress-deadline", "soon"), tann+"serving.knative.dev/progress-deadline"),
 		rej("progress-deadline below second precision", svcTmplAnn("serving.knative.dev/progress-deadline", "1m3.3s"), tann+"serving.knative.dev/progress-deadline"),
 		rej("progress-deadline negative", svcTmplAnn("serving.knative.dev/progress-deadline", "-1m3s"), tann+"serving.knative.dev/progress-deadline"),
+		// Ferry's own: how ferry up's simulated pods answer.
+		rej("simulated-service-time not a duration", svcTmplAnn("serving.ferry.dev/simulated-service-time", "200"), tann+"serving.ferry.dev/simulated-service-time"),
+		rej("simulated-capacity 0", svcTmplAnn("serving.ferry.dev/simulated-capacity", "0"), tann+"serving.ferry.dev/simulated-capacity"),
 		rej("queue sidecar cpu limit not a quantity", svcTmplAnn("queue.sidecar.serving.knative.dev/cpu-resource-limit", "one"),
 			"spec.template.metadata.annotations[queue.sidecar.serving.knative.dev/cpu-resource-limit]|spec.template.metadata.annotations.[queue.sidecar.serving.knative.dev/cpu-resource-limit]|"+tann+"queue.sidecar.serving.knative.dev/cpu-resource-limit"),
 		rej("queue sidecar memory request not a quantity", svcTmplAnn("queue.sidecar.serving.knative.dev/memory-resource-request", "lots"),
@@ -666,6 +669,7 @@ spec:
 			"queue.sidecar.serving.knative.dev/memory-resource-limit", "200Mi",
 			"networking.knative.dev/ingress.class", "kourier.ingress.networking.knative.dev",
 		)),
+		acc("simulated service time and capacity", svcTmplAnn("serving.ferry.dev/simulated-service-time", "250ms", "serving.ferry.dev/simulated-capacity", "4")),
 		acc("service annotations and labels Knative allows", svcMeta("{name: svc, annotations: {serving.knative.dev/rollout-duration: 380s, serving.knative.dev/foo: bar, example.com/x: 'y'}, labels: {networking.knative.dev/visibility: cluster-local, serving.knative.dev/foo: bar}}")),
 		acc("route with split, tags and rollout-duration", object("Route", "{name: rt, annotations: {serving.knative.dev/rollout-duration: 200s}}", "{traffic: [{configurationName: cfg, percent: 90, tag: current}, {revisionName: cfg-00001, percent: 10, tag: old}, {revisionName: cfg-00002, tag: candidate}]}")),
 		acc("probes Knative accepts", svcCtr("ports: [{name: h2c, containerPort: 8080}], readinessProbe: {httpGet: {path: /ready, port: 0}, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2, successThreshold: 1}, livenessProbe: {tcpSocket: {port: h2c}, initialDelaySeconds: 3}, startupProbe: {exec: {command: [cat, /tmp/ok]}, failureThreshold: 30, periodSeconds: 1}")),

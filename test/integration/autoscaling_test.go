@@ -125,21 +125,19 @@ func startAutoscaling(t *testing.T, farm *podFarm) (*manager.Ferry, string) {
 func startAutoscalingBusy(t *testing.T, farm *podFarm, calm func() <-chan struct{}) (*manager.Ferry, string) {
 	t.Helper()
 	farm.registry = prometheus.NewRegistry()
-	return startDialing(t, farm.dial, farm.registry, calm)
+	return startAutoscalingWith(t, calm, gateway.Options{DialContext: farm.dial, DialSimulatedPods: true, Registry: farm.registry})
 }
 
-// startDialing runs Ferry with the autoscaler and a gateway that reaches pods through
-// dial and keeps its metrics in registry; it returns Ferry and the gateway's external
-// address.
-func startDialing(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error),
-	registry *prometheus.Registry, calm func() <-chan struct{}) (*manager.Ferry, string) {
+// startAutoscalingWith runs Ferry with the autoscaler and a gateway with gw's options,
+// on free loopback ports; it returns Ferry and the gateway's external address.
+func startAutoscalingWith(t *testing.T, calm func() <-chan struct{}, gw gateway.Options) (*manager.Ferry, string) {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
+	gw.ExternalAddr, gw.LocalAddr = "127.0.0.1:0", "127.0.0.1:0"
 	f, err := manager.New(rest.CopyConfig(testConfig), manager.Options{
-		Reconcilers:       true,
-		ReconcilerOptions: reconciler.Options{Calm: calm},
-		Gateway: &gateway.Options{ExternalAddr: "127.0.0.1:0", LocalAddr: "127.0.0.1:0",
-			DialContext: dial, DialSimulatedPods: true, Registry: registry},
+		Reconcilers:        true,
+		ReconcilerOptions:  reconciler.Options{Calm: calm},
+		Gateway:            &gw,
 		SkipNameValidation: true,
 	})
 	if err != nil {
@@ -550,9 +548,11 @@ func TestContainerConcurrencyOne(t *testing.T) {
 	}
 }
 
-// TestScaleBounds: min-scale keeps pods through idleness; max-scale caps a burst;
-// initial-scale 0, which the cluster must allow, starts a Revision with no pod.
+// TestScaleBounds: min-scale keeps pods through idleness; max-scale caps sustained
+// load that asks for more, after scaling up to it; initial-scale 0, which the cluster
+// must allow, starts a Revision with no pod.
 func TestScaleBounds(t *testing.T) {
+	const maxScale = 3
 	setAsideConfigMaps(t)
 	applyConfigMap(t, config.AutoscalerConfigName, map[string]string{"allow-zero-initial-scale": "true"})
 	ns := testNamespace(t)
@@ -570,7 +570,7 @@ func TestScaleBounds(t *testing.T) {
 	})
 
 	kept := autoscaled(ns, "kept", map[string]string{"autoscaling.knative.dev/min-scale": "2"})
-	capped := autoscaled(ns, "capped", map[string]string{"autoscaling.knative.dev/max-scale": "1", "autoscaling.knative.dev/target": "1"})
+	capped := autoscaled(ns, "capped", map[string]string{"autoscaling.knative.dev/max-scale": fmt.Sprint(maxScale), "autoscaling.knative.dev/target": "1"})
 	zero := autoscaled(ns, "zero", map[string]string{"autoscaling.knative.dev/initial-scale": "0"})
 	keptRev, _ := createReady(t, kept)
 	cappedRev, cappedHost := createReady(t, capped)
@@ -580,31 +580,38 @@ func TestScaleBounds(t *testing.T) {
 		t.Errorf("initial-scale 0: %d replicas (%d ready), want none", spec, ready)
 	}
 
-	// A burst of 8 against max-scale 1, while min-scale 2 idles for two windows.
+	// 8 clients without pause against target 1 (12 pods at 70 %) and max-scale 3,
+	// while min-scale 2 idles for two windows.
+	window, _ := time.ParseDuration(testWindow)
+	deadline := time.Now().Add(2*window + 4*time.Second)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 10 {
+			for time.Now().Before(deadline) {
 				request(gwClient, gw, cappedHost)
 			}
 		}()
 	}
-	window, _ := time.ParseDuration(testWindow)
-	deadline := time.Now().Add(2*window + 4*time.Second)
+	var peak, peakReady int32
 	for time.Now().Before(deadline) {
 		if spec, ready := scaleOf(t, ns, keptRev); spec != 2 || ready < 2 {
 			t.Errorf("min-scale 2: %d replicas (%d ready)", spec, ready)
 			break
 		}
-		if spec, _ := scaleOf(t, ns, cappedRev); spec > 1 {
-			t.Errorf("max-scale 1: %d replicas under a burst", spec)
+		spec, ready := scaleOf(t, ns, cappedRev)
+		peak, peakReady = max(peak, spec), max(peakReady, ready)
+		if spec > maxScale {
+			t.Errorf("max-scale %d: %d replicas under sustained load", maxScale, spec)
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	wg.Wait()
+	if peak != maxScale || peakReady != maxScale {
+		t.Errorf("max-scale %d: at most %d replicas (%d ready) under load that asks for 12; want it scaled up to %d", maxScale, peak, peakReady, maxScale)
+	}
 }
 
 // TestHPAClass: the HPA class hands the Deployment to a HorizontalPodAutoscaler shaped

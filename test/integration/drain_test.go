@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway"
 )
 
 // kwok runs no containers and ignores lifecycle hooks: it deletes a pod the moment it
@@ -116,8 +117,9 @@ func newKubeletFarm(t *testing.T, ns string, delay time.Duration) *kubeletFarm {
 func (f *kubeletFarm) observe(pod *corev1.Pod, gone bool) {
 	if !gone && pod.DeletionTimestamp == nil && !hasFinalizer(pod) {
 		patch := fmt.Appendf(nil, `{"metadata":{"finalizers":[%q],"resourceVersion":%q}}`, kubeletFinalizer, pod.ResourceVersion)
+		// Not in the handler's way: the next pods' processes must start without delay.
 		// A conflict or a pod already gone: the next event tells.
-		_, _ = f.cs.CoreV1().Pods(f.ns).Patch(context.Background(), pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		go f.cs.CoreV1().Pods(f.ns).Patch(context.Background(), pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	}
 	ip := pod.Status.PodIP
 	if ip == "" {
@@ -205,18 +207,24 @@ func (f *kubeletFarm) dial(ctx context.Context, network, addr string) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	start := time.Now()
+	for deadline := start.Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		f.mu.Lock()
 		p, killed := f.running[host], f.killed[host]
 		f.mu.Unlock()
 		switch {
 		case p != nil:
+			if waited := time.Since(start); waited > 100*time.Millisecond {
+				f.t.Logf("dial %s waited %v for the pod's process (killed before: %v)", addr, waited.Round(time.Millisecond), killed)
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, network, p.srv.Listener.Addr().String())
 		case time.Now().Before(deadline):
 		case killed:
+			f.t.Logf("dial %s: refused, the pod got SIGTERM", addr)
 			return nil, fmt.Errorf("dial %s: connection refused (the pod got SIGTERM)", addr)
 		default:
+			f.t.Logf("dial %s: no process for this pod", addr)
 			return nil, fmt.Errorf("dial %s: no process for this pod", addr)
 		}
 	}
@@ -242,13 +250,14 @@ func TestNoRequestLostOnScaleDown(t *testing.T) {
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
 	farm := newKubeletFarm(t, ns, 50*time.Millisecond)
-	_, gw := startDialing(t, farm.dial, prometheus.NewRegistry(), nil)
+	_, gw := startAutoscalingWith(t, nil, gateway.Options{DialContext: farm.dial, DialSimulatedPods: true, Registry: prometheus.NewRegistry()})
 	scale := func(n int) map[string]string {
 		return map[string]string{"autoscaling.knative.dev/min-scale": fmt.Sprint(n), "autoscaling.knative.dev/max-scale": fmt.Sprint(n)}
 	}
 	svc := autoscaled(ns, "steady", scale(1))
-	// The drain waits for the Revision's timeout: a short one keeps the test short.
-	svc.Spec.Template.Spec.TimeoutSeconds = ptr[int64](1)
+	// The drain waits for the Revision's timeout: a short one keeps the test short, but
+	// not so short that a loaded machine's pauses make 50 ms requests time out.
+	svc.Spec.Template.Spec.TimeoutSeconds = ptr[int64](2)
 	revision, host := createReady(t, svc)
 
 	var ok, failed atomic.Int64

@@ -24,12 +24,14 @@ import (
 )
 
 // startGatewayProcess runs `ferry gateway --simulated-pods` on free loopback ports,
-// reporting to the autoscaler at autoscaler, until the test ends and returns its
-// external address once it accepts connections.
-func startGatewayProcess(t *testing.T, name, autoscaler string) string {
+// reporting to the autoscaler at autoscaler and keeping its replica Lease in
+// leaseNamespace, until the test ends and returns its external address once it
+// accepts connections.
+func startGatewayProcess(t *testing.T, name, autoscaler, leaseNamespace string) string {
 	t.Helper()
 	addr, local := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	p := startProcess(t, name, nil, "gateway", "--simulated-pods", "--addr", addr, "--local-addr", local,
+		"--lease-namespace", leaseNamespace,
 		"--metrics-addr", "0", "--health-addr", "0", "--autoscaler", autoscaler, "--kubeconfig", testCluster.KubeconfigPath())
 	eventually(t, time.Minute, func() (bool, string) {
 		if p.Exited() {
@@ -58,22 +60,29 @@ func freeLoopbackAddr(t *testing.T) string {
 
 // haObserver follows a run's Services and Revisions from before the first create:
 // it signals when half the Services exist, records every Ready Service that falls
-// back to not Ready for the same spec, and counts Revisions created and deleted.
+// back to not Ready for the same spec, counts Revisions created and deleted, and sends
+// a request through every gateway the moment it sees a Service turn Ready.
 type haObserver struct {
-	runID  string
-	halfAt int
-	half   chan struct{}
+	runID    string
+	halfAt   int
+	half     chan struct{}
+	gateways []string
+	probes   sync.WaitGroup
 
 	mu          sync.Mutex
 	services    map[string]bool
 	regressed   []string
 	revAdded    map[string]bool
 	revsDeleted []string
+	// probed are the Services requested through every gateway on turning Ready;
+	// notRouted the requests that were not answered by the Service's Revision.
+	probed    map[string]bool
+	notRouted []string
 }
 
-func newHAObserver(runID string, halfAt int) *haObserver {
-	return &haObserver{runID: runID, halfAt: halfAt, half: make(chan struct{}),
-		services: map[string]bool{}, revAdded: map[string]bool{}}
+func newHAObserver(runID string, halfAt int, gateways []string) *haObserver {
+	return &haObserver{runID: runID, halfAt: halfAt, half: make(chan struct{}), gateways: gateways,
+		services: map[string]bool{}, revAdded: map[string]bool{}, probed: map[string]bool{}}
 }
 
 // watch starts the informers on ns and waits until they have synced.
@@ -129,6 +138,9 @@ func (o *haObserver) serviceAdded(svc *v1.Service) {
 // Service's spec in this test, so the fall is never caused by the user; a spec change
 // is recorded too, as nobody but the test may make one.
 func (o *haObserver) serviceUpdated(old, svc *v1.Service) {
+	if !old.IsReady() && svc.IsReady() && svc.Labels[scale.RunLabel] == o.runID {
+		o.probeReady(svc)
+	}
 	var why string
 	switch {
 	case svc.Generation != old.Generation:
@@ -142,6 +154,40 @@ func (o *haObserver) serviceUpdated(old, svc *v1.Service) {
 	o.mu.Lock()
 	o.regressed = append(o.regressed, why)
 	o.mu.Unlock()
+}
+
+// probeReady sends one request, no retry, for svc's host through every gateway, the
+// first time svc is seen Ready: a KIngress is Ready only once every gateway replica
+// serves it, so each must route it at once.
+func (o *haObserver) probeReady(svc *v1.Service) {
+	o.mu.Lock()
+	first := !o.probed[svc.Name]
+	o.probed[svc.Name] = true
+	o.mu.Unlock()
+	if !first {
+		return
+	}
+	host, want := explain.HostOf(svc.Status.URL), "Hello from revision "+svc.Status.LatestReadyRevisionName+" "
+	for _, gw := range o.gateways {
+		o.probes.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if routed, answer := explain.Probe(ctx, gwClient, "http://"+gw, host); !routed || !strings.Contains(answer, want) {
+				o.mu.Lock()
+				o.notRouted = append(o.notRouted, fmt.Sprintf("%s through %s: %s", host, gw, answer))
+				o.mu.Unlock()
+			}
+		})
+	}
+}
+
+// probedAtReady waits for the requests sent at Ready and returns how many Services
+// were probed and the requests not routed.
+func (o *haObserver) probedAtReady() (int, []string) {
+	o.probes.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.probed), append([]string(nil), o.notRouted...)
 }
 
 func conditionString(svc *v1.Service) string {

@@ -53,7 +53,8 @@ func TestHAControllerFailover(t *testing.T) {
 	// ferry-autoscaler; without them a Revision scaled to zero would never wake.
 	stats := map[string][]string{"controller-a": {"--stats-addr", freeLoopbackAddr(t)}, "controller-b": {"--stats-addr", freeLoopbackAddr(t)}}
 	autoscaler := stats["controller-a"][1] + "," + stats["controller-b"][1]
-	gateways := []string{startGatewayProcess(t, "gateway-a", autoscaler), startGatewayProcess(t, "gateway-b", autoscaler)}
+	// The gateway replicas count each other by their Leases in the test's namespace.
+	gateways := []string{startGatewayProcess(t, "gateway-a", autoscaler, ns), startGatewayProcess(t, "gateway-b", autoscaler, ns)}
 	controllers := startReplicas(t, []string{"controller-a", "controller-b"}, stats, "controller",
 		"--leader-elect", "--leader-election-namespace", config.SystemNamespace,
 		"--leader-election-lease-duration", haLease.String(),
@@ -64,7 +65,7 @@ func TestHAControllerFailover(t *testing.T) {
 	// Every Service of the run is followed from before its creation, to see each
 	// Ready transition and to kill the leader half-way through the creates.
 	runID := fmt.Sprintf("ha-%d", n)
-	obs := newHAObserver(runID, n/2)
+	obs := newHAObserver(runID, n/2, gateways)
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	obs.watch(t, watchCtx, ns)
@@ -134,6 +135,18 @@ func TestHAControllerFailover(t *testing.T) {
 	}
 	added, deleted := obs.revisionsAdded()
 	checkOneRevisionPerGeneration(t, ns, runID, n, added, deleted)
+	probed, notRouted := obs.probedAtReady()
+	if probed != n {
+		t.Errorf("%d/%d Services seen turning Ready and requested through both gateways at once", probed, n)
+	}
+	for i, f := range notRouted {
+		if i == 5 {
+			t.Errorf("... and %d more", len(notRouted)-5)
+			break
+		}
+		t.Errorf("not routed right after Ready: %s", f)
+	}
+	t.Logf("%d Services requested through each of %v as they turned Ready: %d requests not routed", probed, gateways, len(notRouted))
 	checkEveryGatewayRoutes(t, ns, runID, gateways)
 	// The race the kill may not have produced: a late write of the old leader. The
 	// replicas are still restarted when they exit by themselves, as the kubelet

@@ -264,7 +264,7 @@ var controllerMay = []accessCheck{
 	}},
 }
 
-// gatewayMay is one request of `ferry gateway`'s, for its one binding.
+// gatewayMay is one request of `ferry gateway`'s for each of its bindings.
 var gatewayMay = []accessCheck{
 	{"list EndpointSlices in every namespace", func(ctx context.Context, id *identity) error {
 		_, err := id.cs.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{Limit: 1})
@@ -272,6 +272,11 @@ var gatewayMay = []accessCheck{
 	}},
 	{"list pods in every namespace", func(ctx context.Context, id *identity) error {
 		_, err := id.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}},
+	{"create a Lease in ferry-system", func(ctx context.Context, id *identity) error {
+		_, err := id.cs.CoordinationV1().Leases(systemNamespace).Create(ctx,
+			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{GenerateName: "ferry-gateway-"}}, dryRun)
 		return err
 	}},
 }
@@ -326,7 +331,8 @@ func controllerMayNot(ns string) []accessCheck {
 	}
 }
 
-// gatewayMayNot: the gateway only reads what it routes and writes KIngress status.
+// gatewayMayNot: the gateway only reads what it routes, writes KIngress status and
+// keeps its replica Lease in ferry-system.
 func gatewayMayNot(ns, route string) []accessCheck {
 	return []accessCheck{
 		{"create a Deployment in " + ns, func(ctx context.Context, id *identity) error {
@@ -348,8 +354,8 @@ func gatewayMayNot(ns, route string) []accessCheck {
 			_, err := id.cs.CoreV1().ConfigMaps(systemNamespace).List(ctx, metav1.ListOptions{})
 			return err
 		}},
-		{"create a Lease in ferry-system", func(ctx context.Context, id *identity) error {
-			_, err := id.cs.CoordinationV1().Leases(systemNamespace).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "not-ferry"}}, dryRun)
+		{"create a Lease in " + ns + " (its replica Leases live in ferry-system)", func(ctx context.Context, id *identity) error {
+			_, err := id.cs.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "not-ferry"}}, dryRun)
 			return err
 		}},
 		{"create an Event in " + ns, func(ctx context.Context, id *identity) error {

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
-	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -262,19 +261,8 @@ func waitCondition(t *testing.T, c client.Client, obj client.Object, typ duck.Co
 func kindOf(obj client.Object) string { return fmt.Sprintf("%T", obj) }
 
 func duckStatus(obj client.Object) *duck.Status {
-	switch o := obj.(type) {
-	case *v1.Service:
-		return &o.Status.Status
-	case *v1.Configuration:
-		return &o.Status.Status
-	case *v1.Revision:
-		return &o.Status.Status
-	case *v1.Route:
-		return &o.Status.Status
-	case *netv1alpha1.Ingress:
-		return &o.Status.Status
-	case *autoscalingv1alpha1.PodAutoscaler:
-		return &o.Status.Status
+	if o, ok := obj.(interface{ DuckStatus() *duck.Status }); ok {
+		return o.DuckStatus()
 	}
 	panic(fmt.Sprintf("no Knative status in %T", obj))
 }

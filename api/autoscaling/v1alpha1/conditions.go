@@ -53,3 +53,6 @@ func (pa *PodAutoscaler) Class() string {
 func (pa *PodAutoscaler) IsReady() bool {
 	return pa.Status.ObservedGeneration == pa.Generation && pa.Status.GetCondition(duck.ConditionReady).IsTrue()
 }
+
+// DuckStatus returns the PodAutoscaler's Knative status.
+func (pa *PodAutoscaler) DuckStatus() *duck.Status { return &pa.Status.Status }

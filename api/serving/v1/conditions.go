@@ -25,3 +25,16 @@ func (r *Revision) IsFailed() bool {
 func isReady(generation int64, s *duck.Status) bool {
 	return s.ObservedGeneration == generation && s.GetCondition(duck.ConditionReady).IsTrue()
 }
+
+// DuckStatus returns the Service's Knative status, for code that handles every Knative
+// kind alike.
+func (s *Service) DuckStatus() *duck.Status { return &s.Status.Status }
+
+// DuckStatus returns the Configuration's Knative status.
+func (c *Configuration) DuckStatus() *duck.Status { return &c.Status.Status }
+
+// DuckStatus returns the Revision's Knative status.
+func (r *Revision) DuckStatus() *duck.Status { return &r.Status.Status }
+
+// DuckStatus returns the Route's Knative status.
+func (r *Route) DuckStatus() *duck.Status { return &r.Status.Status }

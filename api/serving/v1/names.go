@@ -47,3 +47,16 @@ const (
 	// to begin its answer.
 	TimeoutSecondsAnnotationKey = "serving.ferry.dev/timeout-seconds"
 )
+
+// Ferry's own annotations on a Revision (or a template) that shape how `ferry up`'s
+// kwok-simulated pods, which have no process, answer: the gateway answers for them.
+// They have no effect on real pods.
+const (
+	// SimulatedServiceTimeAnnotationKey is a Go duration (at least 0): how long a
+	// simulated pod takes to answer a request without ?sleep=.
+	SimulatedServiceTimeAnnotationKey = "serving.ferry.dev/simulated-service-time"
+	// SimulatedCapacityAnnotationKey is a whole number (at least 1): how many
+	// requests one simulated pod serves at once; the rest wait for it. Unset: no
+	// limit.
+	SimulatedCapacityAnnotationKey = "serving.ferry.dev/simulated-capacity"
+)

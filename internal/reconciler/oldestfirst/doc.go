@@ -15,6 +15,16 @@
 // burst. Nothing is starved for long: a new object's priority is only below those of
 // objects created in earlier seconds, and every burst ends.
 //
+// Two lanes. Oldest first alone puts every change to an old object ahead of a new
+// one: while 2,000 idle Revisions scale to zero, a new Service's Revision waited
+// seconds behind their status echoes. So work on a settled Knative object (its status
+// speaks for its generation, Ready True or False) goes in a lower lane, below every
+// object in progress, oldest first within each lane. A settled object woken by a
+// Knative object in progress (a Route by its Configuration's new generation) is part of
+// a change a user waits for and keeps the upper lane. The Autoscaler's decisions to
+// scale down go below both (Unchanged): no request waits for them, while its scale-ups
+// (a cold start) come first.
+//
 // Events from an informer's initial list and resyncs stay below every other event, as
 // controller-runtime's own handlers keep them, so a restarted controller serves new
 // changes before it re-reads what exists.

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-serving/ferry/api/duck"
 )
 
 // Ages orders one controller's queue: it remembers when each object of the
@@ -24,7 +26,14 @@ import (
 // owner: at its own age, a Route woken by its new KIngress would wait behind every
 // Route created after it, and the Ready order would scramble at the last step.
 type Ages struct {
-	priorities sync.Map // types.NamespacedName → int
+	objects sync.Map // types.NamespacedName → known
+}
+
+// known is what the own kind's watch last said of an object.
+type known struct {
+	age int // Priority(creationTimestamp)
+	// settled: its status spoke for its generation, Ready True or False (background).
+	settled bool
 }
 
 // New returns an empty Ages for one controller.
@@ -50,11 +59,18 @@ func (a *Ages) Handler(h handler.EventHandler) handler.EventHandler {
 }
 
 func (a *Ages) priority(key types.NamespacedName) (int, bool) {
-	p, ok := a.priorities.Load(key)
+	k, ok := a.objects.Load(key)
 	if !ok {
 		return 0, false
 	}
-	return p.(int), true
+	return k.(known).priority(), true
+}
+
+func (k known) priority() int {
+	if k.settled {
+		return k.age - background
+	}
+	return k.age
 }
 
 // Priority is the queue priority for an object created at created: the creation
@@ -67,8 +83,30 @@ func Priority(created time.Time) int {
 	return -int(created.Unix())
 }
 
-// unchanged is the priority of initial-list and resync events: below every age.
-const unchanged = math.MinInt
+// Unchanged is the priority of initial-list and resync events, and of other work no
+// user waits for (an Autoscaler's scale-downs): below every age.
+const Unchanged = math.MinInt
+
+// background lowers the priority of work on a settled object below every object in
+// progress (ages are minus Unix seconds, far smaller in size), and keeps it above
+// Unchanged.
+const background = 1 << 40
+
+// knative is a Knative object: its status says whether it is settled.
+type knative interface {
+	client.Object
+	DuckStatus() *duck.Status
+}
+
+// settled reports a Knative object whose status speaks for its generation, Ready True
+// or False, and whether obj is a Knative object at all.
+func settled(obj client.Object) (settled, ok bool) {
+	k, ok := obj.(knative)
+	if !ok {
+		return false, false
+	}
+	return k.DuckStatus().Settled(k.GetGeneration()), true
+}
 
 type ageHandler struct {
 	inner handler.EventHandler
@@ -92,7 +130,7 @@ func (h ageHandler) Update(ctx context.Context, e event.UpdateEvent, q queue) {
 func (h ageHandler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
 	h.inner.Delete(ctx, e, h.byAge(q, e.Object))
 	if h.own && e.Object != nil {
-		h.ages.priorities.Delete(client.ObjectKeyFromObject(e.Object))
+		h.ages.objects.Delete(client.ObjectKeyFromObject(e.Object))
 	}
 }
 
@@ -102,7 +140,8 @@ func (h ageHandler) Generic(ctx context.Context, e event.GenericEvent, q queue) 
 
 func (h ageHandler) record(obj client.Object) {
 	if h.own && obj != nil {
-		h.ages.priorities.Store(client.ObjectKeyFromObject(obj), Priority(obj.GetCreationTimestamp().Time))
+		done, _ := settled(obj)
+		h.ages.objects.Store(client.ObjectKeyFromObject(obj), known{age: Priority(obj.GetCreationTimestamp().Time), settled: done})
 	}
 }
 
@@ -112,10 +151,16 @@ func (h ageHandler) byAge(q queue, obj client.Object) queue {
 		return q
 	}
 	fallback := 0
+	var urgent bool
 	if obj != nil {
 		fallback = Priority(obj.GetCreationTimestamp().Time)
+		// Another Knative object in progress wakes an owner or observer that is
+		// part of the same change (a settled Route woken by its Configuration's new
+		// Revision): in the foreground, whatever the owner's own state.
+		done, isKnative := settled(obj)
+		urgent = !h.own && isKnative && !done
 	}
-	return agedQueue{PriorityQueue: pq, ages: h.ages, fallback: fallback}
+	return agedQueue{PriorityQueue: pq, ages: h.ages, fallback: fallback, urgent: urgent}
 }
 
 // agedQueue adds each request at its object's age, except what the wrapped handler
@@ -125,6 +170,8 @@ type agedQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
 	ages     *Ages
 	fallback int
+	// urgent: the event came from a Knative object in progress (see byAge).
+	urgent bool
 }
 
 func (q agedQueue) Add(item reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
@@ -140,12 +187,17 @@ func (q agedQueue) AddRateLimited(item reconcile.Request) {
 func (q agedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	low := o.Priority != nil && *o.Priority == handler.LowPriority
 	for _, item := range items {
-		p, known := q.ages.priority(item.NamespacedName)
+		k, isKnown := q.ages.objects.Load(item.NamespacedName)
+		var p int
 		switch {
 		case low:
-			p = unchanged
-		case !known:
+			p = Unchanged
+		case !isKnown:
 			p = q.fallback
+		case q.urgent:
+			p = k.(known).age
+		default:
+			p = k.(known).priority()
 		}
 		o.Priority = &p
 		q.PriorityQueue.AddWithOpts(o, item)

@@ -188,7 +188,6 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		// it again.
 		return ctrl.Result{}, nil
 	}
-	want := current
 	if res.Scale >= 0 && res.Scale != current {
 		if err := r.scale(ctx, dep, res.Scale); err != nil {
 			return ctrl.Result{}, err
@@ -198,9 +197,8 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 				metrics.ObserveWake(d)
 			}
 		}
-		want = res.Scale
 	}
-	status.DesiredScale, status.ActualScale = &want, &ready
+	status.DesiredScale, status.ActualScale = desiredScale(res.Scale, pa.Status.DesiredScale, current), &ready
 	markActivity(m, res)
 	if res.Initialized {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
@@ -212,6 +210,21 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		result.RequeueAfter = res.RequeueAfter
 	}
 	return result, err
+}
+
+// desiredScale is what status.desiredScale says, as in Knative: the bounded decision,
+// and while there is none (Scale's -1: no load known yet) the last one reported. A new
+// PodAutoscaler, which Knative takes as activating and scales to its initial scale,
+// reports the replicas its Deployment was created with.
+func desiredScale(decided int32, reported *int32, current int32) *int32 {
+	switch {
+	case decided >= 0:
+	case reported != nil && *reported >= 0:
+		decided = *reported
+	default:
+		decided = current
+	}
+	return &decided
 }
 
 // scale sets the Deployment's replicas through its scale subresource, the one write
@@ -282,17 +295,27 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	ready := dep.Status.ReadyReplicas
-	desiredScale := hpa.Status.DesiredReplicas
-	if desiredScale == 0 && dep.Spec.Replicas != nil {
-		desiredScale = *dep.Spec.Replicas
+	// As Knative's HPA class: always Active, the scales are the HPA's, and the target is
+	// initialized once it has max(min-scale, initial-scale) replicas (max(min-scale, 1)
+	// after). Until kube-controller-manager's HPA controller first reports (it syncs
+	// every 15 s) the Deployment stands in, so a new Revision is not held back by it.
+	desired, actual := hpa.Status.DesiredReplicas, hpa.Status.CurrentReplicas
+	if actual == 0 && desired == 0 {
+		actual = dep.Status.ReadyReplicas
+		if dep.Spec.Replicas != nil {
+			desired = *dep.Spec.Replicas
+		}
 	}
-	status.DesiredScale, status.ActualScale = &desiredScale, &ready
-	if ready > 0 {
-		m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+	status.DesiredScale, status.ActualScale = &desired, &actual
+	m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+	settings := decider.SettingsFor(r.Config().Autoscaler, pa.Annotations, pa.Spec.ContainerConcurrency)
+	initialized := pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue()
+	threshold := max(settings.MinScale, 1)
+	if !initialized {
+		threshold = max(settings.MinScale, settings.InitialScale)
+	}
+	if initialized || max(actual, dep.Status.ReadyReplicas) >= threshold {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
-	} else {
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonQueued, "Requests to the target are being buffered as resources are provisioned.")
 	}
 	return r.Status.Write(ctx, pa, &pa.Status, status)
 }

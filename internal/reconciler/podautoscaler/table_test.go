@@ -208,6 +208,21 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: activation},
 		Check:      wantStatus(1, 0, ready(queued), queued, initPending, sks),
 	}, {
+		// After a controller restart nothing is known of the load for a stable window:
+		// the scale is left alone and, as in Knative, desiredScale keeps the last
+		// decision reported rather than the replicas of the moment.
+		Name:       "KPA, no decision yet: the scale left alone, desiredScale kept",
+		Key:        paKey,
+		Objects:    []client.Object{newPA(kpa, since(corev1.ConditionTrue, longAgo, 5, 3)), deployment(3, 3)},
+		WantWrites: []string{},
+		Check: all(scaledTo(3), func(t *testing.T, env *rt.Env) {
+			var p av1alpha1.PodAutoscaler
+			env.Get(t, paKey, &p)
+			if p.Status.DesiredScale == nil || *p.Status.DesiredScale != 5 {
+				t.Errorf("desiredScale %v, want the last decision, 5", p.Status.DesiredScale)
+			}
+		}),
+	}, {
 		Name:       "KPA, new, its pod ready: Active and initialized",
 		Key:        paKey,
 		Objects:    []client.Object{newPA(kpa), deployment(1, 1)},
@@ -272,7 +287,9 @@ func TestReconcileTable(t *testing.T) {
 		Key:        paKey,
 		Objects:    []client.Object{newPA(hpaClass), deployment(2, 0)},
 		WantWrites: []string{"create HorizontalPodAutoscaler ns/hello-00001", "status PodAutoscaler ns/hello-00001"},
-		Check: all(wantStatus(2, 0, ready(queued), queued, rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", ""), sks), func(t *testing.T, env *rt.Env) {
+		// Knative's HPA class is always Active; not initialized until min-scale pods.
+		Check: all(wantStatus(2, 0, ready(rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", "")), active,
+			rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", ""), sks), func(t *testing.T, env *rt.Env) {
 			h := env.Written(rt.Create, "HorizontalPodAutoscaler", "hello-00001").(*autoscalingv2.HorizontalPodAutoscaler)
 			s := h.Spec
 			if s.ScaleTargetRef.Kind != "Deployment" || s.ScaleTargetRef.Name != depName || *s.MinReplicas != 2 || s.MaxReplicas != 5 ||
@@ -285,11 +302,11 @@ func TestReconcileTable(t *testing.T) {
 			}
 		}),
 	}, {
-		Name: "HPA: pods ready, the HPA's desired replicas reported",
+		Name: "HPA: pods ready, the HPA's desired and current replicas reported",
 		Key:  paKey,
 		Objects: []client.Object{newPA(hpaClass), deployment(3, 3), func() client.Object {
 			h := resources.MakeHPA(newPA(hpaClass), config.DefaultAutoscaler())
-			h.Status.DesiredReplicas = 4
+			h.Status.DesiredReplicas, h.Status.CurrentReplicas = 4, 3
 			return h
 		}()},
 		WantWrites: []string{"status PodAutoscaler ns/hello-00001"},

@@ -1,0 +1,87 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ReasonNoEffect is the reason of the Warning Event on a ConfigMap that sets a key Ferry
+// accepts but does not act on.
+const ReasonNoEffect = "NoEffect"
+
+// A noEffect key is one Knative reads and Ferry takes (validated as Knative does, so a
+// ConfigMap one accepts the other accepts) but does not act on, because what it
+// configures does not exist in Ferry. Set to anything but Knative's default, it is
+// reported rather than silently ignored.
+type noEffect struct {
+	// key, or a prefix when it ends in "*".
+	key string
+	// quiet are the values not reported: Knative's default, and values that mean what
+	// Ferry does anyway (compared without case). Empty: every value is reported.
+	quiet []string
+	why   string
+}
+
+const (
+	noQueueProxy    = "Ferry runs no queue-proxy sidecar"
+	noMesh          = "Ferry has no mesh or internal-TLS mode"
+	noRollout       = "Ferry has no gradual rollout yet: traffic moves to a new Revision at once"
+	noTagResolution = "Ferry does not resolve image tags to digests"
+)
+
+var noEffectKeys = map[string][]noEffect{
+	AutoscalerConfigName: {
+		{key: "activator-capacity", quiet: []string{"100"},
+			why: "Ferry has no activators to share a Revision among: every gateway replica serves every Revision"},
+		{key: "target-burst-capacity", quiet: []string{"211", "-1"},
+			why: "the gateway is always in the request path, as with -1 in Knative"},
+	},
+	NetworkConfigName: {
+		{key: "rollout-duration", quiet: []string{"0"}, why: noRollout},
+		{key: "rolloutDuration", quiet: []string{"0"}, why: noRollout},
+		{key: "enable-mesh-pod-addressability", quiet: []string{"false"}, why: noMesh},
+		{key: "internal-encryption", quiet: []string{"false"}, why: noMesh},
+		{key: "system-internal-tls", quiet: []string{"disabled"}, why: noMesh},
+		{key: "cluster-local-domain-tls", quiet: []string{"disabled"}, why: noMesh},
+	},
+	DeploymentConfigName: {
+		// queue-sidecar-image is in every Knative install's config-deployment, and
+		// Ferry's own ConfigMap says it is not needed: not worth a warning.
+		{key: "queue-sidecar-image"},
+		{key: "queue-sidecar-*", why: noQueueProxy},
+		{key: "registries-skipping-tag-resolving", quiet: []string{"kind.local,ko.local,dev.local"}, why: noTagResolution},
+		{key: "digest-resolution-timeout", quiet: []string{"10s"}, why: noTagResolution},
+	},
+	FeaturesConfigName: {
+		{key: "queueproxy.*", quiet: []string{"disabled"}, why: noQueueProxy},
+	},
+}
+
+// NoEffect returns one line for each key of the named ConfigMap's data that Ferry
+// takes without acting on, sorted by key, or nil.
+func NoEffect(name string, data map[string]string) []string {
+	rules := noEffectKeys[name]
+	if len(rules) == 0 {
+		return nil
+	}
+	var lines []string
+	for key, value := range data {
+		i := slices.IndexFunc(rules, func(r noEffect) bool {
+			if prefix, ok := strings.CutSuffix(r.key, "*"); ok {
+				return strings.HasPrefix(key, prefix)
+			}
+			return key == r.key
+		})
+		if i < 0 || rules[i].why == "" {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		if slices.ContainsFunc(rules[i].quiet, func(q string) bool { return strings.EqualFold(q, value) }) {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s: %q has no effect: %s", key, value, rules[i].why))
+	}
+	slices.Sort(lines)
+	return lines
+}

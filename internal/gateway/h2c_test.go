@@ -1,0 +1,118 @@
+package gateway
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// newH2CBackend serves HTTP/1.1 and h2c with prior knowledge, as a gRPC pod's Go
+// server may; it answers with the protocol it was spoken to in, and a trailer.
+func newH2CBackend(t *testing.T) *httptest.Server {
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "" {
+			conn, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\nupgraded over %s\n", r.Header.Get("Upgrade"), r.Proto)
+			rw.Flush()
+			return
+		}
+		// Streamed, as gRPC answers are: an answer whose length the server
+		// computes goes to an HTTP/1.1 client with a Content-Length, and loses an
+		// unannounced trailer.
+		io.WriteString(w, r.Proto)
+		http.NewResponseController(w).Flush()
+		w.Header().Set(http.TrailerPrefix+"Grpc-Status", "0")
+	}))
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetHTTP1(true)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestProtocolToThePod: a Revision whose port is named h2c is spoken to over h2c,
+// trailers passed back; http1 or no name, HTTP/1.1; an upgrade always HTTP/1.1.
+func TestProtocolToThePod(t *testing.T) {
+	g := startGateway(t, Options{})
+	backend := newH2CBackend(t)
+	for name, want := range map[string]string{"h2c": "HTTP/2.0", "http1": "HTTP/1.1", "": "HTTP/1.1"} {
+		rev := "rev-" + name
+		g.serveRevisionSpec(rev, servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{
+			Image: "img", Ports: []corev1.ContainerPort{{Name: name}}}}}}, backend)
+		g.route(rev+".example.com", rev)
+		for _, method := range []string{"GET", "POST"} { // the fast path and http.Transport
+			req, _ := http.NewRequest(method, g.externalURL("/"), nil)
+			req.Host = rev + ".example.com"
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if string(body) != want || res.Trailer.Get("Grpc-Status") != "0" {
+				t.Errorf("port %q, %s: the pod saw %q, trailers %v; want %s and Grpc-Status 0", name, method, body, res.Trailer, want)
+			}
+		}
+	}
+
+	conn, err := net.Dial("tcp", g.ExternalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET / HTTP/1.1\r\nHost: rev-h2c.example.com\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := br.ReadString('\n')
+	if res.StatusCode != http.StatusSwitchingProtocols || line != "upgraded over HTTP/1.1\n" {
+		t.Errorf("upgrade to an h2c pod: %d, %q", res.StatusCode, line)
+	}
+}
+
+func TestSpeaksH2C(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		appProtocol *string
+		want        bool
+	}{
+		{name: "http", want: false},
+		{name: "h2c", want: true},
+		{name: "http2", want: true},
+		{name: "", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
+		{name: "http", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
+		{name: "h2c", appProtocol: ptr.To("http"), want: false},
+		{name: "http2", appProtocol: ptr.To(""), want: true},
+	} {
+		if got := speaksH2C(tc.name, tc.appProtocol); got != tc.want {
+			t.Errorf("port %q, appProtocol %v: h2c %v, want %v", tc.name, ptr.Deref(tc.appProtocol, "<nil>"), got, tc.want)
+		}
+	}
+
+	// A Service's slices say it: Knative's Revision Service, port 80 to 8013 with
+	// appProtocol kubernetes.io/h2c.
+	slice := sliceFor("rev-1", 8013, "10.0.0.1")
+	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
+	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
+	if ts := se.targets(intstr.FromInt32(80)); ts.empty() || !ts.targets[0].h2c {
+		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
+	}
+}

@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestTimeoutDue(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name     string
+		limits   timeouts
+		started  bool
+		active   time.Duration
+		elapsed  time.Duration
+		wantKind timeoutKind
+		wantNext time.Duration
+	}{
+		{name: "total only", limits: timeouts{total: 5 * s}, elapsed: 2 * s, wantNext: 3 * s},
+		{name: "total passed", limits: timeouts{total: 5 * s}, elapsed: 5 * s, wantKind: timeoutTotal},
+		{name: "response start first", limits: timeouts{total: 5 * s, responseStart: 2 * s}, elapsed: s, wantNext: s},
+		{name: "response start passed", limits: timeouts{total: 5 * s, responseStart: 2 * s}, elapsed: 2 * s, wantKind: timeoutResponseStart},
+		{name: "response started", limits: timeouts{total: 5 * s, responseStart: 2 * s}, started: true, elapsed: 2 * s, wantNext: 3 * s},
+		{name: "idle from the arrival", limits: timeouts{total: 5 * s, idle: s}, elapsed: s, wantKind: timeoutIdle},
+		{name: "idle after activity", limits: timeouts{total: 5 * s, idle: s}, active: 1500 * time.Millisecond, elapsed: 2 * s, wantNext: 500 * time.Millisecond},
+		{name: "idle past total", limits: timeouts{total: 5 * s, idle: s}, active: 4500 * time.Millisecond, elapsed: 5 * s, wantKind: timeoutTotal},
+		{name: "earliest of several", limits: timeouts{total: 5 * s, responseStart: 3 * s, idle: 2 * s}, elapsed: 4 * s, wantKind: timeoutIdle},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &requestTimer{limits: tc.limits}
+			rt.started.Store(tc.started)
+			rt.active.Store(int64(tc.active))
+			if kind, next := rt.due(tc.elapsed); kind != tc.wantKind || kind == running && next != tc.wantNext {
+				t.Errorf("due(%v) = %v, %v; want %v, %v", tc.elapsed, kind, next, tc.wantKind, tc.wantNext)
+			}
+		})
+	}
+}
+
+// serveRevisionSpec serves a Revision with spec from one pod, backend, as the
+// endpoints reconciler would: the pod's address is the backend's, its user port the
+// backend's port.
+func (tg *testGateway) serveRevisionSpec(name string, spec servingv1.RevisionSpec, backend *httptest.Server) {
+	tg.t.Helper()
+	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: spec}
+	var pods []corev1.Pod
+	if backend != nil {
+		host, port := splitHostPort(tg.t, backend.Listener.Addr().String())
+		if len(rev.Spec.Containers) == 0 {
+			rev.Spec.Containers = []corev1.Container{{Image: "img", Ports: []corev1.ContainerPort{{}}}}
+		}
+		rev.Spec.Containers[0].Ports[0].ContainerPort = int32(port)
+		pods = []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-pod"},
+			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
+	}
+	tg.services.update(key(name), buildRevisionEndpoints(rev, pods, notSimulated))
+}
+
+// TestRevisionTimeouts: each of Knative's timeouts ends a request as the client sees
+// it, 504 naming the Revision and the timeout before the response started, the
+// stream cut after; and is counted.
+func TestRevisionTimeouts(t *testing.T) {
+	// tick writes a chunk every 200ms for the given time, then waits for the end.
+	tick := func(for_ time.Duration) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			end := time.Now().Add(for_)
+			for time.Now().Before(end) {
+				io.WriteString(w, ".")
+				http.NewResponseController(w).Flush()
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-r.Context().Done():
+					return
+				}
+			}
+			<-r.Context().Done()
+		}
+	}
+	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	for _, tc := range []struct {
+		name    string
+		spec    servingv1.RevisionSpec
+		noPod   bool
+		backend http.HandlerFunc
+		// body is the request body, written in pieces 300ms apart.
+		body     []string
+		code     int
+		want     string // a prefix of the answer, or, for a cut stream, of what came
+		cut      bool
+		min, max time.Duration
+		kind     timeoutKind
+	}{{
+		name: "response start", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](5), ResponseStartTimeoutSeconds: ptr.To[int64](1)},
+		backend: hang, code: 504, kind: timeoutResponseStart, min: time.Second, max: 3 * time.Second,
+		want: "ferry: revision rev-1 did not answer in time: responseStartTimeoutSeconds (1s) passed (pod 127.0.0.1)\n",
+	}, {
+		name: "response start while held", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](5), ResponseStartTimeoutSeconds: ptr.To[int64](1)},
+		noPod: true, code: 504, kind: timeoutResponseStart, min: time.Second, max: 3 * time.Second,
+		want: "ferry: revision rev-1 did not get a ready pod within 1s (responseStartTimeoutSeconds)\n",
+	}, {
+		name: "total cuts a stream", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](1)},
+		backend: tick(time.Hour), code: 200, cut: true, want: "....", kind: timeoutTotal, min: time.Second, max: 3 * time.Second,
+	}, {
+		// Bytes every 200ms keep a stream alive past the idle timeout; silence ends it.
+		name: "idle cuts a silent stream", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), IdleTimeoutSeconds: ptr.To[int64](1)},
+		backend: tick(1500 * time.Millisecond), code: 200, cut: true, want: "......", kind: timeoutIdle, min: 2200 * time.Millisecond, max: 4 * time.Second,
+	}, {
+		// The request's bytes count too: an upload slower than nothing is not idle.
+		name: "idle counts the request body", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), IdleTimeoutSeconds: ptr.To[int64](1)},
+		backend: func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "got %q", b)
+		},
+		body: []string{"a", "b", "c", "d", "e", "f"}, code: 200, want: `got "abcdef"`, min: 1500 * time.Millisecond, max: 4 * time.Second,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := startGateway(t, Options{})
+			var backend *httptest.Server
+			if !tc.noPod {
+				backend = newBackend(t, tc.backend)
+			}
+			g.serveRevisionSpec("rev-1", tc.spec, backend)
+			g.route("rev.example.com", "rev-1")
+
+			var body io.Reader
+			method := "GET"
+			if tc.body != nil {
+				pr, pw := io.Pipe()
+				go func() {
+					for _, piece := range tc.body {
+						time.Sleep(300 * time.Millisecond)
+						io.WriteString(pw, piece)
+					}
+					pw.Close()
+				}()
+				body, method = pr, "POST"
+			}
+			req, _ := http.NewRequest(method, g.externalURL("/"), body)
+			req.Host = "rev.example.com"
+			start := time.Now()
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			took := time.Since(start)
+			if res.StatusCode != tc.code || !strings.HasPrefix(string(got), tc.want) || took < tc.min || took > tc.max {
+				t.Errorf("%d %q after %v; want %d %q after %v to %v", res.StatusCode, got, took, tc.code, tc.want, tc.min, tc.max)
+			}
+			if cut := err != nil; cut != tc.cut {
+				t.Errorf("body read error %v; want a cut stream: %v", err, tc.cut)
+			}
+			for kind := timeoutTotal; kind <= timeoutIdle; kind++ {
+				want := 0.0
+				if kind == tc.kind {
+					want = 1
+				}
+				// The count follows the answer by a moment: the handler returns after
+				// the client has read the end.
+				eventually(t, "the timeout counted", func() bool {
+					return testutil.ToFloat64(g.metrics.timeouts.WithLabelValues(timeoutNames[kind])) == want
+				})
+			}
+		})
+	}
+}
+
+// TestTimerStopsWithTheRequest: a request answered in time stops its timer; its
+// context is not cancelled by a timeout later.
+func TestTimerStopsWithTheRequest(t *testing.T) {
+	rt := &requestTimer{limits: timeouts{total: 50 * time.Millisecond}, start: time.Now()}
+	ctx := rt.arm(context.Background())
+	if kind := rt.stop(); kind != running {
+		t.Fatalf("stop = %v", kind)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if ctx.Err() != nil || rt.fired() != running {
+		t.Errorf("after stop: context %v, fired %v", ctx.Err(), rt.fired())
+	}
+}
