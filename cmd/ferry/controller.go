@@ -119,12 +119,13 @@ func newControllerCommand() *cobra.Command {
 	var opts reconciler.Options
 	var webhookAddr, statsAddr string
 	var inProgressLimit int
+	var certManager bool
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Ferry's Knative Serving reconcilers against a cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mopts := manager.Options{Reconcilers: true, ReconcilerOptions: opts, StatsAddr: statsAddr}
+			mopts := manager.Options{Reconcilers: true, ReconcilerOptions: opts, StatsAddr: statsAddr, CertManager: certManager}
 			if webhookAddr != "" {
 				// In the cluster: behind the Service ferry-webhook, with the certificate in
 				// the Secret ferry-webhook-certs (config/webhook).
@@ -138,6 +139,7 @@ func newControllerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&webhookAddr, "webhook-addr", "", "serve Knative's validation and defaulting webhooks here (e.g. :8443) and register them by the Service ferry-webhook in ferry-system; only for a controller running in that cluster (config/webhook)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, "with --webhook-addr: "+inProgressLimitUsage)
 	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")
+	cmd.Flags().BoolVar(&certManager, "cert-manager", false, "fulfil Certificates of cert-manager's class with cert-manager.io Certificates (config-certmanager issuerRef); cert-manager's CRDs must be installed, and config/rbac/controller-cert-manager.yaml applied")
 	cmd.Flags().StringVar(&statsAddr, "stats-addr", ":8083", "where the autoscaler takes the gateways' load reports (every replica serves; 0 turns it off)")
 	return cmd
 }
@@ -159,6 +161,7 @@ func newGatewayCommand() *cobra.Command {
 	cmd.Flags().StringVar(&opts.LocalAddr, "local-addr", ":8081", "the cluster-local listener")
 	cmd.Flags().StringVar(&opts.LeaseNamespace, "lease-namespace", "", "where each replica keeps a Lease, so that the replicas split every pod's containerConcurrency and a KIngress is Ready only once all of them serve it (in a cluster: ferry-system); empty: this replica assumes it is alone")
 	cmd.Flags().DurationVar(&opts.LeaseDuration, "lease-duration", 15*time.Second, "how long a replica that stopped renewing its Lease (killed, partitioned) still counts; renewed every third of it")
+	cmd.Flags().StringVar(&opts.HTTPSAddr, "https-addr", "", "the HTTPS listener for KIngress spec.tls (e.g. :8443); needs read access to Secrets (config/rbac/gateway-tls.yaml). Empty: no HTTPS")
 	cmd.Flags().BoolVar(&opts.SimulatedPods, "simulated-pods", false, "answer for every endpoint instead of dialing it (clusters of kwok pods)")
 	cmd.Flags().StringVar(&autoscalerAddr, "autoscaler", "", "host:port of the controllers' --stats-addr, where load is reported and Revisions at zero are woken; every address the host resolves to gets the reports (in a cluster: ferry-autoscaler.ferry-system.svc.cluster.local:8083)")
 	return cmd

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/manager"
@@ -25,8 +26,11 @@ type inProcessOptions struct {
 	reconciler      reconciler.Options
 	inProgressLimit int
 	// The gateway's listeners.
-	gatewayAddr, gatewayLocalAddr string
-	pprofAddr                     string
+	gatewayAddr, gatewayLocalAddr, gatewayHTTPSAddr string
+	// localCADir, if set, runs the local CA with its CA there, and makes its class
+	// the default of Routes' Certificates.
+	localCADir string
+	pprofAddr  string
 	// leaseNamespace is where the gateway keeps its replica Lease ("": none), so that
 	// a `ferry gateway` started beside it shares the work as a second replica.
 	leaseNamespace string
@@ -53,13 +57,17 @@ func startFerry(ctx context.Context, cluster localCluster, o inProcessOptions) (
 	if o.writes != nil {
 		o.writes.Wrap(cfg)
 	}
+	if o.localCADir != "" && o.reconciler.CertificateClass == "" {
+		o.reconciler.CertificateClass = netv1alpha1.LocalCACertificateClass
+	}
 	ferry, err := manager.New(cfg, manager.Options{
 		Reconcilers:       true,
 		ReconcilerOptions: o.reconciler,
+		LocalCADir:        o.localCADir,
 		// Knative's validation and defaulting, by URL on 127.0.0.1, and back-pressure.
 		Admission: &admission.Options{InProgressLimit: o.inProgressLimit, ControllerUser: cluster.ControllerUser()},
 		// kwok simulates every pod: the gateway answers for them instead of dialing.
-		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, SimulatedPods: true,
+		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, HTTPSAddr: o.gatewayHTTPSAddr, SimulatedPods: true,
 			LeaseNamespace: o.leaseNamespace},
 		// The whole process's profiles: the control plane's as much as Ferry's.
 		PprofAddr: o.pprofAddr,

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/spf13/cobra"
 )
 
 func newUpCommand() *cobra.Command {
-	var dataDir, externalAddr, localAddr, domain, pprofAddr string
+	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr string
 	var port, inProgressLimit int
 	var clusterOnly bool
 	cmd := &cobra.Command{
@@ -72,14 +73,14 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 			defer logFile.Close()
 			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Domain: domain},
-				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, pprofAddr: pprofAddr,
-				leaseNamespace: config.SystemNamespace})
+				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, gatewayHTTPSAddr: httpsAddr,
+				localCADir: dataDir, pprofAddr: pprofAddr, leaseNamespace: config.SystemNamespace})
 			switch {
 			case ctx.Err() != nil: // Ctrl-C while Ferry started
 				fmt.Fprintln(out, "Stopping ...")
 				return cluster.Stop()
 			case err != nil:
-				return fmt.Errorf("%w (is another ferry up running? --gateway-addr, --gateway-local-addr and --pprof-addr pick other ports)", err)
+				return fmt.Errorf("%w (is another ferry up running? --gateway-addr, --gateway-local-addr, --gateway-https-addr and --pprof-addr pick other ports)", err)
 			}
 
 			gw := ferry.Gateway.ExternalAddr()
@@ -90,10 +91,11 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
   kubectl get ksvc
   curl -H 'Host: hello.default.example.com' http://%s
 
-Gateway: %s (external), %s (cluster-local). Pods are simulated by kwok.
+Gateway: %s (external), %s (cluster-local), %s (HTTPS, with external-domain-tls:
+Enabled in config-network; trust %s). Pods are simulated by kwok.
 Ctrl-C stops it.
 `, time.Since(start).Seconds(), filepath.Join(dataDir, "control-plane.log"), logFile.Name(),
-				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr())
+				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr(), ferry.Gateway.HTTPSAddr(), filepath.Join(dataDir, localca.CertFile))
 			<-ferry.Context().Done()
 			fmt.Fprintln(out, "Stopping ...")
 			if err := ferry.Stop(); err != nil {
@@ -106,6 +108,7 @@ Ctrl-C stops it.
 	cmd.Flags().IntVar(&port, "port", 0, "kube-apiserver port on 127.0.0.1 (default: a free one)")
 	cmd.Flags().StringVar(&externalAddr, "gateway-addr", "127.0.0.1:8080", "the gateway's external listener")
 	cmd.Flags().StringVar(&localAddr, "gateway-local-addr", "127.0.0.1:8081", "the gateway's cluster-local listener")
+	cmd.Flags().StringVar(&httpsAddr, "gateway-https-addr", "127.0.0.1:8443", "the gateway's HTTPS listener: KIngress spec.tls, certificates from the local CA (<data-dir>/ca.crt)")
 	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, inProgressLimitUsage)
 	cmd.Flags().StringVar(&pprofAddr, "pprof-addr", "0", "where Go's profiles of the whole process are served (/debug/pprof/); 0 turns them off")

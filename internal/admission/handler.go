@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	servingv1beta1 "github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,6 +93,16 @@ func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Res
 			DefaultRoute(cfg, r, old, user)
 			out = r
 		}
+	case "DomainMapping":
+		var dm, old *servingv1beta1.DomainMapping
+		if dm, old, err = decode[servingv1beta1.DomainMapping](req); err == nil {
+			if dm.Namespace == "" && dm.Spec.Ref.Namespace == "" {
+				// The namespace the request is for: a create need not name it.
+				dm.Spec.Ref.Namespace = req.Namespace
+			}
+			DefaultDomainMapping(dm, old, user)
+			out = dm
+		}
 	default:
 		return admission.Allowed("")
 	}
@@ -142,6 +153,15 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		var r, old *servingv1.Route
 		if r, old, err = decode[servingv1.Route](req); err == nil {
 			errs = ValidateRoute(cfg, r, old)
+		}
+	case "DomainMapping":
+		var dm, old *servingv1beta1.DomainMapping
+		if dm, old, err = decode[servingv1beta1.DomainMapping](req); err == nil {
+			// The namespace the request is for: a create need not name it.
+			if dm.Namespace == "" {
+				dm.Namespace = req.Namespace
+			}
+			errs = ValidateDomainMapping(dm, old)
 		}
 	default:
 		return admission.Allowed("")

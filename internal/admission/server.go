@@ -228,7 +228,7 @@ func (s *Server) Register(ctx context.Context) error {
 }
 
 // WebhookConfigurations are Ferry's two registrations: every create and update of the
-// four serving.knative.dev/v1 kinds (not their status), failurePolicy Fail, no side
+// four serving.knative.dev/v1 kinds and of v1beta1 DomainMappings (not their status), failurePolicy Fail, no side
 // effects (so dry runs are admitted too). controllerUser, if set, lets that user's
 // requests on the kinds Ferry's controller derives (Configurations, Routes, Revisions)
 // through without a call; Services always go through. The validating configuration also
@@ -248,6 +248,14 @@ func WebhookConfigurations(mutate, validate, hold admissionregv1.WebhookClientCo
 			APIGroups:   []string{"serving.knative.dev"},
 			APIVersions: []string{"v1"},
 			Resources:   []string{"services", "configurations", "revisions", "routes"},
+			Scope:       &scope,
+		},
+	}, {
+		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+		Rule: admissionregv1.Rule{
+			APIGroups:   []string{"serving.knative.dev"},
+			APIVersions: []string{"v1beta1"},
+			Resources:   []string{"domainmappings"},
 			Scope:       &scope,
 		},
 	}}

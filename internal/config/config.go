@@ -29,18 +29,21 @@ type Config struct {
 	Deployment *Deployment
 	Features   *Features
 	Autoscaler *Autoscaler
+	// CertManager is config-certmanager, read by the cert-manager provider.
+	CertManager *CertManager
 }
 
 // Default is the configuration with no ConfigMap present.
 func Default() *Config {
 	return &Config{
-		Domain:     DefaultDomain(),
-		Network:    DefaultNetwork(),
-		Defaults:   DefaultDefaults(),
-		GC:         DefaultGC(),
-		Deployment: DefaultDeployment(),
-		Features:   DefaultFeatures(),
-		Autoscaler: DefaultAutoscaler(),
+		Domain:      DefaultDomain(),
+		Network:     DefaultNetwork(),
+		Defaults:    DefaultDefaults(),
+		GC:          DefaultGC(),
+		Deployment:  DefaultDeployment(),
+		Features:    DefaultFeatures(),
+		Autoscaler:  DefaultAutoscaler(),
+		CertManager: DefaultCertManager(),
 	}
 }
 

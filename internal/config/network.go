@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"text/template"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,9 +32,31 @@ type Network struct {
 	// RolloutDurationSeconds is rollout-duration (Ferry does not do gradual rollouts yet;
 	// it is parsed and validated so a Knative ConfigMap loads).
 	RolloutDurationSeconds int
+	// ExternalDomainTLS is external-domain-tls (legacy auto-tls, autoTLS): Routes get a
+	// Certificate per external host and https URLs once it is Ready. Only "Enabled",
+	// in any case, turns it on; any other value is off, never an error (Knative's rule).
+	ExternalDomainTLS bool
+	// HTTPProtocol is http-protocol (legacy httpProtocol): HTTPEnabled, HTTPRedirected
+	// or HTTPDisabled (Knative's deprecated value: no httpOption on the KIngress).
+	HTTPProtocol string
+	// CertificateClass is certificate-class (legacy certificate.class) as set; ""
+	// when the ConfigMap sets none, so that the reconcilers pick the default (Knative's
+	// cert-manager class, or ferry up's local CA).
+	CertificateClass string
+	// AutocreateClusterDomainClaims lets the DomainMapping reconciler create the
+	// ClusterDomainClaim of a domain nobody has claimed; off, an administrator creates
+	// each claim and a DomainMapping without one is not Ready.
+	AutocreateClusterDomainClaims bool
 
 	domainTemplate, tagTemplate *template.Template
 }
+
+// http-protocol's values, lower-cased as Knative stores them.
+const (
+	HTTPEnabled    = "enabled"
+	HTTPRedirected = "redirected"
+	HTTPDisabled   = "disabled"
+)
 
 // DefaultNetwork is Knative's config-network defaults.
 func DefaultNetwork() *Network {
@@ -41,6 +64,7 @@ func DefaultNetwork() *Network {
 		DomainTemplate:        DefaultDomainTemplate,
 		TagTemplate:           DefaultTagTemplate,
 		DefaultExternalScheme: "http",
+		HTTPProtocol:          HTTPEnabled,
 	}
 	if err := n.compile(); err != nil {
 		panic(err) // the defaults are constants
@@ -66,9 +90,10 @@ type TagTemplateValues struct {
 // NewNetworkFromConfigMap parses config-network with Knative's keys, legacy camelCase
 // spellings included (the kebab-case key wins when both are set), and its load checks:
 // the templates must parse and execute and domain-template must give a host without a
-// path; rollout-duration is whole non-negative seconds; the bools, http-protocol,
-// system-internal-tls, cluster-local-domain-tls and namespace-wildcard-cert-selector
-// must be valid even though Ferry does not act on them.
+// path; rollout-duration is whole non-negative seconds; http-protocol is enabled,
+// redirected, disabled or ""; the bools, system-internal-tls, cluster-local-domain-tls
+// and namespace-wildcard-cert-selector must be valid even though Ferry does not act on
+// them.
 func NewNetworkFromConfigMap(cm *corev1.ConfigMap) (*Network, error) {
 	data := dataOf(cm.Data)
 	n := DefaultNetwork()
@@ -83,16 +108,26 @@ func NewNetworkFromConfigMap(cm *corev1.ConfigMap) (*Network, error) {
 		asString("default-external-scheme", &n.DefaultExternalScheme),
 		asInt("rolloutDuration", &n.RolloutDurationSeconds),
 		asInt("rollout-duration", &n.RolloutDurationSeconds),
+		asBool("autocreate-cluster-domain-claims", &n.AutocreateClusterDomainClaims),
 		// Validated only.
-		asBool("autocreate-cluster-domain-claims", &ignoredBool),
 		asBool("enable-mesh-pod-addressability", &ignoredBool),
 		asBool("internal-encryption", &ignoredBool),
 		asOneOf("system-internal-tls", &ignored, "enabled", "disabled"),
 		asOneOf("cluster-local-domain-tls", &ignored, "enabled", "disabled"),
-		asOneOf("httpProtocol", &ignored, "", "enabled", "redirected", "disabled"),
-		asOneOf("http-protocol", &ignored, "", "enabled", "redirected", "disabled"),
+		asOneOf("httpProtocol", &n.HTTPProtocol, "", HTTPEnabled, HTTPRedirected, HTTPDisabled),
+		asOneOf("http-protocol", &n.HTTPProtocol, "", HTTPEnabled, HTTPRedirected, HTTPDisabled),
+		asString("certificate.class", &n.CertificateClass),
+		asString("certificate-class", &n.CertificateClass),
 	); err != nil {
 		return nil, err
+	}
+	if n.HTTPProtocol == "" {
+		n.HTTPProtocol = HTTPEnabled
+	}
+	for _, key := range []string{"autoTLS", "auto-tls", "external-domain-tls"} {
+		if v, ok := lookup(data, key); ok {
+			n.ExternalDomainTLS = strings.EqualFold(v, "enabled")
+		}
 	}
 	if n.RolloutDurationSeconds < 0 {
 		return nil, fmt.Errorf("rollout-duration must be a positive integer, but was %d", n.RolloutDurationSeconds)

@@ -44,6 +44,11 @@ var noEffectKeys = map[string][]noEffect{
 		{key: "internal-encryption", quiet: []string{"false"}, why: noMesh},
 		{key: "system-internal-tls", quiet: []string{"disabled"}, why: noMesh},
 		{key: "cluster-local-domain-tls", quiet: []string{"disabled"}, why: noMesh},
+		{key: "ingress-class", quiet: []string{"ferry.ingress.networking.knative.dev"},
+			why: "Ferry's Routes are always served by Ferry's gateway (class ferry.ingress.networking.knative.dev)"},
+		{key: "ingress.class", quiet: []string{"ferry.ingress.networking.knative.dev"},
+			why: "Ferry's Routes are always served by Ferry's gateway (class ferry.ingress.networking.knative.dev)"},
+		{key: "namespace-wildcard-cert-selector", quiet: []string{""}, why: "Ferry makes no wildcard certificates yet"},
 	},
 	DeploymentConfigName: {
 		// queue-sidecar-image is in every Knative install's config-deployment, and

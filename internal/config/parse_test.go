@@ -194,15 +194,26 @@ func everyFeature() map[string]string {
 func TestNewNetworkFromConfigMap(t *testing.T) {
 	runParse(t, NewNetworkFromConfigMap, NetworkConfigName, []parseCase[Network]{
 		{name: "empty is the defaults", check: func(n *Network) bool {
-			return n.DomainTemplate == DefaultDomainTemplate && n.TagTemplate == DefaultTagTemplate && n.DefaultExternalScheme == "http" && n.RolloutDurationSeconds == 0
+			return n.DomainTemplate == DefaultDomainTemplate && n.TagTemplate == DefaultTagTemplate && n.DefaultExternalScheme == "http" && n.RolloutDurationSeconds == 0 &&
+				!n.ExternalDomainTLS && n.HTTPProtocol == HTTPEnabled && n.CertificateClass == ""
 		}},
 		{name: "all set", data: map[string]string{"domain-template": "{{.Name}}-{{.Namespace}}.{{.Domain}}", "tag-template": "{{.Name}}-{{.Tag}}",
 			"default-external-scheme": "https", "rollout-duration": "380", "http-protocol": "Redirected", "ingress-class": "anything",
 			"external-domain-tls": "whatever", "mesh-compatibility-mode": "bogus"},
 			check: func(n *Network) bool {
 				return n.DomainTemplate == "{{.Name}}-{{.Namespace}}.{{.Domain}}" && n.TagTemplate == "{{.Name}}-{{.Tag}}" &&
-					n.DefaultExternalScheme == "https" && n.RolloutDurationSeconds == 380
+					n.DefaultExternalScheme == "https" && n.RolloutDurationSeconds == 380 && n.HTTPProtocol == HTTPRedirected && !n.ExternalDomainTLS
 			}},
+		{name: "external-domain-tls Enabled, any case; certificate-class", data: map[string]string{"external-domain-tls": "eNaBlEd", "certificate-class": "c"},
+			check: func(n *Network) bool { return n.ExternalDomainTLS && n.CertificateClass == "c" }},
+		{name: "legacy auto-tls, certificate.class, httpProtocol", data: map[string]string{"auto-tls": "Enabled", "certificate.class": "old", "httpProtocol": "redirected"},
+			check: func(n *Network) bool {
+				return n.ExternalDomainTLS && n.CertificateClass == "old" && n.HTTPProtocol == HTTPRedirected
+			}},
+		{name: "external-domain-tls overrides auto-tls", data: map[string]string{"auto-tls": "Enabled", "external-domain-tls": "Disabled"},
+			check: func(n *Network) bool { return !n.ExternalDomainTLS }},
+		{name: "http-protocol empty is enabled", data: map[string]string{"http-protocol": ""},
+			check: func(n *Network) bool { return n.HTTPProtocol == HTTPEnabled }},
 		{name: "legacy keys", data: map[string]string{"domainTemplate": "{{.Name}}.{{.Domain}}", "tagTemplate": "{{.Tag}}--{{.Name}}",
 			"defaultExternalScheme": "https", "rolloutDuration": "5"},
 			check: func(n *Network) bool {
@@ -222,6 +233,18 @@ func TestNewNetworkFromConfigMap(t *testing.T) {
 		{name: "bad system-internal-tls", data: map[string]string{"system-internal-tls": "on"}, wantErr: "system-internal-tls"},
 		{name: "bad selector yaml", data: map[string]string{"namespace-wildcard-cert-selector": "matchLabels: [1"}, wantErr: "namespace-wildcard-cert-selector"},
 		{name: "empty selector is unset", data: map[string]string{"namespace-wildcard-cert-selector": ""}, check: func(*Network) bool { return true }},
+	})
+}
+
+func TestNewCertManagerFromConfigMap(t *testing.T) {
+	runParse(t, NewCertManagerFromConfigMap, CertManagerConfigName, []parseCase[CertManager]{
+		{name: "empty: Knative's self-signed ClusterIssuer", check: func(c *CertManager) bool {
+			return c.IssuerRef == IssuerRef{Kind: "ClusterIssuer", Name: "knative-selfsigned-issuer"}
+		}},
+		{name: "issuerRef", data: map[string]string{"issuerRef": "kind: Issuer\nname: mine"},
+			check: func(c *CertManager) bool { return c.IssuerRef == IssuerRef{Kind: "Issuer", Name: "mine"} }},
+		{name: "bad yaml", data: map[string]string{"issuerRef": "kind: [1"}, wantErr: "issuerRef"},
+		{name: "no name", data: map[string]string{"clusterLocalIssuerRef": "kind: Issuer"}, wantErr: "clusterLocalIssuerRef"},
 	})
 }
 

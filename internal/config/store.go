@@ -29,7 +29,7 @@ const maxEventMessage = 800
 
 // Names are the ConfigMaps a Store watches.
 var Names = []string{DomainConfigName, NetworkConfigName, DefaultsConfigName, GCConfigName, DeploymentConfigName, FeaturesConfigName,
-	AutoscalerConfigName}
+	AutoscalerConfigName, CertManagerConfigName}
 
 // StoreOptions configure a Store.
 type StoreOptions struct {
@@ -41,7 +41,7 @@ type StoreOptions struct {
 	Logger logr.Logger
 }
 
-// Store watches Ferry's seven ConfigMaps (Names) and hands out the current
+// Store watches Ferry's eight ConfigMaps (Names) and hands out the current
 // configuration as an immutable snapshot (Load). It is a controller-runtime Runnable
 // that runs on every replica, leader or not.
 //
@@ -311,6 +311,11 @@ func parseInto(c *Config, cm *corev1.ConfigMap) error {
 		if v, err = NewAutoscalerFromConfigMap(cm); err == nil {
 			c.Autoscaler = v
 		}
+	case CertManagerConfigName:
+		var v *CertManager
+		if v, err = NewCertManagerFromConfigMap(cm); err == nil {
+			c.CertManager = v
+		}
 	default:
 		err = fmt.Errorf("%s is not a ConfigMap Ferry reads", cm.Name)
 	}
@@ -334,5 +339,7 @@ func setDefaults(c *Config, name string) {
 		c.Features = d.Features
 	case AutoscalerConfigName:
 		c.Autoscaler = d.Autoscaler
+	case CertManagerConfigName:
+		c.CertManager = d.CertManager
 	}
 }

@@ -14,7 +14,10 @@
 // Service's EndpointSlices.
 //
 // Two listeners serve the table: the external one serves ExternalIP rules, the local
-// one serves every rule. A request is routed by Host and longest path prefix (and
+// one serves every rule. With Options.HTTPSAddr a third serves the ExternalIP rules of
+// the hosts a KIngress's spec.tls gives a certificate, picked by SNI from the Secrets
+// it names (tls.go), and httpOption Redirected makes the external listener answer
+// those hosts with 301 to https. A request is routed by Host and longest path prefix (and
 // header matches), split by percent, and proxied to the ready endpoint with the
 // fewest requests in flight (ties round-robin), over HTTP/2 cleartext when the
 // Revision's port is named h2c, else HTTP/1.1. Knative's timeoutSeconds,

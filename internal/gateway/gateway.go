@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -40,6 +41,10 @@ type Gateway struct {
 	reporter *reporter
 	external *listener
 	local    *listener
+	// https serves spec.tls with the certificates in tlsStore; nil without
+	// Options.HTTPSAddr.
+	https    *listener
+	tlsStore *tlsStore
 }
 
 // New returns a Gateway; SetupWithManager wires it into a manager.
@@ -55,6 +60,9 @@ func New(opts Options) *Gateway {
 		metrics:    m,
 		forwarder:  newForwarder(opts, m),
 		activator:  newActivator(opts, m),
+	}
+	if opts.HTTPSAddr != "" {
+		g.tlsStore = newTLSStore()
 	}
 	if opts.Stats != nil {
 		g.activator.active = &activeSet{}
@@ -136,6 +144,12 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
 	}
 
+	if g.tlsStore != nil {
+		if err := g.setupTLS(mgr); err != nil {
+			return err
+		}
+	}
+
 	if g.reporter != nil {
 		if err := mgr.Add(g.reporter); err != nil {
 			return fmt.Errorf("adding the gateway's load reporter: %w", err)
@@ -147,14 +161,27 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 	return mgr.Add(g.servers())
 }
 
-// bind opens both listeners.
+// bind opens the listeners.
 func (g *Gateway) bind() error {
 	var err error
+	if g.tlsStore != nil {
+		if g.https, err = g.listen(g.opts.HTTPSAddr, true); err != nil {
+			return err
+		}
+		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.getCertificate, MinVersion: tls.VersionTLS12}
+		g.https.server.Protocols.SetHTTP2(true)
+	}
 	if g.external, err = g.listen(g.opts.ExternalAddr, true); err != nil {
+		g.https.close()
 		return err
 	}
+	if g.tlsStore != nil {
+		_, port, _ := net.SplitHostPort(g.https.addr())
+		g.external.server.Handler = g.tlsStore.redirecting(g.external.server.Handler, port)
+	}
 	if g.local, err = g.listen(g.opts.LocalAddr, false); err != nil {
-		g.external.ln.Close()
+		g.external.close()
+		g.https.close()
 		return err
 	}
 	return nil
@@ -162,7 +189,11 @@ func (g *Gateway) bind() error {
 
 // servers is the Runnable that serves the bound listeners.
 func (g *Gateway) servers() *listeners {
-	return &listeners{all: []*listener{g.external, g.local}, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
+	all := []*listener{g.external, g.local}
+	if g.https != nil {
+		all = append(all, g.https)
+	}
+	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
 }
 
 // sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
@@ -198,6 +229,10 @@ func asEndpoint(pod *corev1.Pod) endpointView {
 // ExternalAddr is the address the external listener is bound to, or "" before
 // SetupWithManager.
 func (g *Gateway) ExternalAddr() string { return g.external.addr() }
+
+// HTTPSAddr is the address the HTTPS listener is bound to, or "" before
+// SetupWithManager or without Options.HTTPSAddr.
+func (g *Gateway) HTTPSAddr() string { return g.https.addr() }
 
 // LocalAddr is the address the cluster-local listener is bound to, or "" before
 // SetupWithManager.
@@ -248,6 +283,20 @@ func (l *listener) addr() string {
 	return l.ln.Addr().String()
 }
 
+func (l *listener) close() {
+	if l != nil {
+		l.ln.Close()
+	}
+}
+
+// serve serves plain HTTP, or TLS when the server has a TLS config.
+func (l *listener) serve() error {
+	if l.server.TLSConfig != nil {
+		return l.server.ServeTLS(l.ln, "", "")
+	}
+	return l.server.Serve(l.ln)
+}
+
 // listeners serves the bound listeners until the manager stops, then drains them.
 type listeners struct {
 	all          []*listener
@@ -259,7 +308,7 @@ type listeners struct {
 func (ls *listeners) Start(ctx context.Context) error {
 	served := make(chan error, len(ls.all))
 	for _, l := range ls.all {
-		go func() { served <- l.server.Serve(l.ln) }()
+		go func() { served <- l.serve() }()
 	}
 	var err error
 	select {

@@ -20,6 +20,11 @@ type Options struct {
 	// LocalAddr is where the cluster-local listener binds; it serves both ExternalIP
 	// and ClusterLocal rules. Default 127.0.0.1:8081.
 	LocalAddr string
+	// HTTPSAddr, if set, is where the HTTPS listener binds: it serves the ExternalIP
+	// rules of the hosts that a KIngress's spec.tls gives a certificate, picked by SNI,
+	// HTTP/2 or HTTP/1.1 by ALPN (tls.go). It needs Secrets in the cache (get, list,
+	// watch). Empty: no HTTPS, and httpOption Redirected redirects nothing.
+	HTTPSAddr string
 
 	// PublicDomain and PrivateDomain are reported as the KIngress load balancers: the
 	// names by which the cluster reaches the external and local listeners. Defaults

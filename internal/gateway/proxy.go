@@ -48,12 +48,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.reject(w, nil, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
 		return
 	}
-	routes := p.table().lookup(host).routes(p.external)
+	t := p.table()
+	routes := t.lookup(host).routes(p.external)
 	if len(routes) == 0 {
 		p.reject(w, nil, "", "", http.StatusNotFound, "ferry: no route for host %q\n", host)
 		return
 	}
-	rt := matchRoute(routes, r)
+	rt := follow(t, matchRoute(routes, r), r, p.roll)
 	if rt == nil {
 		p.reject(w, nil, host, "", http.StatusNotFound, "ferry: no route for %s%s\n", host, r.URL.Path)
 		return

@@ -89,3 +89,49 @@ func (rt *route) pick(roll func(n int) int) *split {
 	// Unreachable for a roll in range; keeps a bad roll function from panicking.
 	return &rt.splits[len(rt.splits)-1]
 }
+
+// maxHostRewrites bounds how often one request re-enters routing, so that ingresses
+// whose paths rewrite hosts into each other cannot loop.
+const maxHostRewrites = 4
+
+// follow returns the route that serves r when rt rewrites the Host to one this gateway
+// serves: the request is routed again under that host, as the cluster-local listener
+// would route it. This is how Knative's ingresses serve a DomainMapping: its KIngress
+// rewrites the mapped domain to the target's cluster-local host and sends the request
+// to the target's Kubernetes Service, which leads back into the ingress. The result is
+// a copy of the final route carrying what the rewriting routes add: their paths' and
+// splits' headers (Knative's K-Original-Host) and the rewritten Host, which the pod
+// sees. A host this gateway does not serve leaves rt as it is: its split's Service
+// gets the request with the Host rewritten.
+func follow(t *table, rt *route, r *http.Request, roll func(n int) int) *route {
+	if rt == nil || rt.rewriteHost == "" {
+		return rt
+	}
+	cur, rewritten := rt, ""
+	var headers []header
+	for range maxHostRewrites {
+		host, ok := canonicalHost(cur.rewriteHost)
+		if !ok {
+			break
+		}
+		next := matchRoute(t.lookup(host).routes(false), r)
+		if next == nil {
+			break
+		}
+		headers = append(append(headers, cur.appendHeaders...), cur.pick(roll).appendHeaders...)
+		rewritten, cur = cur.rewriteHost, next
+		if cur.rewriteHost == "" {
+			break
+		}
+	}
+	if cur == rt {
+		return rt
+	}
+	out := *cur
+	if out.rewriteHost == "" {
+		out.rewriteHost = rewritten
+	}
+	// Set in order by the forwarder: the final route's own headers win.
+	out.appendHeaders = append(headers, cur.appendHeaders...)
+	return &out
+}

@@ -11,11 +11,14 @@ import (
 	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	servingv1beta1 "github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/backpressure"
+	"github.com/ferry-serving/ferry/internal/certmanager"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
+	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -33,6 +36,12 @@ type Options struct {
 	ReconcilerOptions reconciler.Options
 	// Gateway, if set, runs the data plane with these options.
 	Gateway *gateway.Options
+	// CertManager, with the reconcilers, runs the cert-manager certificate provider
+	// (package certmanager); cert-manager's CRDs must be installed.
+	CertManager bool
+	// LocalCADir, if set, runs the local CA provider (package localca) with its CA in
+	// this directory, created there on first start.
+	LocalCADir string
 	// Admission, if set, serves Knative's validation and defaulting as admission
 	// webhooks (on every replica) and registers them.
 	Admission *admission.Options
@@ -84,7 +93,7 @@ type Ferry struct {
 // Scheme returns a scheme with Kubernetes' kinds and Ferry's.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, networkingv1alpha1.AddToScheme, autoscalingv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, servingv1beta1.AddToScheme, networkingv1alpha1.AddToScheme, autoscalingv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err) // only a programming error: the kinds are fixed at build time
 		}
@@ -154,6 +163,20 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.Reconcilers {
 		if f.Controllers, err = reconciler.SetupWithManager(mgr, opts.ReconcilerOptions); err != nil {
 			return nil, fmt.Errorf("setting up the reconcilers: %w", err)
+		}
+	}
+	if opts.CertManager && f.Controllers != nil {
+		if err := (&certmanager.Reconciler{Client: mgr.GetClient(), Config: f.Config.Load}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the cert-manager provider: %w", err)
+		}
+	}
+	if opts.LocalCADir != "" {
+		ca, err := localca.LoadOrCreate(opts.LocalCADir)
+		if err != nil {
+			return nil, err
+		}
+		if err := (&localca.Reconciler{Client: mgr.GetClient(), CA: ca}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up the local CA: %w", err)
 		}
 	}
 	if opts.Admission != nil {

@@ -59,7 +59,15 @@ func routingChanged(old, new *config.Config) bool {
 		return true
 	}
 	o, n := old.Network, new.Network
-	return o.DomainTemplate != n.DomainTemplate || o.TagTemplate != n.TagTemplate || o.DefaultExternalScheme != n.DefaultExternalScheme
+	return o.DomainTemplate != n.DomainTemplate || o.TagTemplate != n.TagTemplate || o.DefaultExternalScheme != n.DefaultExternalScheme ||
+		o.ExternalDomainTLS != n.ExternalDomainTLS || o.HTTPProtocol != n.HTTPProtocol || o.CertificateClass != n.CertificateClass
+}
+
+// domainMappingChanged: autocreate-cluster-domain-claims decides whether an unclaimed
+// domain gets its claim, default-external-scheme makes the URL.
+func domainMappingChanged(old, new *config.Config) bool {
+	return old.Network.AutocreateClusterDomainClaims != new.Network.AutocreateClusterDomainClaims ||
+		old.Network.DefaultExternalScheme != new.Network.DefaultExternalScheme
 }
 
 func sameDomains(a, b *config.Domain) bool {

@@ -16,11 +16,13 @@ import (
 
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/metrics"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
@@ -62,6 +64,10 @@ type Options struct {
 	Domain string
 	// GatewayHost is the ExternalName of Routes' placeholder Services.
 	GatewayHost string
+	// CertificateClass is the class of Routes' Certificates when config-network's
+	// certificate-class names none ("": Knative's default, cert-manager's; ferry up:
+	// its local CA).
+	CertificateClass string
 	// ProgressDeadline is how long a Revision's Deployment may go without progress
 	// before the Revision fails. If set, it overrides config-deployment's
 	// progress-deadline, which the Revision reconciler reads at each reconcile.
@@ -112,8 +118,8 @@ type Controllers struct {
 	Autoscaler *autoscaler.Autoscaler
 }
 
-// SetupWithManager registers the Service, Configuration, Revision, Route and
-// Revision GC controllers with mgr.
+// SetupWithManager registers the Service, Configuration, Revision, Route, Revision GC
+// and DomainMapping controllers with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	opts = withDefaults(opts)
 	c := mgr.GetClient()
@@ -146,6 +152,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		if err := ctl.Register(mgr, workers); err != nil {
 			return nil, err
 		}
+	}
+	// DomainMappings stand beside the Service chain, outside the Set: the convergence
+	// simulation models the chain only.
+	dm := domainMappings(c, mgr.GetEventRecorder("domainmapping-controller"), opts).Controller(watches.OwnersOf(mgr))
+	dm.Sources = append(dm.Sources,
+		onChange("domainmapping", domainMappingChanged, func() client.ObjectList { return &v1beta1.DomainMappingList{} }))
+	if err := dm.Register(mgr, opts.Workers); err != nil {
+		return nil, err
 	}
 	// Exported while the controllers run: on the leader only, like them.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -223,11 +237,18 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
 		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
 	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
-		Config: opts.Config, GatewayHost: opts.GatewayHost, AfterRead: opts.AfterRead}
+		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,
+		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead}
 	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }, Now: clk.Now}
 	return &Set{Tracker: t, Autoscaler: as,
 		Service: svc.Controller(d.Owners), Configuration: cfg.Controller(d.Owners), Revision: rev.Controller(d.Owners),
 		PodAutoscaler: pa.Controller(d.Owners), Route: rt.Controller(d.Owners, t.Handler()), GC: collector.Controller()}
+}
+
+func domainMappings(c client.Client, recorder events.EventRecorder, opts Options) *domainmapping.Reconciler {
+	return &domainmapping.Reconciler{Client: c, Children: created.New(c), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
+		Status: statuswriter.New(c, recorder, opts.StatusSettle).OnReady(metrics.TimeToReady("DomainMapping")), Recorder: recorder,
+		Config: opts.Config, AfterRead: opts.AfterRead}
 }
 
 func closed(c <-chan struct{}) bool {

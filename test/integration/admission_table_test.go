@@ -692,7 +692,7 @@ spec:
 		acc("cluster-local route", routeMeta("{name: rt, labels: {networking.knative.dev/visibility: cluster-local}}")),
 		acc("sidecar without probes beside a probed serving container", svcPod("{containers: ["+ctr("name: app, ports: [{containerPort: 8080}], readinessProbe: {httpGet: {path: /}}")+", {name: side, image: example.com/side, env: [{name: K, value: v}]}]}")),
 	)
-	return cases
+	return append(cases, domainMappingCases()...)
 }
 
 // updateCases need an existing object: they create it for real, then dry-run an
@@ -722,7 +722,7 @@ func updateCases() []admissionCase {
 			update: both(setAnnotation("serving.knative.dev/creator", "mallory"), setAnnotation("serving.knative.dev/lastModifier", "mallory")),
 		}
 	}
-	return []admissionCase{
+	return append([]admissionCase{
 		upd("service template changed without a new BYO name", f(byoSvc, "byo-a"), setImage("example.com/app:v2", templateContainers...), true, "spec.template.metadata.name"),
 		upd("service template annotations changed without a new BYO name", f(byoSvc, "byo-b"), setField(map[string]any{"autoscaling.knative.dev/min-scale": "1"}, "spec", "template", "metadata", "annotations"), true, "spec.template.metadata.name"),
 		upd("service template timeout changed without a new BYO name", f(byoSvc, "byo-c"), setField(int64(100), "spec", "template", "spec", "timeoutSeconds"), true, "spec.template.metadata.name"),
@@ -748,7 +748,7 @@ func updateCases() []admissionCase {
 		upd("revision labels changed", f(plainRev, "frozen-d"), setLabel("serving.knative.dev/routingState", "active"), false),
 		ownedUpd("creator of a configuration owned by a service may change", "Configuration", "owned-a"),
 		ownedUpd("creator of a route owned by a service may change", "Route", "owned-b"),
-	}
+	}, domainMappingUpdateCases()...)
 }
 
 // flagGroup is a set of ConfigMap values in ferry-system and the cases judged under

@@ -84,6 +84,19 @@ func TestInstall(t *testing.T) {
 	checkSplitAnswers(t, ns, split.GetName(), gatewayURL)
 	t.Logf("hello and split-demo routed %v after the processes started", time.Since(started).Round(time.Millisecond))
 
+	// The DomainMapping sample, its domain claimed as an administrator would (no
+	// autocreate here): the controller's identity reads the claim and the Service and
+	// programs the KIngress, which the gateway serves.
+	for _, obj := range readManifests(t, "../../config/samples/knative/domainmapping.yaml") {
+		if obj.GetKind() == "DomainMapping" {
+			claimDomain(t, ns, obj.GetName())
+			apply(obj)
+			waitSampleDomainMapped(t, ns, obj.GetName(), gatewayURL)
+			continue
+		}
+		apply(obj)
+	}
+
 	// A Revision whose image cannot be pulled fails: the controller says so with a
 	// Warning Event, which nothing above records.
 	if err := testClient.Create(context.Background(), ksvc(ns, "broken", localcluster.ImagePullErrorImage)); err != nil {

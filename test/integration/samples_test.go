@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/explain"
 )
 
@@ -21,8 +24,10 @@ import (
 // `kubectl apply --server-side` would — server-side apply, field manager kubectl,
 // strict field validation — each in a namespace of its own, and waits for every
 // Service to be Ready and, where its Route is public, routed by the gateway (its
-// tag hosts too). A file with several documents of one Service is applied one
-// document at a time, each Ready before the next, as the docs' steps are.
+// tag hosts too), and every DomainMapping Ready and its domain routed (its claim
+// created first, as an administrator would). A file with several documents of one
+// Service is applied one document at a time, each Ready before the next, as the docs'
+// steps are.
 func TestSamples(t *testing.T) {
 	files, err := filepath.Glob("../../config/samples/knative/*.yaml")
 	if err != nil || len(files) < 7 {
@@ -40,6 +45,11 @@ func TestSamples(t *testing.T) {
 			docs := readManifests(t, f)
 			for i, obj := range docs {
 				obj.SetNamespace(ns)
+				if obj.GetKind() == "DomainMapping" {
+					// As an administrator would: Ferry runs here without
+					// autocreate-cluster-domain-claims, as Knative does by default.
+					claimDomain(t, ns, obj.GetName())
+				}
 				if err := serverSideApply(dyn, obj); err != nil {
 					t.Fatalf("document %d, %s %s: refused: %v", i+1, obj.GetKind(), obj.GetName(), err)
 				}
@@ -49,8 +59,11 @@ func TestSamples(t *testing.T) {
 				}
 			}
 			for _, obj := range docs {
-				if obj.GetKind() == "Service" {
+				switch obj.GetKind() {
+				case "Service":
 					waitSampleRouted(t, ns, obj.GetName(), gatewayURL)
+				case "DomainMapping":
+					waitSampleDomainMapped(t, ns, obj.GetName(), gatewayURL)
 				}
 			}
 		})
@@ -105,4 +118,27 @@ func waitSampleRouted(t *testing.T, ns, name, gatewayURL string) {
 		return true, ""
 	})
 	t.Logf("ksvc %s: %s", name, last.Headline)
+}
+
+// claimDomain creates the ClusterDomainClaim that lets namespace ns map domain, and
+// deletes it when the test ends.
+func claimDomain(t *testing.T, ns, domain string) {
+	t.Helper()
+	deleteClaimAtEnd(t, domain)
+	claim := &netv1alpha1.ClusterDomainClaim{ObjectMeta: metav1.ObjectMeta{Name: domain}, Spec: netv1alpha1.ClusterDomainClaimSpec{Namespace: ns}}
+	if err := testClient.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitSampleDomainMapped waits until the DomainMapping is Ready and the gateway
+// serves its domain.
+func waitSampleDomainMapped(t *testing.T, ns, name, gatewayURL string) {
+	t.Helper()
+	dm := &v1beta1.DomainMapping{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionReady, corev1.ConditionTrue, "")
+	eventually(t, readyTimeout, func() (bool, string) {
+		routed, answer := explain.Probe(context.Background(), gwClient, gatewayURL, name)
+		return routed, fmt.Sprintf("domain %s not routed: %s", name, answer)
+	})
 }

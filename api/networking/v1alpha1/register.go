@@ -15,4 +15,6 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() { SchemeBuilder.Register(&Ingress{}, &IngressList{}) }
+func init() {
+	SchemeBuilder.Register(&Ingress{}, &IngressList{}, &Certificate{}, &CertificateList{})
+}

@@ -89,6 +89,10 @@ type ScaleResult struct {
 	// Scale is the replicas to set, or -1 to leave the Deployment alone (also when
 	// it already has the replicas: one write at most per decision).
 	Scale int32
+	// Desired is the scale the PodAutoscaler reports (status.desiredScale): the
+	// replicas the Deployment should have, written or not, or -1 while there is no
+	// decision to speak of.
+	Desired int32
 	// Activity is the new state, with the Active condition's Reason and Message
 	// (empty for Active).
 	Activity        Activity
@@ -137,7 +141,10 @@ func Scale(in ScaleInput) ScaleResult {
 	finish := func(a Activity, scale int32) ScaleResult {
 		r.Activity = a
 		r.Reason, r.Message = a.reason()
-		r.Scale = scale
+		r.Scale, r.Desired = scale, scale
+		if scale < 0 {
+			r.Desired = in.Current // the scale is left as it is
+		}
 		if scale == in.Current {
 			r.Scale = -1
 		}
@@ -156,7 +163,9 @@ func Scale(in ScaleInput) ScaleResult {
 		if act == Active && in.Ready == 0 {
 			act = Activating
 		}
-		return finish(act, -1)
+		r := finish(act, -1)
+		r.Desired = -1
+		return r
 	}
 
 	// 2. Bounds.

@@ -198,7 +198,7 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 			}
 		}
 	}
-	status.DesiredScale, status.ActualScale = desiredScale(res.Scale, pa.Status.DesiredScale, current), &ready
+	status.DesiredScale, status.ActualScale = desiredScale(res.Desired, pa.Status.DesiredScale, current), &ready
 	markActivity(m, res)
 	if res.Initialized {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
@@ -213,9 +213,9 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 }
 
 // desiredScale is what status.desiredScale says, as in Knative: the bounded decision,
-// and while there is none (Scale's -1: no load known yet) the last one reported. A new
-// PodAutoscaler, which Knative takes as activating and scales to its initial scale,
-// reports the replicas its Deployment was created with.
+// written or not, and while there is none (no load known yet) the last one reported.
+// A new PodAutoscaler, which Knative takes as activating and scales to its initial
+// scale, reports the replicas its Deployment was created with.
 func desiredScale(decided int32, reported *int32, current int32) *int32 {
 	switch {
 	case decided >= 0:

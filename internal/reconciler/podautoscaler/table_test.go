@@ -223,6 +223,16 @@ func TestReconcileTable(t *testing.T) {
 			}
 		}),
 	}, {
+		// A reconcile whose status write was held back already scaled the Deployment:
+		// nothing to write to it, but the status reports the decision, not the last
+		// status (Knative reports the scaler's bounded value, written or not).
+		Name:       "KPA, the Deployment already at the decided scale: desiredScale is the decision",
+		Key:        paKey,
+		Objects:    []client.Object{newPA(kpa, since(corev1.ConditionTrue, longAgo, 1, 1)), deployment(8, 1)},
+		Before:     load(500),
+		WantWrites: []string{"status PodAutoscaler ns/hello-00001"},
+		Check:      all(wantStatus(8, 1, ready(active), active, initialized, sks), scaledTo(8)),
+	}, {
 		Name:       "KPA, new, its pod ready: Active and initialized",
 		Key:        paKey,
 		Objects:    []client.Object{newPA(kpa), deployment(1, 1)},

@@ -26,6 +26,7 @@ import (
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 )
@@ -45,7 +46,7 @@ const (
 // Scheme returns a scheme with Kubernetes' kinds and Ferry's.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, av1alpha1.AddToScheme, netv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1beta1.AddToScheme, av1alpha1.AddToScheme, netv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -119,7 +120,7 @@ func New(t testing.TB, objs []client.Object, failures ...Failure) *Env {
 		seed[i] = o.DeepCopyObject().(client.Object)
 	}
 	b := fake.NewClientBuilder().WithScheme(e.Scheme).WithObjects(seed...).
-		WithStatusSubresource(&v1.Service{}, &v1.Configuration{}, &v1.Revision{}, &v1.Route{},
+		WithStatusSubresource(&v1.Service{}, &v1.Configuration{}, &v1.Revision{}, &v1.Route{}, &v1beta1.DomainMapping{},
 			&av1alpha1.PodAutoscaler{}, &netv1alpha1.Ingress{}, &appsv1.Deployment{},
 			&autoscalingv2.HorizontalPodAutoscaler{}, &corev1.Pod{}, &corev1.Service{})
 	if err := index.Register(context.Background(), indexer{b}); err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // SetupWithManager registers the Route controller. Routes are woken by their own
-// changes, by the KIngress and placeholder Service they own, by the tracker for the
+// changes, by the KIngress, Certificates and placeholder Service they own, by the tracker for the
 // Configurations and Revisions they read (tracked), and by enqueue (the tracker's
 // requeue of an observer that starts tracking something), and by more (a change of
 // config-domain, config-network or config-features' tag-header-based-routing, which
@@ -42,6 +42,7 @@ func (r *Reconciler) Controller(o watches.Owners, tracked handler.EventHandler) 
 			// stale status another controller wrote included.
 			{Object: &v1.Route{}, Handler: ages.Object(), Predicates: []predicate.Predicate{r.Status.Changes()}},
 			{Object: &netv1alpha1.Ingress{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Route{})},
+			{Object: &netv1alpha1.Certificate{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Route{})},
 			{Object: &corev1.Service{}, Handler: ages.Owner(o.Scheme, o.Mapper, &v1.Route{})},
 			{Object: &v1.Configuration{}, Handler: ages.Handler(tracked), Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 				return routingOfConfiguration(e.ObjectOld.(*v1.Configuration)) != routingOfConfiguration(e.ObjectNew.(*v1.Configuration))

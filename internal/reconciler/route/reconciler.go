@@ -5,10 +5,12 @@ package route
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,9 +34,12 @@ const (
 	reasonTLSNotEnabled        = "TLSNotEnabled"
 	// reasonErrorConfig: the configuration gives the Route a host that is not a valid
 	// domain name (Knative's reason).
-	reasonErrorConfig       = "ErrorConfig"
-	msgTLSNotEnabled        = "external-domain-tls is not enabled"
-	msgIngressNotConfigured = "Ingress has not yet been reconciled."
+	reasonErrorConfig = "ErrorConfig"
+	msgTLSNotEnabled  = "external-domain-tls is not enabled"
+	// reasonInvalidHTTPProtocol: the Route's http-protocol annotation is neither
+	// enabled nor redirected (Knative fails the reconcile with that error).
+	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
+	msgIngressNotConfigured   = "Ingress has not yet been reconciled."
 )
 
 // Reconciler reconciles one Route per call.
@@ -56,9 +61,19 @@ type Reconciler struct {
 	Config func() *config.Config
 	// GatewayHost is where placeholder Services point (ExternalName).
 	GatewayHost string
+	// DefaultCertificateClass is the class of the Route's Certificates when neither the
+	// Route nor config-network's certificate-class names one ("": Knative's,
+	// cert-manager's).
+	DefaultCertificateClass string
+	// Recorder records one Warning Event when a Route's certificate turns not ready in
+	// a way its Ready condition does not report as a failure (pending, downgraded to
+	// HTTP); the status writer records the failures.
+	Recorder events.EventRecorder
 	// AfterRead, if set, runs between reading the Route and acting on it (tests use it
 	// to widen races).
 	AfterRead func()
+
+	warnings certificateWarnings
 }
 
 // Reconcile brings one Route's children and status in line with its spec and with the
@@ -86,6 +101,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Permanent until the configuration changes, which wakes every Route.
 		problem = &traffic.Problem{Status: corev1.ConditionFalse, Reason: reasonErrorConfig, Message: hostErr.Error()}
 	}
+	// A bad http-protocol annotation leaves the KIngress as it is, and says so on
+	// IngressReady.
+	httpOption, optionErr := resources.HTTPOption(route, cfg.Network)
 
 	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
 	// it served before: its KIngress and status.traffic are left as they are.
@@ -93,8 +111,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	_, placeholderErr := child.Ensure(ctx, w, route, "placeholder Service", resources.MakePlaceholderService(route, r.GatewayHost), updatePlaceholder)
 	var ing *netv1alpha1.Ingress
 	var ingErr error
-	if problem == nil {
-		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", resources.MakeIngress(want, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled), updateIngress)
+	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
+	tlsOn := hostErr == nil && !hosts.ClusterLocal && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
+	var certs *certificates
+	if problem == nil && optionErr == nil {
+		desired := resources.MakeIngress(want, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled)
+		desired.Spec.HTTPOption = httpOption
+		if tlsOn {
+			var err error
+			if certs, err = r.reconcileCertificates(ctx, w, route, hosts, resources.CertificateClass(route, cfg.Network, r.DefaultCertificateClass)); err != nil {
+				return ctrl.Result{}, err
+			}
+			desired.Spec.TLS = certs.tls
+		}
+		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", desired, updateIngress)
 	} else {
 		ing, ingErr = child.Get[*netv1alpha1.Ingress](ctx, w, route, "Ingress", client.ObjectKey{Namespace: route.Namespace, Name: resources.IngressName(route)})
 	}
@@ -104,20 +134,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.ObservedGeneration = route.Generation
 	m := v1.RouteConditions.Manage(&status.Status)
 	m.InitializeConditions()
-	m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
-	if hostErr == nil {
-		status.URL = hosts.URL("")
+	var o child.Outcome
+	switch {
+	case !tlsOn:
+		m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
+	case certs != nil:
+		certs.mark(m, &o, cfg.Network.HTTPProtocol == config.HTTPEnabled)
+	}
+	// With TLS on and traffic unresolved no Certificate was read: the URL stays.
+	if hostErr == nil && (!tlsOn || certs != nil) {
+		status.URL = certs.url(hosts, "")
 	}
 	status.Address = &duck.Addressable{URL: resources.AddressURL(route)}
 	if problem != nil {
 		setCondition(m, v1.RouteConditionAllTrafficAssigned, problem.Status, problem.Reason, problem.Message)
 	} else {
 		m.MarkTrue(v1.RouteConditionAllTrafficAssigned)
-		status.Traffic = withURLs(targets, hosts)
+		status.Traffic = withURLs(targets, hosts, certs)
 	}
 	// Both children show on IngressReady; a refused one is tried again when its
 	// back-off ends.
-	var o child.Outcome
 	placeholderOK := !o.Mark(m, v1.RouteConditionIngressReady, placeholderErr)
 	if placeholderOK && placeholderErr != nil {
 		return ctrl.Result{}, placeholderErr
@@ -129,10 +165,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case o.Mark(m, v1.RouteConditionIngressReady, ingErr):
 	case ingErr != nil:
 		return ctrl.Result{}, ingErr
+	case placeholderOK && optionErr != nil:
+		m.MarkFalse(v1.RouteConditionIngressReady, reasonInvalidHTTPProtocol, "%s", optionErr)
 	case placeholderOK:
 		markIngress(m, ing)
 	}
-	return o.Result(r.Status.Write(ctx, route, &route.Status, status))
+	warnIn := r.warnCertificate(route, status, certs, time.Now())
+	res, err := o.Result(r.Status.Write(ctx, route, &route.Status, status))
+	if warnIn > 0 && (res.RequeueAfter == 0 || warnIn < res.RequeueAfter) {
+		res.RequeueAfter = warnIn
+	}
+	return res, err
 }
 
 // forget drops what Ferry keeps about a Route that is gone: the references it read and
@@ -140,6 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Tracker.OnDeletedObserver(key)
 	r.Status.Forget(key)
+	r.warnings.last.Delete(key)
 }
 
 // resolve reads every Configuration and Revision the traffic names through the
@@ -201,10 +245,10 @@ func markIngress(m duck.ConditionManager, ing *netv1alpha1.Ingress) {
 }
 
 // withURLs gives each tagged target its URL, as status.traffic shows it.
-func withURLs(targets []v1.TrafficTarget, hosts *resources.Hosts) []v1.TrafficTarget {
+func withURLs(targets []v1.TrafficTarget, hosts *resources.Hosts, certs *certificates) []v1.TrafficTarget {
 	for i := range targets {
 		if targets[i].Tag != "" {
-			targets[i].URL = hosts.URL(targets[i].Tag)
+			targets[i].URL = certs.url(hosts, targets[i].Tag)
 		}
 	}
 	return targets

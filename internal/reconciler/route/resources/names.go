@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"slices"
 	"strings"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -32,6 +33,7 @@ type Hosts struct {
 	// config-domain gave it svc.cluster.local).
 	ClusterLocal bool
 	namespace    string
+	domain       string
 	scheme       string
 	names        map[string]string // tag → first label: the Route's name or tag-template's output
 	hosts        map[string]string // tag → the external host, or the in-cluster one if ClusterLocal
@@ -52,6 +54,7 @@ func MakeHosts(cfg *config.Config, r *v1.Route, traffic []v1.TrafficTarget) (*Ho
 	if h.ClusterLocal {
 		domain, h.scheme = ClusterDomain, "http"
 	}
+	h.domain = domain
 	if h.scheme == "" {
 		h.scheme = "http"
 	}
@@ -89,6 +92,21 @@ func DefaultHosts(r *v1.Route, traffic []v1.TrafficTarget) *Hosts {
 // Host is the Route's host for a tag ("" for the Route itself): the external one, or
 // the in-cluster one for a cluster-local Route.
 func (h *Hosts) Host(tag string) string { return h.hosts[tag] }
+
+// Domain is the config-domain domain of the Route's hosts (the cluster domain for a
+// cluster-local Route).
+func (h *Hosts) Domain() string { return h.domain }
+
+// Tags are the tags the hosts were made for, the Route itself ("") first, then
+// sorted.
+func (h *Hosts) Tags() []string {
+	tags := make([]string, 0, len(h.hosts))
+	for t := range h.hosts {
+		tags = append(tags, t)
+	}
+	slices.Sort(tags)
+	return tags
+}
 
 // URL is the Route's URL (status.url) or a tag's (status.traffic[].url): with
 // default-external-scheme for external hosts, http for cluster-local ones.

@@ -1,0 +1,58 @@
+package v1alpha1
+
+import (
+	"github.com/ferry-serving/ferry/api/duck"
+)
+
+// Knative's names around Certificates (knative.dev/networking pkg/apis/networking).
+const (
+	// CertificateClassAnnotationKey picks the provider that fulfils a Certificate;
+	// on a Route it overrides config-network's certificate-class.
+	CertificateClassAnnotationKey = "networking.knative.dev/certificate.class"
+	// CertificateTypeLabelKey says what a Certificate is for.
+	CertificateTypeLabelKey = "networking.knative.dev/certificate-type"
+	// CertificateTypeExternalDomain is the type of a Route's external-domain certificates.
+	CertificateTypeExternalDomain = "external-domain"
+	// CertManagerCertificateClass is cert-manager's class, Knative's default.
+	CertManagerCertificateClass = "cert-manager.certificate.networking.knative.dev"
+	// LocalCACertificateClass is the class of Ferry's local CA (internal/localca),
+	// the default of ferry up.
+	LocalCACertificateClass = "ferry.local-ca"
+)
+
+// CertificateConditionReady is the Certificate's only condition.
+const CertificateConditionReady = duck.ConditionReady
+
+// CertificateConditions is the Certificate's condition set: Ready alone.
+var CertificateConditions = duck.NewLivingConditionSet()
+
+// IsReady reports whether the Certificate is Ready for its current generation.
+func (c *Certificate) IsReady() bool {
+	return c.Status.ObservedGeneration == c.Generation && c.Status.GetCondition(CertificateConditionReady).IsTrue()
+}
+
+// IsFailed reports whether the Certificate's Ready is False for its current generation.
+func (c *Certificate) IsFailed() bool {
+	return c.Status.ObservedGeneration == c.Generation && c.Status.GetCondition(CertificateConditionReady).IsFalse()
+}
+
+// MarkReady marks the certificate issued and stored in its Secret.
+func (s *CertificateStatus) MarkReady() {
+	CertificateConditions.Manage(&s.Status).MarkTrue(CertificateConditionReady)
+}
+
+// MarkNotReady marks the certificate on its way (Unknown).
+func (s *CertificateStatus) MarkNotReady(reason, message string) {
+	CertificateConditions.Manage(&s.Status).MarkUnknown(CertificateConditionReady, reason, "%s", message)
+}
+
+// MarkFailed marks the certificate as one that cannot be issued (False).
+func (s *CertificateStatus) MarkFailed(reason, message string) {
+	CertificateConditions.Manage(&s.Status).MarkFalse(CertificateConditionReady, reason, "%s", message)
+}
+
+// MarkResourceNotOwned says the Secret (or the provider's object) of that name is not
+// the Certificate's.
+func (s *CertificateStatus) MarkResourceNotOwned(kind, name string) {
+	s.MarkFailed(duck.ReasonNotOwned, duck.NotOwnedMessage(kind, name))
+}

@@ -1,0 +1,222 @@
+package domainmapping_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
+	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
+	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+)
+
+const (
+	ns     = "ns"
+	domain = "www.example.org"
+)
+
+var key = rt.Key(ns, domain)
+
+func mapping(opts ...func(*v1beta1.DomainMapping)) *v1beta1.DomainMapping {
+	dm := &v1beta1.DomainMapping{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: domain, UID: "dm-uid", Generation: 1},
+		Spec: v1beta1.DomainMappingSpec{Ref: v1beta1.KReference{APIVersion: "serving.knative.dev/v1", Kind: "Service", Name: "hello"}}}
+	for _, o := range opts {
+		o(dm)
+	}
+	return dm
+}
+
+// ksvc is the Knative Service hello, addressable at its cluster-local host unless
+// address is "".
+func ksvc(address string) *v1.Service {
+	s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello", UID: "svc-uid", Generation: 1}}
+	if address != "" {
+		s.Status.Address = &duck.Addressable{URL: address}
+	}
+	return s
+}
+
+func claim(namespace string) *netv1alpha1.ClusterDomainClaim {
+	return &netv1alpha1.ClusterDomainClaim{ObjectMeta: metav1.ObjectMeta{Name: domain}, Spec: netv1alpha1.ClusterDomainClaimSpec{Namespace: namespace}}
+}
+
+var target = resources.Target{ServiceName: "hello", Host: "hello.ns.svc.cluster.local"}
+
+func ingress(ready *duck.Condition) *netv1alpha1.Ingress {
+	dm := mapping()
+	dm.SetDefaults()
+	ing := resources.MakeIngress(dm, target, nil)
+	ing.UID, ing.Generation = "ing-uid", 1
+	if ready != nil {
+		ing.Status.ObservedGeneration = 1
+		ing.Status.Conditions = []duck.Condition{*ready}
+	}
+	return ing
+}
+
+var (
+	ready       = rt.True(duck.ConditionReady)
+	claimed     = rt.True(v1beta1.DomainMappingConditionDomainClaimed)
+	resolved    = rt.True(v1beta1.DomainMappingConditionReferenceResolved)
+	ingressOK   = rt.True(v1beta1.DomainMappingConditionIngressReady)
+	noTLS       = rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, "TLSNotEnabled", "external-domain-tls is not enabled")
+	notConfigd  = rt.Unknown(v1beta1.DomainMappingConditionIngressReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")
+	certUnknown = rt.Unknown(v1beta1.DomainMappingConditionCertificateProvisioned, "", "")
+	refUnknown  = rt.Unknown(v1beta1.DomainMappingConditionReferenceResolved, "", "")
+	inUse       = "The domain name is already in use by another DomainMapping"
+	taken       = rt.False(v1beta1.DomainMappingConditionDomainClaimed, "DomainAlreadyClaimed", inUse)
+	takenReady  = rt.False(duck.ConditionReady, "DomainAlreadyClaimed", inUse)
+)
+
+func wantStatus(url string, conds ...duck.Condition) func(*testing.T, *rt.Env) {
+	return func(t *testing.T, env *rt.Env) {
+		t.Helper()
+		o := env.Written(rt.Status, "DomainMapping", domain)
+		if o == nil {
+			t.Fatal("no status written")
+		}
+		dm := o.(*v1beta1.DomainMapping)
+		if dm.Status.ObservedGeneration != dm.Generation {
+			t.Errorf("observedGeneration %d, generation %d", dm.Status.ObservedGeneration, dm.Generation)
+		}
+		if dm.Status.URL != url || dm.Status.Address == nil || dm.Status.Address.URL != url {
+			t.Errorf("url %q, address %+v, want %s", dm.Status.URL, dm.Status.Address, url)
+		}
+		rt.CheckConditions(t, "DomainMapping", dm.Status.Conditions, conds...)
+	}
+}
+
+func TestReconcileTable(t *testing.T) {
+	autocreate := true
+	build := func(env *rt.Env) reconcile.Reconciler {
+		return &domainmapping.Reconciler{Client: env.Client, Children: created.New(env.Client),
+			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
+			Recorder: env.Events, Config: func() *config.Config {
+				cfg := config.Default()
+				cfg.Network.AutocreateClusterDomainClaims = autocreate
+				return cfg
+			}}
+	}
+	addressed := ksvc("http://hello.ns.svc.cluster.local")
+	rt.Run(t, []rt.Case{{
+		Name: "the DomainMapping is gone: nothing is written",
+		Key:  key,
+	}, {
+		Name:       "the DomainMapping is gone: its namespace's claim is released",
+		Key:        key,
+		Objects:    []client.Object{claim(ns)},
+		WantWrites: []string{"delete ClusterDomainClaim /" + domain},
+	}, {
+		Name:    "the DomainMapping is gone: another namespace's claim is kept",
+		Key:     key,
+		Objects: []client.Object{claim("theirs")},
+	}, {
+		Name:    "the DomainMapping is gone, autocreate off: the claim is the administrator's",
+		Key:     key,
+		Objects: []client.Object{claim(ns)},
+		Before: func(t *testing.T, _ *rt.Env) {
+			autocreate = false
+			t.Cleanup(func() { autocreate = true })
+		},
+	}, {
+		Name:       "first reconcile: the domain is claimed, the KIngress created",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed},
+		WantWrites: []string{"create ClusterDomainClaim /" + domain, "create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus("http://"+domain, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."),
+				claimed, resolved, notConfigd, noTLS)(t, env)
+			c := env.Written(rt.Create, "ClusterDomainClaim", domain).(*netv1alpha1.ClusterDomainClaim)
+			if c.Spec.Namespace != ns {
+				t.Errorf("claim for namespace %q", c.Spec.Namespace)
+			}
+			ing, want := env.Written(rt.Create, "Ingress", domain).(*netv1alpha1.Ingress), ingress(nil)
+			if !equality.Semantic.DeepEqual(ing.Spec, want.Spec) || !equality.Semantic.DeepEqual(ing.Labels, want.Labels) {
+				t.Errorf("created KIngress\n got %+v\nwant %+v", ing, want)
+			}
+		},
+	}, {
+		Name:       "the KIngress is Ready: so is the DomainMapping",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim(ns), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue})},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		Check:      wantStatus("http://"+domain, ready, claimed, resolved, ingressOK, noTLS),
+	}, {
+		Name:       "another namespace holds the domain: DomainAlreadyClaimed, no KIngress",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim("theirs")},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{
+			`Warning InternalError www.example.org: namespace "ns" does not own ClusterDomainClaim for "www.example.org"`,
+			"Warning DomainAlreadyClaimed www.example.org: " + inUse,
+		},
+		Check: wantStatus("http://"+domain, takenReady, taken, refUnknown, notConfigd, certUnknown),
+	}, {
+		Name:    "no claim and autocreate off: Knative's refusal, no claim created",
+		Key:     key,
+		Objects: []client.Object{mapping(), addressed},
+		Before: func(t *testing.T, _ *rt.Env) {
+			autocreate = false
+			t.Cleanup(func() { autocreate = true })
+		},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{
+			`Warning InternalError www.example.org: no ClusterDomainClaim found for domain "www.example.org" (and autocreate-cluster-domain-claims property is not true)`,
+			"Warning DomainAlreadyClaimed www.example.org: " + inUse,
+		},
+		Check: wantStatus("http://"+domain, takenReady, taken, refUnknown, notConfigd, certUnknown),
+	}, {
+		Name:       "the referenced Service does not exist: ResolveFailed",
+		Key:        key,
+		Objects:    []client.Object{mapping(), claim(ns)},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{`Warning ResolveFailed www.example.org: failed to get object ns/hello: services.serving.knative.dev "hello" not found`},
+		Check: wantStatus("http://"+domain, rt.False(duck.ConditionReady, "ResolveFailed", `failed to get object ns/hello: services.serving.knative.dev "hello" not found`),
+			claimed, rt.False(v1beta1.DomainMappingConditionReferenceResolved, "ResolveFailed", `failed to get object ns/hello: services.serving.knative.dev "hello" not found`), notConfigd, noTLS),
+	}, {
+		Name:       "the Service has no address yet: ResolveFailed",
+		Key:        key,
+		Objects:    []client.Object{mapping(), claim(ns), ksvc("")},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{"Warning ResolveFailed www.example.org: address not set for serving.knative.dev/v1 Service ns/hello"},
+	}, {
+		Name: "a Kubernetes Service: its cluster-local host, TLS from the user's secret",
+		Key:  key,
+		Objects: []client.Object{mapping(func(dm *v1beta1.DomainMapping) {
+			dm.Spec.Ref = v1beta1.KReference{APIVersion: "v1", Kind: "Service", Name: "plain"}
+			dm.Spec.TLS = &v1beta1.SecretTLS{SecretName: "cert"}
+		}), claim(ns), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}}},
+		WantWrites: []string{"create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus("https://"+domain, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), claimed, resolved, notConfigd,
+				rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, "CertificateExternallyProvided", "TLS certificate was provided externally"))(t, env)
+			ing := env.Written(rt.Create, "Ingress", domain).(*netv1alpha1.Ingress)
+			if p := ing.Spec.Rules[0].HTTP.Paths[0]; p.RewriteHost != "plain.ns.svc.cluster.local" || p.Splits[0].ServiceName != "plain" {
+				t.Errorf("path %+v", p)
+			}
+			if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "cert" {
+				t.Errorf("tls %+v", ing.Spec.TLS)
+			}
+		},
+	}, {
+		Name:       "the KIngress is refused: IngressReady False with the API server's message",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim(ns)},
+		Failures:   []rt.Failure{{Verb: rt.Create, Kind: "Ingress", Err: rt.Forbidden("ingresses.networking.internal.knative.dev", domain, "denied by policy")}},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{`Warning CreationFailed www.example.org: failed to create Ingress "www.example.org": ingresses.networking.internal.knative.dev "www.example.org" is forbidden: denied by policy`},
+		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
+	}}, build)
+}
