@@ -152,9 +152,12 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string
 
 // buildRevisionEndpoints indexes a Revision's ready pods under its port: 80, named
 // "http", to the Revision's user port. A pod is ready as an EndpointSlice would say:
-// it has an address, its Ready condition is True, and it is not terminating.
-// containerConcurrency, the timeouts and the protocol (a first port named h2c) come
-// from the Revision's spec, how simulated pods answer from its annotations.
+// it has an address, its Ready condition is True, and it is not terminating. A pod
+// stays Ready while its preStop sleep runs; that sleep is the drain, and it counts on
+// every gateway sending the pod nothing new from its deletionTimestamp on (requests
+// already sent finish on their connections). containerConcurrency, the timeouts and
+// the protocol (a first port named h2c) come from the Revision's spec, how simulated
+// pods answer from its annotations.
 func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *serviceEndpoints {
 	port := rev.Spec.UserPort()
 	se := &serviceEndpoints{

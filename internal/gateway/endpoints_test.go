@@ -2,8 +2,13 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"maps"
+	"net"
+	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,5 +231,93 @@ func TestServiceRegistryKeepsReferencedEntries(t *testing.T) {
 	services.update(key("rev-2"), se)
 	if services.acquire(key("rev-2")).endpoints.Load() != se {
 		t.Error("a known Service lost its endpoints before being referenced")
+	}
+}
+
+// TestTerminatingPodDrains: a pod being deleted (deletionTimestamp set, still Ready, as
+// the kubelet leaves it while its preStop hook runs) gets no new request from the
+// moment the gateway sees the deletion, and the request it already had finishes.
+func TestTerminatingPodDrains(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := make(chan struct{})
+	var oldServed atomic.Int64
+	old := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		oldServed.Add(1)
+		if r.URL.Path == "/slow" {
+			<-release
+		}
+		io.WriteString(w, "old")
+	})
+	var nextServed atomic.Int64
+	next := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		nextServed.Add(1)
+		<-release
+		io.WriteString(w, "new")
+	})
+	// Before the backends' Close, which waits for their requests, when a check fails.
+	var released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	backends := map[string]string{"10.0.0.1:8080": old.Listener.Addr().String(), "10.0.0.2:8080": next.Listener.Addr().String()}
+	tg := startGateway(t, Options{DialSimulatedPods: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, backends[addr])
+	}})
+	tg.route("drain.example.com", "rev-1")
+
+	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rev-1"},
+		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img"}}}}}
+	pod := func(name, ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{servingv1.RevisionLabelKey: "rev-1"}, Finalizers: []string{"kubelet"}},
+			Status: corev1.PodStatus{PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).
+		WithIndex(&discoveryv1.EndpointSlice{}, endpointSliceServiceIndex, endpointSliceService).
+		WithIndex(&corev1.Pod{}, podRevisionIndex, podRevision).
+		WithObjects(rev, pod("old", "10.0.0.1")).Build()
+	r := &endpointsReconciler{client: c, services: tg.services, dialSimulated: true}
+	publish := func() {
+		t.Helper()
+		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish()
+	slow := tg.send(context.Background(), "drain.example.com", "/slow")
+	eventually(t, "the slow request to reach the old pod", func() bool { return oldServed.Load() == 1 })
+
+	// Scale-down with a replacement: the old pod is deleted (it stays, terminating and
+	// Ready, until the kubelet is done with it) and a new one is ready.
+	if err := c.Create(context.Background(), pod("new", "10.0.0.2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(context.Background(), pod("old", "10.0.0.1")); err != nil {
+		t.Fatal(err)
+	}
+	publish()
+	// Held open, they make the new pod the busier one: only the deletion keeps the
+	// fewest-in-flight choice off the old pod.
+	var after []<-chan answer
+	for range 20 {
+		after = append(after, tg.send(context.Background(), "drain.example.com", "/"))
+	}
+	eventually(t, "20 requests on a pod", func() bool { return nextServed.Load()+oldServed.Load()-1 == 20 })
+	if n := oldServed.Load(); n != 1 {
+		t.Errorf("the terminating pod got %d new requests", n-1)
+	}
+	unblock()
+	if a := <-slow; a.err != nil || a.code != http.StatusOK || a.body != "old" {
+		t.Errorf("in-flight request on the terminating pod: %d %q %v, want 200 from it", a.code, a.body, a.err)
+	}
+	for i, ch := range after {
+		if a := <-ch; a.err != nil || a.code != http.StatusOK || a.body != "new" {
+			t.Errorf("request %d after the deletion: %d %q %v, want 200 from the new pod", i, a.code, a.body, a.err)
+		}
 	}
 }

@@ -182,11 +182,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // updateDeployment puts back what the Revision sets on its Deployment: the pod
 // template, the progress deadline and its labels. Fields the API server or others
 // filled in are left alone, and so are the replicas: set at creation, they are the
-// autoscaler's since.
+// autoscaler's since. The drain (preStop sleep, grace period) alone does not roll a
+// Deployment an older Ferry made: at upgrade that would restart every Revision's pods,
+// and the pods replaced, having no drain, would cut their requests. It comes with the
+// next change that rolls the pods anyway.
 func updateDeployment(desired, have *appsv1.Deployment) bool {
 	desired.Spec.Replicas = have.Spec.Replicas
 	labels := child.MergeLabels(desired, have)
-	if equality.Semantic.DeepDerivative(desired.Spec, have.Spec) {
+	compared := &desired.Spec
+	if !resources.Drains(&have.Spec.Template.Spec) {
+		compared = desired.Spec.DeepCopy()
+		resources.WithoutDrain(&compared.Template.Spec)
+	}
+	if equality.Semantic.DeepDerivative(*compared, have.Spec) {
 		return labels
 	}
 	have.Spec.ProgressDeadlineSeconds = desired.Spec.ProgressDeadlineSeconds

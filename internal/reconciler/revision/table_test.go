@@ -143,6 +143,13 @@ func build(env *rt.Env) reconcile.Reconciler {
 		}}
 }
 
+// withoutDrain makes a Deployment as Ferry made it before pods drained: no preStop,
+// the API server's default grace period.
+func withoutDrain(d *appsv1.Deployment) {
+	resources.WithoutDrain(&d.Spec.Template.Spec)
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(corev1.DefaultTerminationGracePeriodSeconds))
+}
+
 func TestReconcileTable(t *testing.T) {
 	notOwnedDep := `There is an existing Deployment "hello-00001-deployment" that we do not own.`
 	refusedDep := `failed to create Deployment "hello-00001-deployment": deployments.apps "hello-00001-deployment" is forbidden: exceeded quota: count/deployments.apps=0`
@@ -185,6 +192,24 @@ func TestReconcileTable(t *testing.T) {
 		Name:    "nothing changed: nothing is written",
 		Key:     key,
 		Objects: []client.Object{rev(readyStatus, func(r *v1.Revision) { r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1)) }), deployment(1, 1), pa(1, 1, paActive)},
+	}, {
+		Name:    "a Deployment an older Ferry made, without the drain: not rolled for it alone",
+		Key:     key,
+		Objects: []client.Object{rev(readyStatus, func(r *v1.Revision) { r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1)) }), deployment(1, 1, withoutDrain), pa(1, 1, paActive)},
+	}, {
+		Name: "a Deployment an older Ferry made, rolled for another change: it gets the drain too",
+		Key:  key,
+		Objects: []client.Object{rev(readyStatus, func(r *v1.Revision) {
+			r.Annotations[v1.ProgressDeadlineAnnotationKey] = "300s"
+			r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1))
+		}), deployment(1, 1, withoutDrain), pa(1, 1, paActive)},
+		WantWrites: []string{"update Deployment ns/hello-00001-deployment", "update PodAutoscaler ns/hello-00001"},
+		Check: func(t *testing.T, env *rt.Env) {
+			d := env.Written(rt.Update, "Deployment", depName).(*appsv1.Deployment)
+			if !resources.Drains(&d.Spec.Template.Spec) || d.Spec.Template.Spec.TerminationGracePeriodSeconds == nil {
+				t.Errorf("updated Deployment's pods: lifecycle %+v, grace %v; want the drain", d.Spec.Template.Spec.Containers[0].Lifecycle, d.Spec.Template.Spec.TerminationGracePeriodSeconds)
+			}
+		},
 	}, {
 		Name: "a new progress deadline: the Deployment is updated, its replicas left to the autoscaler",
 		Key:  key,

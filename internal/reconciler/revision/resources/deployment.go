@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ferry-serving/ferry/api/config"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/kmeta"
 )
@@ -77,15 +78,78 @@ func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.
 	}
 }
 
+// DrainSeconds is how long a leaving pod keeps serving before anything else happens:
+// enough for every gateway replica's pod watch to see its deletionTimestamp and stop
+// sending it new requests. The watch takes milliseconds; the rest is margin for an API
+// server under load.
+const DrainSeconds = 10
+
+// ShutdownSeconds is what a container gets after SIGTERM, with no request left in
+// flight, to exit before SIGKILL: Kubernetes' default grace period.
+const ShutdownSeconds = 30
+
+// PreStopSleepSeconds is how long a leaving pod's containers wait before SIGTERM: the
+// drain, then the Revision's timeoutSeconds, the longest a request sent just before the
+// drain may still take. Knative's user containers wait the same way, in a preStop
+// hook that returns once queue-proxy has drained; Ferry has no queue-proxy, so the
+// kubelet's own sleep action waits instead.
+func PreStopSleepSeconds(rev *v1.Revision) int64 {
+	return DrainSeconds + timeoutSeconds(rev)
+}
+
+// TerminationGracePeriodSeconds bounds a leaving pod's whole termination: the preStop
+// sleep, then ShutdownSeconds. Knative sets it to timeoutSeconds, which its preStop
+// hook shares with queue-proxy's drain.
+func TerminationGracePeriodSeconds(rev *v1.Revision) int64 {
+	return PreStopSleepSeconds(rev) + ShutdownSeconds
+}
+
+// Drains says whether pods of spec drain before SIGTERM: a Deployment that an older
+// Ferry made has no preStop hook (admission refuses the user's).
+func Drains(spec *corev1.PodSpec) bool {
+	for _, c := range spec.Containers {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// WithoutDrain leaves spec's preStop hooks and grace period unset, for a comparison
+// with a Deployment that has none.
+func WithoutDrain(spec *corev1.PodSpec) {
+	spec.TerminationGracePeriodSeconds = nil
+	for i := range spec.Containers {
+		spec.Containers[i].Lifecycle = nil
+	}
+}
+
+// timeoutSeconds is the Revision's timeoutSeconds; unset or 0 (a Revision that
+// admission did not default) means config-defaults' default, as defaulting would.
+func timeoutSeconds(rev *v1.Revision) int64 {
+	if t := rev.Spec.TimeoutSeconds; t != nil && *t > 0 {
+		return *t
+	}
+	return config.DefaultDefaults().RevisionTimeoutSeconds
+}
+
 // makePodSpec is the Revision's PodSpec with what Knative adds around the serving
 // container: its port (8080 unless named), PORT in its environment, a TCP readiness
 // probe on it unless the user gave one, probes' port 0 resolved to it, and logs as the
 // termination message fallback so that a crash explains itself in the Revision's status.
+// Every container drains before SIGTERM (PreStopSleepSeconds) within the pod's
+// TerminationGracePeriodSeconds. As in Knative, these replace what the PodSpec says:
+// admission refuses lifecycle and terminationGracePeriodSeconds (Knative's field mask),
+// so only a Revision written around admission has them, and a hook or grace period of
+// the user's could cut the drain short.
 func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 	spec := *rev.Spec.PodSpec.DeepCopy()
 	if len(spec.Containers) == 0 {
 		return spec
 	}
+	spec.TerminationGracePeriodSeconds = ptr(TerminationGracePeriodSeconds(rev))
+	preStop := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		Sleep: &corev1.SleepAction{Seconds: PreStopSleepSeconds(rev)}}}
 	port := rev.Spec.UserPort()
 	c := &spec.Containers[rev.Spec.ServingContainer()]
 	switch {
@@ -102,6 +166,7 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 	}
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
+		c.Lifecycle = preStop.DeepCopy()
 		if c.TerminationMessagePolicy == "" {
 			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -122,4 +123,67 @@ func TestProgressDeadline(t *testing.T) {
 			t.Errorf("ProgressDeadline(%q) = %d, want %d", tc.annotation, got, tc.want)
 		}
 	}
+}
+
+// TestDrain: every container of a leaving pod sleeps, before SIGTERM, long enough for
+// the gateways to stop sending it requests and for the last ones sent to finish (the
+// Revision's timeout), and the grace period leaves the app time to exit after that.
+// What the PodSpec says otherwise is replaced, as Knative replaces it.
+func TestDrain(t *testing.T) {
+	tests := []struct {
+		name       string
+		timeout    *int64
+		user       func(*corev1.PodSpec)
+		sleep      int64
+		grace      int64
+		containers int
+	}{
+		{name: "default timeout", sleep: 10 + 300, grace: 10 + 300 + 30, containers: 1},
+		{name: "short timeout", timeout: ptr[int64](2), sleep: 12, grace: 42, containers: 1},
+		{name: "long timeout", timeout: ptr[int64](3600), sleep: 3610, grace: 3640, containers: 1},
+		{name: "user's preStop, grace and a sidecar", timeout: ptr[int64](60), sleep: 70, grace: 100, containers: 2,
+			user: func(ps *corev1.PodSpec) {
+				ps.TerminationGracePeriodSeconds = ptr[int64](1)
+				ps.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+					Exec: &corev1.ExecAction{Command: []string{"kill", "1"}}}}
+				ps.Containers = append(ps.Containers, corev1.Container{Name: "sidecar", Image: "side"})
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rev := revision(nil)
+			if tc.timeout != nil {
+				rev.Spec.TimeoutSeconds = tc.timeout
+			}
+			if tc.user != nil {
+				tc.user(&rev.Spec.PodSpec)
+			}
+			ps := MakeDeployment(rev, 120, 1).Spec.Template.Spec
+			if g := ps.TerminationGracePeriodSeconds; g == nil || *g != tc.grace {
+				t.Errorf("terminationGracePeriodSeconds = %v, want %d", deref(g), tc.grace)
+			}
+			if len(ps.Containers) != tc.containers {
+				t.Fatalf("%d containers, want %d", len(ps.Containers), tc.containers)
+			}
+			for _, c := range ps.Containers {
+				want := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: tc.sleep}}}
+				if !equality.Semantic.DeepEqual(c.Lifecycle, want) {
+					t.Errorf("container %q lifecycle = %+v, want a preStop sleep of %d s", c.Name, c.Lifecycle, tc.sleep)
+				}
+			}
+		})
+	}
+	// A Revision that admission did not default drains for the default timeout.
+	rev := revision(nil)
+	rev.Spec.TimeoutSeconds = nil
+	if got := PreStopSleepSeconds(rev); got != 310 {
+		t.Errorf("without timeoutSeconds: preStop sleep %d s, want 310", got)
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
