@@ -18,7 +18,7 @@ export KUBECONFIG=$K
 # run N NAMESPACE [flags]: prints the seconds until all N Services were Ready and routed.
 run() {
   $B scale -n $1 --kubeconfig $K --gateway $G --phases=false --namespace $2 --report-dir $D/r-$2 ${3:-} > $D/$2.out 2>&1
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totalSeconds"])' $D/r-$2/report.json
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["totalRoutedSeconds"])' $D/r-$2/report.json
 }
 atzero() { kubectl get deploy -n idle -o jsonpath='{range .items[*]}{.spec.replicas}{"\n"}{end}' 2>/dev/null | grep -c '^0$'; }
 
