@@ -143,15 +143,7 @@ func startAutoscalingWith(t *testing.T, calm func() <-chan struct{}, gw gateway.
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	runManager(t, f)
 	return f, f.Gateway.ExternalAddr()
 }
 

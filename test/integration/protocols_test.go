@@ -60,15 +60,7 @@ func startFerryServing(t *testing.T, backend net.Addr) (*manager.Ferry, string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	runManager(t, f)
 	return f, f.Gateway.ExternalAddr(), registry
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
 
@@ -309,3 +310,17 @@ func (s errorSink) Error(err error, msg string, kv ...any) {
 }
 func (s errorSink) WithValues(...any) logr.LogSink { return s }
 func (s errorSink) WithName(n string) logr.LogSink { return errorSink{name: s.name + "/" + n} }
+
+// runManager runs f until the test ends, and fails the test if it stops with an error.
+func runManager(t *testing.T, f *manager.Ferry) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}

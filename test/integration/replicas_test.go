@@ -56,15 +56,7 @@ func startReplicaFerry(t *testing.T, ns string, farm *podFarm) (string, *prometh
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	runManager(t, f)
 	return f.Gateway.ExternalAddr(), registry
 }
 
