@@ -234,7 +234,7 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	rev := &revision.Reconciler{Client: c, Children: children(), Status: status("revision-controller", "Revision"), Refused: refused(), Serial: d.Serial,
 		Config: opts.Config, AfterRead: opts.AfterRead}
 	as := autoscaler.New(decide).WithClock(clk)
-	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic).Stateful(),
+	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
 		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
 	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,

@@ -121,6 +121,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, pa, r.Autoscaler.Forget, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
+	if r.Status.Behind(pa) {
+		// Its status is its state (Active and since when): computed from a copy
+		// without the last write, a TimedOut would turn into NoTraffic.
+		return ctrl.Result{RequeueAfter: behindRetry}, nil
+	}
 	status := pa.Status.DeepCopy()
 	status.ObservedGeneration = pa.Generation
 	status.ServiceName, status.MetricsServiceName = pa.Name, pa.Name
@@ -226,6 +231,10 @@ func desiredScale(decided int32, reported *int32, current int32) *int32 {
 	}
 	return &decided
 }
+
+// behindRetry is how soon a reconcile that found its cache behind its own last status
+// write looks again: the write's echo, which the cache is waiting for, wakes no one.
+const behindRetry = 50 * time.Millisecond
 
 // scale sets the Deployment's replicas through its scale subresource, the one write
 // an autoscaler needs (and the only Deployment access its RBAC grants for writing).

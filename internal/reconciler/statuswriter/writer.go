@@ -69,8 +69,6 @@ type Writer struct {
 	held map[types.NamespacedName]time.Time
 	// off are the safeguards switched off (Without).
 	off map[Safeguard]bool
-	// stateful: writes are conditional on the resourceVersion (Stateful).
-	stateful bool
 }
 
 // Safeguard names one of the Writer's rules against a lost status update, so that
@@ -165,15 +163,16 @@ func (w *Writer) SettleLongerWhileBusy(busy func() bool, d time.Duration) *Write
 	return w
 }
 
-// Stateful makes every write conditional on the object's resourceVersion: for a kind
-// whose status carries state its reconciler reads back (a PodAutoscaler's Active
-// condition and its transition time drive scale to zero and the activation timeout),
-// a status computed from a stale copy is not fresher, it is wrong. The API server
-// refuses such a write (422), and the retry reads the object again. Call it before the
-// Writer is used.
-func (w *Writer) Stateful() *Writer {
-	w.stateful = true
-	return w
+// Behind reports that the cache shows obj at a version older than this Writer's last
+// write of its status. A reconciler whose status is also its state (a PodAutoscaler's
+// Active condition and its transition time drive scale to zero and the activation
+// timeout) must not compute from such a copy: its own last status is not in it. The
+// write's echo is filtered (Changes), so the caller requeues itself shortly.
+func (w *Writer) Behind(obj client.Object) bool {
+	w.mu.Lock()
+	last, seen := w.last[client.ObjectKeyFromObject(obj)]
+	w.mu.Unlock()
+	return seen && last.uid == obj.GetUID() && cacheBehind(last, obj.GetResourceVersion())
 }
 
 // NotFailures names reasons of Ready=False that are states an object goes through in
@@ -193,7 +192,7 @@ func (w *Writer) NotFailures(reasons ...string) *Writer {
 // object for the end of the wait; a reconciler returns what Write returns.
 //
 // The write replaces the whole status (a JSON patch "add /status", for this object's
-// UID only) without a resourceVersion precondition (unless Stateful). A reconcile that runs before the cache has seen the
+// UID only) without a resourceVersion precondition. A reconcile that runs before the cache has seen the
 // previous write computes its status from children at least as fresh, so its status is
 // the right one: a precondition would only turn it into a conflict, a wasted write and
 // a retry, and a merge patch computed against the stale copy could drop changes.
@@ -219,11 +218,10 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	// created again under its name must not land on its successor (the convergence
 	// simulation found one that did); the API server refuses it with 422, and the
 	// retry reads the successor.
-	ops := []any{map[string]any{"op": "test", "path": "/metadata/uid", "value": obj.GetUID()}}
-	if w.stateful {
-		ops = append(ops, map[string]any{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()})
-	}
-	patch, err := json.Marshal(append(ops, map[string]any{"op": "add", "path": "/status", "value": desired}))
+	patch, err := json.Marshal([]any{
+		map[string]any{"op": "test", "path": "/metadata/uid", "value": obj.GetUID()},
+		map[string]any{"op": "add", "path": "/status", "value": desired},
+	})
 	if err != nil {
 		return reconcile.Result{}, err
 	}

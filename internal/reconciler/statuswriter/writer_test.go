@@ -378,36 +378,30 @@ func TestNotFailures(t *testing.T) {
 	}
 }
 
-// TestStateful: a Stateful Writer's status computed from a copy older than the stored
-// object does not land; a Writer without it writes (its statuses derive from children
-// only, and the fresher children make them right).
-func TestStateful(t *testing.T) {
-	for _, stateful := range []bool{true, false} {
-		stored, c := storedRevision(t, time.Now())
-		ctx := context.Background()
-		stale := &v1.Revision{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(stored), stale); err != nil {
-			t.Fatal(err)
-		}
-		// Someone writes the status after the stale copy was read.
-		fresh := stale.DeepCopy()
-		fresh.Status.ObservedGeneration = 1
-		if err := c.Status().Update(ctx, fresh); err != nil {
-			t.Fatal(err)
-		}
-		w := New(c, nil, 0)
-		if stateful {
-			w.Stateful()
-		}
-		desired := stale.Status.DeepCopy()
-		desired.ObservedGeneration = 1
-		v1.RevisionConditions.Manage(&desired.Status).InitializeConditions()
-		_, err := w.Write(ctx, stale, &stale.Status, desired)
-		if stateful && err == nil {
-			t.Error("stateful: a status computed from a stale copy was written")
-		}
-		if !stateful && err != nil {
-			t.Errorf("not stateful: %v", err)
-		}
+// TestBehind: after a write, a copy of the object older than the write is behind; the
+// written version, or a later one, is not.
+func TestBehind(t *testing.T) {
+	stored, c := storedRevision(t, time.Now())
+	ctx := context.Background()
+	stale := &v1.Revision{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), stale); err != nil {
+		t.Fatal(err)
+	}
+	w := New(c, nil, 0)
+	if w.Behind(stale) {
+		t.Fatal("behind before any write")
+	}
+	written := stale.DeepCopy()
+	desired := stale.Status.DeepCopy()
+	desired.ObservedGeneration = 1
+	v1.RevisionConditions.Manage(&desired.Status).InitializeConditions()
+	if _, err := w.Write(ctx, written, &stale.Status, desired); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Behind(stale) {
+		t.Error("the copy read before the write is not behind")
+	}
+	if w.Behind(written) {
+		t.Error("the written version is behind")
 	}
 }
