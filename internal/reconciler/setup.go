@@ -238,7 +238,7 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
 	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,
-		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead}
+		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead, Now: clk.Now}
 	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }, Now: clk.Now}
 	return &Set{Tracker: t, Autoscaler: as,
 		Service: svc.Controller(d.Owners), Configuration: cfg.Controller(d.Owners), Revision: rev.Controller(d.Owners),

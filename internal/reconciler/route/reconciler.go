@@ -72,6 +72,9 @@ type Reconciler struct {
 	// AfterRead, if set, runs between reading the Route and acting on it (tests use it
 	// to widen races).
 	AfterRead func()
+	// Now tells time for the certificate warning's wait (nil: the real clock); the
+	// convergence simulation passes its own.
+	Now func() time.Time
 
 	warnings certificateWarnings
 }
@@ -170,7 +173,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case placeholderOK:
 		markIngress(m, ing)
 	}
-	warnIn := r.warnCertificate(route, status, certs, time.Now())
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	warnIn := r.warnCertificate(route, status, certs, now())
 	res, err := o.Result(r.Status.Write(ctx, route, &route.Status, status))
 	if warnIn > 0 && (res.RequeueAfter == 0 || warnIn < res.RequeueAfter) {
 		res.RequeueAfter = warnIn
