@@ -48,4 +48,11 @@ step "integration tests (embedded kube-apiserver, etcd, controller-manager, sche
 # cluster: they use bin/ferry. -ldflags gives the embedded API server its real version,
 # as `make build` does.
 make --no-print-directory build
-FERRY_BIN="$PWD/bin/ferry" go test -count=1 -timeout 40m -ldflags "$(make --no-print-directory -s print-ldflags)" ./test/integration/
+# The control plane's logs fill the output: on failure, repeat the failing tests' own
+# lines last, where a reader of the tail looks first.
+out="$snapshot/integration.log"
+if ! FERRY_BIN="$PWD/bin/ferry" go test -count=1 -timeout 40m -ldflags "$(make --no-print-directory -s print-ldflags)" ./test/integration/ 2>&1 | tee "$out"; then
+  step "integration tests failed; their failures again:"
+  grep -E -- '^\s*--- FAIL|^panic:|^\s+[a-z0-9_]+_test\.go:[0-9]+:|^FAIL|test timed out' "$out" | tail -n 60
+  exit 1
+fi
