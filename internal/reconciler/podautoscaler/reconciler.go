@@ -62,6 +62,8 @@ type Reconciler struct {
 	now  func() time.Time
 	// afterBurst queues again the PodAutoscalers that waited for Calm.
 	afterBurst *afterBurst
+	// pace spreads scale-to-zero over time (ScaleToZeroRate).
+	pace *pace
 }
 
 // SetupWithManager registers the controller. sources carry the Autoscaler's
@@ -79,6 +81,7 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 		r.now = time.Now
 	}
 	r.afterBurst = newAfterBurst()
+	r.pace = newPace(ScaleToZeroRate)
 	ages := oldestfirst.New()
 	return watches.Controller{
 		Name: "podautoscaler",
@@ -118,7 +121,7 @@ func scaleChanged(e event.UpdateEvent) bool {
 // Reconcile scales the PodAutoscaler's target and reports it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pa := &av1alpha1.PodAutoscaler{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, pa, r.Autoscaler.Forget, r.Status.Forget); !ok {
+	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, pa, r.Autoscaler.Forget, r.Status.Forget, r.pace.forget); !ok {
 		return ctrl.Result{}, err
 	}
 	if r.Status.Behind(pa) {
@@ -192,6 +195,15 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		// PodAutoscaler stays as it is, Active, until the burst ends, which queues
 		// it again.
 		return ctrl.Result{}, nil
+	}
+	if res.Scale == 0 && current > 0 {
+		if d := r.pace.wait(key, r.now()); d > 0 {
+			// Not its turn yet (pace.go): it stays as it is, and no user waits for it.
+			low := oldestfirst.Unchanged
+			return ctrl.Result{RequeueAfter: d, Priority: &low}, nil
+		}
+	} else {
+		r.pace.forget(key)
 	}
 	if res.Scale >= 0 && res.Scale != current {
 		if err := r.scale(ctx, dep, res.Scale); err != nil {

@@ -162,7 +162,7 @@ func TestReconcileTable(t *testing.T) {
 		return &Reconciler{Client: env.Client, Children: created.New(env.Client),
 			Status:  statuswriter.New(env.Client, env.Events, 0).NotFailures(av1alpha1.ReasonNoTraffic),
 			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Autoscaler: as, Config: config.Default,
-			now: func() time.Time { return now }}
+			now: func() time.Time { return now }, pace: newPace(ScaleToZeroRate)}
 	}
 	// load has the gateway report concurrency for the Revision every second of the
 	// last stable window and the next few, so that the average is exactly that
