@@ -53,6 +53,31 @@ type revision struct {
 	poked time.Time
 	// pokeCounted: a poke recorded one request that the next report counts again.
 	pokeCounted bool
+	// pods are the latest per-pod loads of the Revision, by gateway replica
+	// (Report.Source): each replica's next report replaces its own.
+	pods map[string]podReport
+}
+
+// podReport is one gateway replica's latest per-pod loads of a Revision.
+type podReport struct {
+	// until is when it goes stale: a replica that stops reporting the Revision (it
+	// has no load there) no longer counts after two of its periods.
+	until time.Time
+	pods  []PodLoad
+}
+
+// PodLoad is one pod's load over the latest period, summed over the gateway
+// replicas that reported it.
+type PodLoad struct {
+	// Revision is the pod's Revision.
+	Revision types.NamespacedName
+	// Pod is the pod's name.
+	Pod string
+	// AverageConcurrency is the time-weighted mean number of requests in flight on
+	// the pod.
+	AverageConcurrency float64
+	// RequestsPerSecond is the pod's request rate.
+	RequestsPerSecond float64
 }
 
 // New returns an Autoscaler that calls notify when a decision changes. notify must
@@ -101,10 +126,15 @@ func (a *Autoscaler) Report(r stats.Report) {
 	if period <= 0 {
 		period = 1
 	}
+	// Staleness is told by the Autoscaler's clock: the gateways' may differ.
+	now := a.now()
+	until := now.Add(2 * time.Duration(period*float64(time.Second)))
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range r.Stats {
-		rev := a.getLocked(types.NamespacedName{Namespace: s.Namespace, Name: s.Revision})
+		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Revision}
+		rev := a.getLocked(key)
+		rev.recordPods(key, r.Source, now, until, s.Pods, period)
 		concurrency, requests := s.AverageConcurrency, s.Requests
 		if rev.pokeCounted {
 			// The poked request is in this report too: take it out once, as Knative's
@@ -116,6 +146,61 @@ func (a *Autoscaler) Report(r stats.Report) {
 		rev.rps.Record(r.Time, requests/period)
 		rev.seen = r.Time
 	}
+}
+
+// recordPods replaces what source reported of rev's pods, and drops what other
+// replicas reported that went stale.
+func (rev *revision) recordPods(key types.NamespacedName, source string, now, until time.Time, pods []stats.PodStat, period float64) {
+	if rev.pods == nil {
+		rev.pods = map[string]podReport{}
+	}
+	for src, pr := range rev.pods {
+		if pr.until.Before(now) {
+			delete(rev.pods, src)
+		}
+	}
+	loads := make([]PodLoad, 0, len(pods))
+	for _, p := range pods {
+		loads = append(loads, PodLoad{Revision: key, Pod: p.Name, AverageConcurrency: p.AverageConcurrency,
+			RequestsPerSecond: p.Requests / period})
+	}
+	rev.pods[source] = podReport{until: until, pods: loads}
+}
+
+// PodLoads returns the latest load of every pod that a gateway replica reported in
+// its latest period (one with no load anywhere is not reported): summed over the
+// replicas, for the controller's metrics. A pod that stops being reported is gone
+// two periods later, and with its Revision.
+func (a *Autoscaler) PodLoads() []PodLoad {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []PodLoad
+	type podKey struct {
+		rev types.NamespacedName
+		pod string
+	}
+	index := map[podKey]int{}
+	for _, rev := range a.revs {
+		for src, pr := range rev.pods {
+			if pr.until.Before(now) {
+				delete(rev.pods, src)
+				continue
+			}
+			for _, p := range pr.pods {
+				k := podKey{p.Revision, p.Pod}
+				i, ok := index[k]
+				if !ok {
+					i = len(out)
+					index[k] = i
+					out = append(out, PodLoad{Revision: p.Revision, Pod: p.Pod})
+				}
+				out[i].AverageConcurrency += p.AverageConcurrency
+				out[i].RequestsPerSecond += p.RequestsPerSecond
+			}
+		}
+	}
+	return out
 }
 
 // Poke implements stats.Sink: a request is waiting for a Revision with no ready pod.

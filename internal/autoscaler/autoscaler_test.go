@@ -235,3 +235,60 @@ func TestUnwatchedLoadIsForgotten(t *testing.T) {
 		t.Errorf("%d entries left for unwatched, idle Revisions", len(a.revs))
 	}
 }
+
+// Each pod's load is the sum of the gateway replicas' latest reports: a replica's
+// next report replaces its own, a replica that stops reporting the Revision drops out
+// after two periods, and a pod nobody reports any more is gone.
+func TestPodLoadsSumTheReplicasLatest(t *testing.T) {
+	a, _, now, _ := testAutoscaler()
+	podReport := func(source string, pods ...stats.PodStat) stats.Report {
+		r := report(*now, 3)
+		r.Source, r.Period, r.Stats[0].Pods = source, 2*time.Second, pods
+		return r
+	}
+	byPod := func() map[string]PodLoad {
+		got := map[string]PodLoad{}
+		for _, p := range a.PodLoads() {
+			if p.Revision != key {
+				t.Errorf("pod %s of %s", p.Pod, p.Revision)
+			}
+			got[p.Pod] = p
+		}
+		return got
+	}
+
+	a.Report(podReport("gw-1", stats.PodStat{Name: "pod-a", AverageConcurrency: 1, Requests: 4},
+		stats.PodStat{Name: "pod-b", AverageConcurrency: 0.5, Requests: 2}))
+	a.Report(podReport("gw-2", stats.PodStat{Name: "pod-a", AverageConcurrency: 0.25, Requests: 1}))
+	got := byPod()
+	if len(got) != 2 || got["pod-a"].AverageConcurrency != 1.25 || got["pod-a"].RequestsPerSecond != 2.5 ||
+		got["pod-b"].AverageConcurrency != 0.5 || got["pod-b"].RequestsPerSecond != 1 {
+		t.Errorf("two replicas: %+v", got)
+	}
+
+	// gw-1's next period replaces its last: pod-b is no longer in it.
+	*now = now.Add(2 * time.Second)
+	a.Report(podReport("gw-1", stats.PodStat{Name: "pod-a", AverageConcurrency: 2, Requests: 2}))
+	if got = byPod(); len(got) != 1 || got["pod-a"].AverageConcurrency != 2.25 {
+		t.Errorf("after gw-1's next report: %+v", got)
+	}
+	if _, ok := got["pod-b"]; ok {
+		t.Errorf("pod-b is still there: %+v", got)
+	}
+
+	// gw-2 had nothing more to say: two of its periods later, it no longer counts.
+	*now = now.Add(2*time.Second + time.Millisecond)
+	if got = byPod(); len(got) != 1 || got["pod-a"].AverageConcurrency != 2 {
+		t.Errorf("after gw-2 went stale: %+v", got)
+	}
+	// An older gateway reports no pods: the Revision's load counts, nothing per pod.
+	a.Report(report(*now, 1))
+	if got = byPod(); len(got) != 1 || got["pod-a"].AverageConcurrency != 2 {
+		t.Errorf("after a report without pods: %+v", got)
+	}
+
+	a.Forget(key)
+	if loads := a.PodLoads(); len(loads) != 0 {
+		t.Errorf("a forgotten Revision's pods: %+v", loads)
+	}
+}

@@ -119,9 +119,10 @@ func wake(l *waitLine) {
 }
 
 // hold waits until a ready endpoint of the split's Service has a free slot for the
-// request, and returns it with the slot taken; or answers the request itself (503,
-// 504, or nothing for a client that left: 499) and returns nil. cold says the
-// request found no ready endpoint at all, rather than none below the limit.
+// request, and returns it with the slot taken, counted on the pod from now; or answers
+// the request itself (503, 504, or nothing for a client that left: 499) and returns
+// nil. cold says the request found no ready endpoint at all, rather than none below
+// the limit.
 func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedRequest, cold bool) *target {
 	svc := rr.split.service
 	room := &svc.room
@@ -156,6 +157,7 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 		if t := targets.acquire(limit, m); t != nil {
 			passOn = limit > 0
 			now := time.Now()
+			t.pod.began(micros(now))
 			waited := now.Sub(rr.start)
 			if cold {
 				// From the swap that brought the pod (or the arrival, if the

@@ -132,13 +132,30 @@ type target struct {
 	pod *podSlot
 }
 
-// podSlot is the number of requests in flight to one endpoint address. Every request
-// to the endpoint updates it, from any core: it has a cache line of its own.
+// podSlot is the number of requests in flight to one endpoint address, and their
+// load accounting. Every request to the endpoint updates it, from any core: it has a
+// cache line of its own.
 type podSlot struct {
+	// inflight is what balancing and containerConcurrency read: load's N, kept apart
+	// because taking a slot compares and swaps it before the request's time is taken.
 	inflight atomic.Int64
+	// load and arrivals account the requests on the pod, as revisionLoad does the
+	// Service's, for the reporter.
+	load     loadArea
+	arrivals atomic.Uint64
 	// sim is a simulated pod's capacity (simulated.go), made on first use.
 	sim atomic.Pointer[simulatedPod]
-	_   [48]byte
+	// name is the pod's, for the reports: set when the slot is made.
+	name string
+	// lastArea is load's area at the reporter's previous reading; the reporter's.
+	lastArea uint64
+	_        [8]byte
+}
+
+// began counts, at t (µs), the start of the request that took a slot on p.
+func (p *podSlot) began(t uint64) {
+	p.arrivals.Add(1)
+	p.load.begin(t)
 }
 
 // tryAcquire takes a slot below limit (0: no limit).
@@ -216,8 +233,11 @@ func (ts *targetSet) acquire(limit int64, m membership) *target {
 	}
 }
 
-// release gives back the slot a request took on t.
-func (t *target) release() { t.pod.inflight.Add(-1) }
+// release gives back, at end (µs), the slot a request took on t.
+func (t *target) release(end uint64) {
+	t.pod.inflight.Add(-1)
+	t.pod.load.end(end)
+}
 
 // serviceRegistry hands out one *service per Service name, shared by every split that
 // references it, and drops it once nothing references it and the Service is gone.
@@ -283,7 +303,8 @@ func (s *service) publish(se *serviceEndpoints) {
 // the previous snapshots used if there was one, so that balancing and
 // containerConcurrency carry over a swap. A counter whose address left the ready set
 // is kept while requests are still in flight on it, in case the address comes back
-// before they finish. Called under serviceRegistry.mu.
+// before they finish. An address that another pod took over gets the new pod's slot.
+// The reporter gets the slots in load.pods. Called under serviceRegistry.mu.
 func (s *service) attachPods(se *serviceEndpoints) {
 	next := make(map[string]*podSlot, len(s.pods))
 	attach := func(ts *targetSet) {
@@ -291,8 +312,8 @@ func (s *service) attachPods(se *serviceEndpoints) {
 			t := &ts.targets[i]
 			p := next[t.addr]
 			if p == nil {
-				if p = s.pods[t.addr]; p == nil {
-					p = new(podSlot)
+				if p = s.pods[t.addr]; p == nil || p.name != t.pod.name {
+					p = t.pod
 				}
 				next[t.addr] = p
 			}
@@ -311,6 +332,11 @@ func (s *service) attachPods(se *serviceEndpoints) {
 		}
 	}
 	s.pods = next
+	slots := make([]*podSlot, 0, len(next))
+	for _, p := range next {
+		slots = append(slots, p)
+	}
+	s.load.pods.Store(&slots)
 }
 
 func (sr *serviceRegistry) getLocked(key types.NamespacedName) *service {

@@ -182,7 +182,7 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		}
 		ip := pod.Status.PodIP
 		ready = addTarget(ready, target{addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), ip: ip,
-			simulated: simulated(pod.Spec.NodeName), h2c: h2c, pod: new(podSlot)})
+			simulated: simulated(pod.Spec.NodeName), h2c: h2c, pod: &podSlot{name: pod.Name}})
 	}
 	if ready != nil {
 		sortTargets(ready)
@@ -249,7 +249,7 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 				ip := ep.Addresses[0]
 				t := target{addr: net.JoinHostPort(ip, strconv.Itoa(int(*port.Port))), ip: ip, simulated: simulated(node), h2c: h2c}
 				if t.pod = pods[t.addr]; t.pod == nil {
-					t.pod = new(podSlot)
+					t.pod = &podSlot{name: endpointPod(ep)}
 					pods[t.addr] = t.pod
 				}
 				if !seenByName[name+"/"+t.addr] {
@@ -270,6 +270,15 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 		sortTargets(ts)
 	}
 	return se
+}
+
+// endpointPod names the pod behind an endpoint, or, for one that is not a pod's,
+// gives its address.
+func endpointPod(ep discoveryv1.Endpoint) string {
+	if ref := ep.TargetRef; ref != nil && ref.Kind == "Pod" && ref.Name != "" {
+		return ref.Name
+	}
+	return ep.Addresses[0]
 }
 
 // appProtocolH2C is the appProtocol of a port that speaks HTTP/2 without TLS

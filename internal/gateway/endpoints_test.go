@@ -76,7 +76,7 @@ func TestTargetSetRoundRobin(t *testing.T) {
 	for range 6 {
 		tg := ts.acquire(0, *alone)
 		got = append(got, tg.ip)
-		tg.release()
+		tg.release(0)
 	}
 	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.3"}; !slices.Equal(got, want) {
 		t.Errorf("picks %v, want %v", got, want)

@@ -12,7 +12,9 @@ import (
 // Load accounting. Every request routed to a Service is counted from its arrival to
 // the end of its answer, held time included: that is the demand the autoscaler
 // scales for. Each Service keeps a revisionLoad; the reporter reads the ones that saw
-// traffic once per ReportInterval and sends a stats.Report.
+// traffic once per ReportInterval and sends a stats.Report. Each pod's slot keeps the
+// same accounting of the requests on the pod, from the moment one took a slot there
+// (not while held), for the report's per-pod breakdown.
 //
 // The time-weighted average concurrency over a period is the growth of the
 // cumulative area A(t) = ∫ concurrency dt, divided by the period's length. With N
@@ -42,12 +44,27 @@ var clockBase = time.Now()
 // micros is t in microseconds since clockBase.
 func micros(t time.Time) uint64 { return uint64(t.Sub(clockBase) / time.Microsecond) }
 
+// loadArea is the packed word W·2^loadCountBits + N of a set of requests.
+type loadArea struct{ v atomic.Uint64 }
+
+// begin counts a request that began at t (µs).
+func (a *loadArea) begin(t uint64) { a.v.Add(1 - t<<loadCountBits) }
+
+// end counts the end, at t (µs), of a request that began.
+func (a *loadArea) end(t uint64) { a.v.Add(t<<loadCountBits - 1) }
+
+// read returns the cumulative area at t (µs, modulo 2^44) and the requests in flight.
+func (a *loadArea) read(t uint64) (area uint64, inflight uint64) {
+	v := a.v.Load()
+	n := v & loadCountMask
+	return (v>>loadCountBits + n*t) & loadAreaMask, n
+}
+
 // revisionLoad is the demand accounting of the requests routed to one backend (a
 // Revision, or a Service). Requests update it with atomic adds
 // only; the reporter's fields are its own.
 type revisionLoad struct {
-	// area packs W (microseconds, modulo 2^44) and N; see above.
-	area atomic.Uint64
+	area loadArea
 	// arrivals counts the requests that arrived since the reporter last looked.
 	arrivals atomic.Uint64
 	// active says the load is in the reporter's set, or on its way there: the first
@@ -58,8 +75,15 @@ type revisionLoad struct {
 	// reported.
 	id atomic.Pointer[revisionID]
 
+	// pods are the slots of the Service's endpoints, set with each snapshot, for the
+	// reporter.
+	pods atomic.Pointer[[]*podSlot]
+
 	// lastArea is A at the reporter's previous reading; the reporter's alone.
 	lastArea uint64
+	// lastPods are the slots the reporter read last time: one that left pods gets a
+	// last reading, for the requests it had since. The reporter's alone.
+	lastPods []*podSlot
 }
 
 type revisionID struct{ namespace, revision string }
@@ -68,23 +92,17 @@ type revisionID struct{ namespace, revision string }
 // load that was idle announces itself.
 func (l *revisionLoad) begin(t uint64, set *activeSet) {
 	l.arrivals.Add(1)
-	l.area.Add(1 - t<<loadCountBits)
+	l.area.begin(t)
 	if set != nil && !l.active.Load() && l.active.CompareAndSwap(false, true) {
 		set.add(l)
 	}
 }
 
 // end counts the end, at t (µs), of a request that began.
-func (l *revisionLoad) end(t uint64) {
-	l.area.Add(t<<loadCountBits - 1)
-}
+func (l *revisionLoad) end(t uint64) { l.area.end(t) }
 
 // read returns the cumulative area at t (µs, modulo 2^44) and the requests in flight.
-func (l *revisionLoad) read(t uint64) (area uint64, inflight uint64) {
-	v := l.area.Load()
-	n := v & loadCountMask
-	return (v>>loadCountBits + n*t) & loadAreaMask, n
-}
+func (l *revisionLoad) read(t uint64) (area uint64, inflight uint64) { return l.area.read(t) }
 
 // activeSet collects the loads that came out of idleness, for the reporter.
 type activeSet struct {
@@ -121,11 +139,14 @@ type reporter struct {
 	tracked map[*revisionLoad]struct{}
 	spare   []*revisionLoad
 	last    time.Time
+	// current and byName are scratch space of podStats.
+	current map[*podSlot]struct{}
+	byName  map[string]int
 }
 
 func newReporter(sink stats.Sink, source string, interval time.Duration, set *activeSet) *reporter {
 	return &reporter{sink: sink, source: source, interval: interval, set: set, now: time.Now,
-		tracked: map[*revisionLoad]struct{}{}}
+		tracked: map[*revisionLoad]struct{}{}, current: map[*podSlot]struct{}{}, byName: map[string]int{}}
 }
 
 func (r *reporter) Start(ctx context.Context) error {
@@ -176,12 +197,55 @@ func (r *reporter) collect(now time.Time) stats.Report {
 			}
 			continue
 		}
+		pods := r.podStats(l, t, period)
 		id := l.id.Load()
 		if id == nil || period == 0 {
 			continue // not a revision: tracked, for lastArea, but not reported
 		}
 		report.Stats = append(report.Stats, stats.Stat{Namespace: id.namespace, Revision: id.revision,
-			AverageConcurrency: float64(grown) / float64(period), Requests: float64(arrived)})
+			AverageConcurrency: float64(grown) / float64(period), Requests: float64(arrived), Pods: pods})
 	}
 	return report
+}
+
+// podStats reads the pods of l at t and returns each one's load over the period, by
+// pod name: every pod of the current snapshot, busy or not, and a pod that left it
+// since the last reading if it had requests in the meantime.
+func (r *reporter) podStats(l *revisionLoad, t, period uint64) []stats.PodStat {
+	var current []*podSlot
+	if p := l.pods.Load(); p != nil {
+		current = *p
+	}
+	var out []stats.PodStat
+	add := func(p *podSlot, gone bool) {
+		area, _ := p.load.read(t)
+		grown := (area - p.lastArea) & loadAreaMask
+		p.lastArea = area
+		arrived := p.arrivals.Swap(0)
+		if gone && grown == 0 && arrived == 0 || period == 0 {
+			return
+		}
+		// A pod with several ports has a slot for each.
+		i, ok := r.byName[p.name]
+		if !ok {
+			i = len(out)
+			r.byName[p.name] = i
+			out = append(out, stats.PodStat{Name: p.name})
+		}
+		out[i].AverageConcurrency += float64(grown) / float64(period)
+		out[i].Requests += float64(arrived)
+	}
+	for _, p := range current {
+		r.current[p] = struct{}{}
+		add(p, false)
+	}
+	for _, p := range l.lastPods {
+		if _, ok := r.current[p]; !ok {
+			add(p, true)
+		}
+	}
+	clear(r.current)
+	clear(r.byName)
+	l.lastPods = append(l.lastPods[:0], current...)
+	return out
 }

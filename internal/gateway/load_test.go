@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -201,7 +202,7 @@ func TestReporterRunsEveryInterval(t *testing.T) {
 
 // BenchmarkAccounting is what the accounting adds to each request: the clock twice,
 // arrival and end on the revision, taking and giving back a slot on one of three
-// pods, from every core at once.
+// pods with the pod's own accounting, from every core at once.
 func BenchmarkAccounting(b *testing.B) {
 	services := newServiceRegistry()
 	services.update(key("rev-1"), buildEndpoints(serviceWithPort("rev-1"),
@@ -211,13 +212,127 @@ func BenchmarkAccounting(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			se := svc.endpoints.Load()
-			svc.load.begin(micros(time.Now()), set)
+			start := micros(time.Now())
+			svc.load.begin(start, set)
 			t := se.targets(intstr.FromInt32(80)).acquire(se.limit(), *alone)
-			t.release()
+			t.pod.began(start)
+			end := micros(time.Now())
+			t.release(end)
 			if svc.room.waiting.Load() > 0 {
 				svc.room.slotFreed()
 			}
-			svc.load.end(micros(time.Now()))
+			svc.load.end(end)
 		}
 	})
+}
+
+// Each pod's share is the time requests spent on it, held time not included; a pod
+// that leaves the endpoints gets one last reading for the requests it had since.
+func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
+	services := newServiceRegistry()
+	slice := sliceFor("pods-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	slice.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}
+	slice.Endpoints[1].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-b"}
+	services.update(key("pods-1"), buildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{slice}, notSimulated))
+	svc := services.services[key("pods-1")]
+	ts := svc.endpoints.Load().targets(intstr.FromInt32(80))
+	a, b := &ts.targets[0], &ts.targets[1]
+
+	set := &activeSet{}
+	r := newReporter(&recordingSink{}, "gw-1", time.Second, set)
+	t0 := clockBase.Add(time.Hour)
+	at := func(d time.Duration) uint64 { return micros(t0.Add(d)) }
+	r.last = t0
+	// begin is a request's arrival at arrive, on tg from on; end ends it at end.
+	begin := func(tg *target, arrive, on time.Duration) {
+		svc.load.begin(at(arrive), set)
+		tg.pod.inflight.Add(1)
+		tg.pod.began(at(on))
+	}
+	end := func(tg *target, d time.Duration) {
+		tg.release(at(d))
+		svc.load.end(at(d))
+	}
+	collect := func(d time.Duration) (stats.Stat, map[string]stats.PodStat) {
+		t.Helper()
+		report := r.collect(t0.Add(d))
+		if len(report.Stats) != 1 {
+			t.Fatalf("at %v: %+v", d, report.Stats)
+		}
+		pods := map[string]stats.PodStat{}
+		for _, p := range report.Stats[0].Pods {
+			pods[p.Name] = p
+		}
+		return report.Stats[0], pods
+	}
+
+	// Period 1 (2s): a request on pod-a from 0 to 1.5s; one that arrived at 0.5s,
+	// was held until 1s, and ran on pod-b until 2s; one on pod-a from 1.5s on.
+	begin(a, 0, 0)
+	begin(b, 500*time.Millisecond, time.Second)
+	end(a, 1500*time.Millisecond)
+	begin(a, 1500*time.Millisecond, 1500*time.Millisecond)
+	end(b, 2*time.Second)
+	rev, pods := collect(2 * time.Second)
+	// The revision counts the held half second: (1.5 + 1.5 + 0.5) / 2.
+	if !near(rev.AverageConcurrency, 1.75) || rev.Requests != 3 {
+		t.Errorf("period 1, revision: %+v", rev)
+	}
+	if len(pods) != 3 || !near(pods["pod-a"].AverageConcurrency, 1) || pods["pod-a"].Requests != 2 ||
+		!near(pods["pod-b"].AverageConcurrency, 0.5) || pods["pod-b"].Requests != 1 ||
+		pods["10.0.0.3"].AverageConcurrency != 0 || pods["10.0.0.3"].Requests != 0 {
+		t.Errorf("period 1, pods: %+v", pods)
+	}
+
+	// Period 2 (1s): pod-b leaves the endpoints at 2.2s with a request in flight
+	// from 2s to 2.5s; it is dropped at the next update, at 2.7s, before the reading.
+	begin(b, 2*time.Second, 2*time.Second)
+	without := func(addrs ...string) {
+		s := sliceFor("pods-1", 8012, addrs...)
+		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}
+		services.update(key("pods-1"), buildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
+	}
+	without("10.0.0.1", "10.0.0.3")
+	end(b, 2500*time.Millisecond)
+	without("10.0.0.1", "10.0.0.3")
+	if n := len(*svc.load.pods.Load()); n != 2 {
+		t.Fatalf("%d slots after pod-b left", n)
+	}
+	rev, pods = collect(3 * time.Second)
+	if !near(rev.AverageConcurrency, 1.5) || rev.Requests != 1 {
+		t.Errorf("period 2, revision: %+v", rev)
+	}
+	if len(pods) != 3 || !near(pods["pod-a"].AverageConcurrency, 1) || pods["pod-a"].Requests != 0 ||
+		!near(pods["pod-b"].AverageConcurrency, 0.5) || pods["pod-b"].Requests != 1 {
+		t.Errorf("period 2, pods: %+v", pods)
+	}
+
+	// Period 3 (1s): pod-a's request ends at 3.5s; pod-b is no more.
+	end(a, 3500*time.Millisecond)
+	rev, pods = collect(4 * time.Second)
+	if !near(rev.AverageConcurrency, 0.5) || len(pods) != 2 || !near(pods["pod-a"].AverageConcurrency, 0.5) {
+		t.Errorf("period 3: %+v, pods %+v", rev, pods)
+	}
+	if _, ok := pods["pod-b"]; ok {
+		t.Errorf("period 3 reports pod-b: %+v", pods)
+	}
+}
+
+// An address that a new pod took over is a new slot: the old pod's requests are
+// not the new one's.
+func TestPodSlotFollowsThePodName(t *testing.T) {
+	services := newServiceRegistry()
+	update := func(pod string) *podSlot {
+		s := sliceFor("pods-1", 8012, "10.0.0.1")
+		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: pod}
+		services.update(key("pods-1"), buildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
+		return services.services[key("pods-1")].endpoints.Load().targets(intstr.FromInt32(80)).targets[0].pod
+	}
+	first := update("pod-a")
+	if again := update("pod-a"); again != first {
+		t.Error("the same pod got a new slot")
+	}
+	if other := update("pod-b"); other == first || other.name != "pod-b" {
+		t.Errorf("pod-b at pod-a's address has slot %p (pod-a's: %p), named %q", other, first, other.name)
+	}
 }

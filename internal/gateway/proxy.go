@@ -72,10 +72,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.finish(svc, host, rr)
 	r = r.WithContext(context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr))
 	targets := se.targets(sp.port)
-	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target == nil {
-		if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
-			return
-		}
+	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target != nil {
+		rr.target.pod.began(micros(start))
+	} else if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
+		return
 	}
 	if rr.target.simulated {
 		answerSimulated(w, r, rr)
@@ -92,14 +92,15 @@ func (p *proxy) finish(svc *service, host string, rr *routedRequest) {
 		p.metrics.timeouts.WithLabelValues(timeoutNames[kind]).Inc()
 	}
 	rr.timer.cancel(nil)
+	end := micros(time.Now())
 	if rr.target != nil {
-		rr.target.release()
+		rr.target.release(end)
 		// One atomic load while nobody waits, which is nearly always.
 		if svc.room.waiting.Load() > 0 {
 			svc.room.slotFreed()
 		}
 	}
-	svc.load.end(micros(time.Now()))
+	svc.load.end(end)
 	p.metrics.countRequest(svc, host, rr.code, rr.revision)
 }
 

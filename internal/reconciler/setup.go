@@ -168,6 +168,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	})); err != nil {
 		return nil, fmt.Errorf("exporting the tracker's size: %w", err)
 	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		metrics.ExportPodLoads(ctx, set.Autoscaler)
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("exporting the pods' load: %w", err)
+	}
 	return &Controllers{Tracker: set.Tracker, Autoscaler: set.Autoscaler}, nil
 }
 

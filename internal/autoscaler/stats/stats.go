@@ -11,6 +11,21 @@ type Stat struct {
 	AverageConcurrency float64 `json:"averageConcurrency"`
 	// Requests is how many requests arrived in the period.
 	Requests float64 `json:"requests"`
+	// Pods is the load of each of the Revision's pods, as Knative's queue-proxies
+	// measure it: only the time requests spent on the pod, not held. Absent from
+	// the reports of gateways older than the field.
+	Pods []PodStat `json:"pods,omitempty"`
+}
+
+// PodStat is one pod's share of a Stat.
+type PodStat struct {
+	// Name is the pod's name (an endpoint without a pod: its address).
+	Name string `json:"name"`
+	// AverageConcurrency is the time-weighted mean number of requests in flight on
+	// the pod over the period.
+	AverageConcurrency float64 `json:"averageConcurrency"`
+	// Requests is how many requests the pod got in the period.
+	Requests float64 `json:"requests"`
 }
 
 // Report is one gateway replica's Stats for one period.

@@ -1,0 +1,63 @@
+package metrics
+
+import (
+	"context"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ferry-serving/ferry/internal/autoscaler"
+)
+
+// podLoads exports each pod's latest load as the gateways report it, read from the
+// live Autoscalers at scrape time: a pod that is no longer reported has no series,
+// with nothing to delete, so the series follow the pods that carry load.
+var podLoads = &podLoadCollector{live: map[*autoscaler.Autoscaler]struct{}{}}
+
+var (
+	podConcurrency = prometheus.NewDesc("ferry_autoscaler_pod_concurrency",
+		"Time-weighted average number of requests in flight on the pod over the gateways' latest report period, summed over the gateway replicas.",
+		[]string{"namespace", "revision", "pod"}, nil)
+	podRequests = prometheus.NewDesc("ferry_autoscaler_pod_requests_per_second",
+		"Requests per second the pod got over the gateways' latest report period, summed over the gateway replicas.",
+		[]string{"namespace", "revision", "pod"}, nil)
+)
+
+func init() { ctrlmetrics.Registry.MustRegister(podLoads) }
+
+type podLoadCollector struct {
+	mu   sync.Mutex
+	live map[*autoscaler.Autoscaler]struct{}
+}
+
+// ExportPodLoads exports a's per-pod loads until ctx is done. Run it on the leader
+// only, like ExportTracker: every replica takes the reports, and one is enough to
+// export them.
+func ExportPodLoads(ctx context.Context, a *autoscaler.Autoscaler) {
+	podLoads.mu.Lock()
+	podLoads.live[a] = struct{}{}
+	podLoads.mu.Unlock()
+	<-ctx.Done()
+	podLoads.mu.Lock()
+	delete(podLoads.live, a)
+	podLoads.mu.Unlock()
+}
+
+func (c *podLoadCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- podConcurrency
+	ch <- podRequests
+}
+
+func (c *podLoadCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for a := range c.live {
+		for _, p := range a.PodLoads() {
+			ch <- prometheus.MustNewConstMetric(podConcurrency, prometheus.GaugeValue, p.AverageConcurrency,
+				p.Revision.Namespace, p.Revision.Name, p.Pod)
+			ch <- prometheus.MustNewConstMetric(podRequests, prometheus.GaugeValue, p.RequestsPerSecond,
+				p.Revision.Namespace, p.Revision.Name, p.Pod)
+		}
+	}
+}
