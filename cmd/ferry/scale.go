@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 type scaleFlags struct {
@@ -26,6 +28,7 @@ type scaleFlags struct {
 	namespace   string
 	namespaces  int
 	gateway     string
+	metrics     string
 	image       string
 	cleanup     bool
 	reportDir   string
@@ -69,6 +72,7 @@ The exit status is 1 when any Service missed its deadline.`,
 	fl.StringVar(&f.namespace, "namespace", "", "namespace of the Services, created if missing (default ferry-scale-<run ID>); with --namespaces K > 1, the base of their names")
 	fl.IntVar(&f.namespaces, "namespaces", 1, "spread the Services round-robin over K namespaces, <namespace>-0 … <namespace>-<K-1>, each created if missing")
 	fl.StringVar(&f.gateway, "gateway", "", "with --kubeconfig: the gateway's URL, to measure time to the first routed response")
+	fl.StringVar(&f.metrics, "controller-metrics", "", "with --kubeconfig: the Ferry controller's metrics URL (e.g. http://127.0.0.1:9090/metrics), to report each controller's queue waits")
 	fl.StringVar(&f.image, "image", scale.DefaultImage, "the Services' image")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "delete what the run created and wait until it is gone")
 	fl.StringVar(&f.reportDir, "report-dir", "", "where report.json and report.html go (default ./ferry-scale-<timestamp>)")
@@ -101,6 +105,9 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 			return fmt.Errorf("reading --kubeconfig %s: %w", f.kubeconfig, err)
 		}
 		opts.Config = cfg
+		if f.metrics != "" {
+			opts.Metrics = scale.MetricsAt(f.metrics)
+		}
 	} else {
 		local, err := startLocalRun(ctx, out, f, &opts)
 		if err != nil {
@@ -185,6 +192,14 @@ func (f scaleFlags) check() error {
 	if f.gateway != "" && f.kubeconfig == "" {
 		return errors.New("scale: --gateway is for --kubeconfig; the local cluster's gateway is probed anyway")
 	}
+	if f.metrics != "" {
+		if f.kubeconfig == "" {
+			return errors.New("scale: --controller-metrics is for --kubeconfig; the in-process controller's queue waits are reported anyway")
+		}
+		if u, err := url.Parse(f.metrics); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("scale: --controller-metrics must be an http(s) URL such as http://127.0.0.1:9090/metrics, not %q", f.metrics)
+		}
+	}
 	if f.kubeconfig == "" && !withLocalCluster {
 		return fmt.Errorf("scale: pass --kubeconfig: %w", errNoLocalCluster)
 	}
@@ -229,6 +244,7 @@ func startLocalRun(ctx context.Context, out io.Writer, f scaleFlags, opts *scale
 	opts.Config = l.cluster.RESTConfig()
 	opts.GatewayURL = "http://" + l.ferry.Gateway.ExternalAddr()
 	opts.InProcess = true
+	opts.Metrics = ctrlmetrics.Registry
 	return l, nil
 }
 

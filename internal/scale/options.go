@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 )
 
@@ -47,6 +48,10 @@ type Options struct {
 	// InProcess says the control plane runs in this process: Result.Process reports
 	// its CPU and memory.
 	InProcess bool
+	// Metrics, if set, gathers Ferry's controller's metrics (controller-runtime's
+	// registry in-process, MetricsAt for another process): the report gives each
+	// controller's queue waits.
+	Metrics prometheus.Gatherer
 	// FerryWrites, if set, counts Ferry's own writes (its rest.Config wrapped).
 	FerryWrites *WriteCounter
 	// Phases also watches the Services' Configurations, Revisions, Deployments,

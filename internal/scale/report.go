@@ -99,6 +99,8 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 		fmt.Fprintf(w, "  (The process's counters cannot tell Ferry's share; a CPU profile labelled by component can.)\n")
 	}
 
+	writeQueueWaits(w, r)
+
 	if f := r.Floor; f != nil {
 		fmt.Fprintf(w, "\nWrite floor: %d plain ConfigMap writes (%s) at concurrency %d took %s; the run took %s: real/floor = %.2f\n",
 			f.Writes, formatVerbs(f.ByVerb), f.Concurrency, fmtDur(f.Duration), fmtDur(f.Real), f.Ratio())
@@ -229,3 +231,20 @@ func WriteReports(dir string, r *Result) (jsonPath, htmlPath string, err error) 
 // fmtDur is the explainer's duration format, so that the reports and the
 // explanations agree.
 func fmtDur(d time.Duration) string { return explain.FormatDuration(d) }
+
+// writeQueueWaits prints each controller's queue waits, the busiest queue first.
+func writeQueueWaits(w io.Writer, r *Result) {
+	switch {
+	case r.QueueWaitsError != "":
+		fmt.Fprintf(w, "\nQueue waits: unknown (%s)\n", r.QueueWaitsError)
+		return
+	case len(r.QueueWaits) == 0:
+		return
+	}
+	fmt.Fprintf(w, "\nQueue waits (time a change waited in a controller's queue before a worker took it):\n")
+	fmt.Fprintf(w, "  %-28s %9s %10s %8s %8s\n", "controller", "items", "mean", ">1 s", ">10 s")
+	for _, q := range r.QueueWaits {
+		fmt.Fprintf(w, "  %-28s %9d %10s %7.1f%% %7.1f%%\n", q.Controller, q.Items,
+			fmtDur(time.Duration(q.MeanSeconds*float64(time.Second))), 100*q.OverOneSecond, 100*q.OverTenSeconds)
+	}
+}

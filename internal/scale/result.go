@@ -156,6 +156,10 @@ type Result struct {
 	FerryWrites Counts
 	// Process is the process's CPU and memory, when the control plane ran in it.
 	Process *ProcessUsage
+	// QueueWaits are how long changes waited in each controller's queue, when the
+	// controller's metrics were at hand (Options.Metrics); QueueWaitsError says why not.
+	QueueWaits      []QueueWait
+	QueueWaitsError string
 	// Floor is the plain-write baseline, when it was measured.
 	Floor *FloorResult
 	// Notes are things a reader of the report should know (measurement caveats).
@@ -328,6 +332,8 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		WritesError       string        `json:"writesError,omitempty"`
 		FerryWrites       []writeSeries `json:"ferryWrites,omitempty"`
 		Process           *ProcessUsage `json:"process,omitempty"`
+		QueueWaits        []QueueWait   `json:"queueWaits,omitempty"`
+		QueueWaitsError   string        `json:"queueWaitsError,omitempty"`
 		Floor             *FloorResult  `json:"floor,omitempty"`
 		Notes             []string      `json:"notes,omitempty"`
 		Samples           []Sample      `json:"samples"`
@@ -343,7 +349,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 			CreationOrder: r.CreationOrder(),
 		},
 		Writes: seriesOf(r.Writes), WritesError: r.WritesError, FerryWrites: seriesOf(r.FerryWrites),
-		Process: r.Process, Floor: r.Floor, Notes: r.Notes, Samples: r.Samples,
+		Process: r.Process, QueueWaits: r.QueueWaits, QueueWaitsError: r.QueueWaitsError, Floor: r.Floor, Notes: r.Notes, Samples: r.Samples,
 	})
 }
 

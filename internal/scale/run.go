@@ -5,6 +5,7 @@ package scale
 // their own file.
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"sync"
@@ -118,6 +119,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ferryBefore = o.FerryWrites.Snapshot()
 	}
 	proc := takeProcessSnapshot()
+	waitsBefore, waitsErr := readQueueWaits(o.Metrics)
 
 	t0 := time.Now()
 	res.Started = t0
@@ -171,6 +173,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if o.InProcess {
 		res.Process = usageBetween(proc, end.Sub(t0).Seconds())
+	}
+	if waitsAfter, err := readQueueWaits(o.Metrics); o.Metrics != nil {
+		if err = cmp.Or(waitsErr, err); err != nil {
+			res.QueueWaitsError = "reading the controller's metrics: " + err.Error()
+		} else {
+			res.QueueWaits = queueWaitsBetween(waitsBefore, waitsAfter)
+		}
 	}
 
 	r.fillResult(res, t0, end)
