@@ -143,7 +143,10 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 	if f.cpuprofile != "" {
 		fmt.Fprintf(out, "CPU profile: %s — by component: go tool pprof -tags %s; Ferry's hot spots: go tool pprof -top -tagfocus component=ferry %s\n",
 			f.cpuprofile, f.cpuprofile, f.cpuprofile)
-		res.Notes = append(res.Notes, "CPU profile of the run in "+f.cpuprofile+": `go tool pprof -tags` splits it by component (control-plane, ferry, scale-run; unlabeled is mostly the Go runtime's GC).")
+		res.Notes = append(res.Notes, "CPU profile of the run in "+f.cpuprofile+": `go tool pprof -tags` splits it by component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, ferry, scale-run; unlabelled is mostly the Go runtime's GC) and Ferry's CPU by controller (label ferry).")
+		if res.CPU, err = readCPUBreakdown(f.cpuprofile); err != nil {
+			res.Notes = append(res.Notes, err.Error())
+		}
 	}
 
 	if f.floor && runErr == nil {
@@ -315,4 +318,13 @@ func writeScaleReports(out io.Writer, dir string, res *scale.Result) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func readCPUBreakdown(path string) (*scale.CPUBreakdown, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return scale.ReadCPUBreakdown(f)
 }

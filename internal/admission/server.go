@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -134,13 +135,17 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Server, error)
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil },
 		},
 	}
-	go func() {
-		err := s.srv.ServeTLS(s.ln, "", "")
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- err
-	}()
+	// The label tells admission's CPU in a profile (go tool pprof -tags): the
+	// connections' goroutines inherit it.
+	pprof.Do(ctx, pprof.Labels("component", "ferry", "ferry", "admission"), func(context.Context) {
+		go func() {
+			err := s.srv.ServeTLS(s.ln, "", "")
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			s.done <- err
+		}()
+	})
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

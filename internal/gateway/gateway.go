@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -307,9 +308,13 @@ type listeners struct {
 
 func (ls *listeners) Start(ctx context.Context) error {
 	served := make(chan error, len(ls.all))
-	for _, l := range ls.all {
-		go func() { served <- l.serve() }()
-	}
+	// The label tells the data plane's CPU in a profile of a process that runs it
+	// beside the controllers (go tool pprof -tags): connections inherit it.
+	pprof.Do(ctx, pprof.Labels("component", "ferry", "ferry", "gateway"), func(context.Context) {
+		for _, l := range ls.all {
+			go func() { served <- l.serve() }()
+		}
+	})
 	var err error
 	select {
 	case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -90,7 +91,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	etcdURL, closeEtcd, err := startEtcd(filepath.Join(c.dir, "etcd"), logs)
+	var etcdURL string
+	var closeEtcd func()
+	labelled(ctx, "etcd", func(context.Context) { etcdURL, closeEtcd, err = startEtcd(filepath.Join(c.dir, "etcd"), logs) })
 	if err != nil {
 		return err
 	}
@@ -119,7 +122,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 
 	c.run(ctx, "kube-controller-manager", func() error { return runControllerManager(ctx, c.kubeconfig, creds) })
 	c.run(ctx, "kube-scheduler", func() error { return runScheduler(ctx, c.kubeconfig) })
-	if err := startKwok(ctx, c.restConfig, c.kubeconfig, logs); err != nil {
+	labelled(ctx, "kwok", func(ctx context.Context) { err = startKwok(ctx, c.restConfig, c.kubeconfig, logs) })
+	if err != nil {
 		return err
 	}
 	if err := installCRDs(ctx, c.restConfig); err != nil {
@@ -181,14 +185,23 @@ func (c *Cluster) shutdown() {
 // one, reports "finished without leader elect").
 func (c *Cluster) run(ctx context.Context, name string, f func() error) {
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		if err := f(); err != nil && ctx.Err() == nil {
-			c.errMu.Lock()
-			c.errs = append(c.errs, fmt.Errorf("%s: %w", name, err))
-			c.errMu.Unlock()
-		}
-	}()
+	labelled(ctx, name, func(context.Context) {
+		go func() {
+			defer c.wg.Done()
+			if err := f(); err != nil && ctx.Err() == nil {
+				c.errMu.Lock()
+				c.errs = append(c.errs, fmt.Errorf("%s: %w", name, err))
+				c.errMu.Unlock()
+			}
+		}()
+	})
+}
+
+// labelled runs f with the profiler label component=name, which every goroutine it
+// starts inherits: a CPU profile of a process running the cluster (ferry scale
+// --cpuprofile) tells each component's share (go tool pprof -tags).
+func labelled(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("component", name), f)
 }
 
 func (c *Cluster) firstError() error {

@@ -99,6 +99,7 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 		fmt.Fprintf(w, "  (The process's counters cannot tell Ferry's share; a CPU profile labelled by component can.)\n")
 	}
 
+	writeCPUBreakdown(w, r)
 	writeQueueWaits(w, r)
 
 	if f := r.Floor; f != nil {

@@ -160,6 +160,8 @@ type Result struct {
 	// controller's metrics were at hand (Options.Metrics); QueueWaitsError says why not.
 	QueueWaits      []QueueWait
 	QueueWaitsError string
+	// CPU is the run's CPU profile by component, when one was taken.
+	CPU *CPUBreakdown
 	// Floor is the plain-write baseline, when it was measured.
 	Floor *FloorResult
 	// Notes are things a reader of the report should know (measurement caveats).
@@ -334,6 +336,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Process           *ProcessUsage `json:"process,omitempty"`
 		QueueWaits        []QueueWait   `json:"queueWaits,omitempty"`
 		QueueWaitsError   string        `json:"queueWaitsError,omitempty"`
+		CPU               *CPUBreakdown `json:"cpuByComponent,omitempty"`
 		Floor             *FloorResult  `json:"floor,omitempty"`
 		Notes             []string      `json:"notes,omitempty"`
 		Samples           []Sample      `json:"samples"`
@@ -349,7 +352,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 			CreationOrder: r.CreationOrder(),
 		},
 		Writes: seriesOf(r.Writes), WritesError: r.WritesError, FerryWrites: seriesOf(r.FerryWrites),
-		Process: r.Process, QueueWaits: r.QueueWaits, QueueWaitsError: r.QueueWaitsError, Floor: r.Floor, Notes: r.Notes, Samples: r.Samples,
+		Process: r.Process, QueueWaits: r.QueueWaits, QueueWaitsError: r.QueueWaitsError, CPU: r.CPU, Floor: r.Floor, Notes: r.Notes, Samples: r.Samples,
 	})
 }
 

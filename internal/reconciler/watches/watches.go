@@ -6,6 +6,9 @@
 package watches
 
 import (
+	"context"
+	"runtime/pprof"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,5 +60,18 @@ func (c Controller) Register(mgr ctrl.Manager, workers int) error {
 	for _, s := range c.Sources {
 		b = b.WatchesRawSource(s)
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(c.Reconciler)
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(labelled(c.Name, c.Reconciler))
+}
+
+// labelled runs each reconcile with the profiler labels component=ferry and
+// ferry=<controller>: a CPU profile (ferry scale --cpuprofile) tells each controller's
+// share of Ferry's (go tool pprof -tags). Both are set: the reconcile's context does not
+// carry the labels of the goroutine that started the manager. They cost a context per
+// reconcile, nothing beside a reconcile's reads.
+func labelled(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	labels := pprof.Labels("component", "ferry", "ferry", name)
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+		pprof.Do(ctx, labels, func(ctx context.Context) { res, err = r.Reconcile(ctx, req) })
+		return res, err
+	})
 }
