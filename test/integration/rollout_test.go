@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -38,6 +42,7 @@ func TestRollout(t *testing.T) {
 		t.Fatalf("before the update: answered by %q %s, want %s", got, why, rev1)
 	}
 
+	w := countRolloutWrites(t, ns)
 	updateService(t, testClient, ns, "roll", func(s *v1.Service) {
 		s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: "2"}}
 	})
@@ -102,6 +107,78 @@ func TestRollout(t *testing.T) {
 		t.Errorf("rollout annotation %q, want %s", ing.Annotations[rollout.Annotation], want)
 	}
 	waitCondition(t, testClient, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+
+	// The writes: one KIngress spec update per split (the 1 % and each step), one of
+	// its annotation alone (the pace), a Route status per split.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("writes: KIngress spec %d, annotation only %d, status (gateway) %d; Route status %d; Service status %d (step size %d)",
+		w.ingressSpec, w.ingressMeta, w.ingressStatus, w.routeStatus, w.serviceStatus, w.stepSize)
+	if w.stepSize == 0 {
+		t.Fatal("no pace seen")
+	}
+	splits := 1 + (99+w.stepSize-1)/w.stepSize
+	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
+		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
+	}
+}
+
+// rolloutWrites counts the writes of a rollout, as the watch brings them.
+type rolloutWrites struct {
+	mu                                                   sync.Mutex
+	ingressSpec, ingressMeta, ingressStatus, routeStatus int
+	serviceStatus, stepSize                              int
+}
+
+// countRolloutWrites counts, from now until the test ends, the writes to the
+// KIngresses, Routes and Services of ns.
+func countRolloutWrites(t *testing.T, ns string) *rolloutWrites {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := client.NewWithWatch(testConfig, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &rolloutWrites{}
+	count := func(n *int) {
+		w.mu.Lock()
+		*n++
+		w.mu.Unlock()
+	}
+	ings := informIn(ctx, c, ns, func() client.ObjectList { return &netv1alpha1.IngressList{} }, &netv1alpha1.Ingress{},
+		cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+			old, ing := o.(*netv1alpha1.Ingress), n.(*netv1alpha1.Ingress)
+			switch {
+			case ing.Generation != old.Generation:
+				count(&w.ingressSpec)
+			case !equality.Semantic.DeepEqual(ing.Status, old.Status):
+				count(&w.ingressStatus)
+			case !equality.Semantic.DeepEqual(ing.Annotations, old.Annotations):
+				count(&w.ingressMeta)
+			}
+			if s := rollout.Parse(ing.Annotations[rollout.Annotation]); s != nil && len(s.Configurations) > 0 {
+				w.mu.Lock()
+				w.stepSize = max(w.stepSize, s.Configurations[0].StepParams.StepSize)
+				w.mu.Unlock()
+			}
+		}})
+	routes := informIn(ctx, c, ns, func() client.ObjectList { return &v1.RouteList{} }, &v1.Route{},
+		cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+			if !equality.Semantic.DeepEqual(o.(*v1.Route).Status, n.(*v1.Route).Status) {
+				count(&w.routeStatus)
+			}
+		}})
+	services := informIn(ctx, c, ns, func() client.ObjectList { return &v1.ServiceList{} }, &v1.Service{},
+		cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+			if !equality.Semantic.DeepEqual(o.(*v1.Service).Status, n.(*v1.Service).Status) {
+				count(&w.serviceStatus)
+			}
+		}})
+	if !cache.WaitForCacheSync(ctx.Done(), ings.HasSynced, routes.HasSynced, services.HasSynced) {
+		t.Fatal("the watches did not sync")
+	}
+	return w
 }
 
 // rev2Percent checks a status.traffic of one Service's rollout (only rev1 and rev2,
