@@ -121,6 +121,18 @@ func TestRolloutTable(t *testing.T) {
 			wantStatus(split, rollingReady, assigned, rolling, noTLS)(t, env)
 		},
 	}, {
+		Name: "a newer Revision mid-rollout: a new rollout from the current split",
+		Key:  key,
+		Objects: []client.Object{r, cfg("hello-00003", ready), rev1, rev2, rev("hello-00003", corev1.ConditionTrue), placeholder(r),
+			served(r, state(paced, rr("hello-00001", 74), rr("hello-00002", 26)), target("hello-00001", 74), target("hello-00002", 26))},
+		WantWrites: []string{"update Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			split := []v1.TrafficTarget{target("hello-00001", 74), target("hello-00002", 25), target("hello-00003", 1)}
+			s := state(rollout.Params{StartTime: now.UnixNano()}, rr("hello-00001", 74), rr("hello-00002", 25), rr("hello-00003", 1))
+			wantIngress(t, env, s, split...)
+			wantStatus(split, rollingReady, assigned, rolling, noTLS)(t, env)
+		},
+	}, {
 		Name: "the last step: all to the new Revision, the state records it",
 		Key:  key,
 		Objects: []client.Object{r, cfg2, rev1, rev2, placeholder(r),
