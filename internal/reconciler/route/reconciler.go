@@ -42,10 +42,7 @@ const (
 	// enabled nor redirected (Knative fails the reconcile with that error).
 	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
 	msgIngressNotConfigured   = "Ingress has not yet been reconciled."
-	// ReasonRolloutInProgress is IngressReady's (Unknown) while a gradual rollout moves
-	// traffic: the KIngress does not serve the Route's traffic as asked yet.
-	ReasonRolloutInProgress = "RolloutInProgress"
-	msgRolloutInProgress    = "A gradual rollout of the latest revision(s) is in progress."
+	msgRolloutInProgress      = "A gradual rollout of the latest revision(s) is in progress."
 )
 
 // Reconciler reconciles one Route per call.
@@ -195,7 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		m.MarkFalse(v1.RouteConditionIngressReady, reasonInvalidHTTPProtocol, "%s", optionErr)
 	case placeholderOK && rolling:
 		// As Knative: the Route is not done until the rollout is.
-		m.MarkUnknown(v1.RouteConditionIngressReady, ReasonRolloutInProgress, msgRolloutInProgress)
+		m.MarkUnknown(v1.RouteConditionIngressReady, v1.ReasonRolloutInProgress, msgRolloutInProgress)
 	case placeholderOK:
 		markIngress(m, ing)
 	}
