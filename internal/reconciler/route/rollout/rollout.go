@@ -316,7 +316,8 @@ func (c *ConfigurationRollout) advance(now int64) {
 // Served is status.traffic for the state: each rolling target is split into one entry
 // per Revision serving it, oldest first, keeping its tag and latestRevision; the other
 // targets are resolved as they are. Targets that share a Configuration take its
-// Revisions in spec order. With no rollout in progress it is resolved itself.
+// Revisions in spec order. spec and resolved are as for Build. With no rollout in
+// progress it is resolved itself.
 func Served(spec, resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
 	if r.Done() {
 		return resolved
