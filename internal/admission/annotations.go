@@ -267,18 +267,9 @@ func validateDurationAnnotation(m map[string]string, k keys, what string) *Field
 	return nil
 }
 
-// validateRolloutDuration checks serving.knative.dev/rollout-duration, and warns that a
-// duration has no effect: Ferry has no gradual rollout yet (traffic moves at once).
+// validateRolloutDuration checks serving.knative.dev/rollout-duration.
 func validateRolloutDuration(m map[string]string) *FieldError {
-	if errs := validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration"); errs != nil {
-		return errs
-	}
-	if key, v, _ := rolloutDurationAnn.Get(m); v != "" {
-		if d, _ := time.ParseDuration(v); d > 0 {
-			return ErrGeneric("has no effect in Ferry yet: there is no gradual rollout, traffic moves to a new Revision at once", key).AsWarning()
-		}
-	}
-	return nil
+	return validateDurationAnnotation(m, rolloutDurationAnn, "rollout-duration")
 }
 
 // noBurstCapacityEffect is the warning for a target-burst-capacity other than -1. In

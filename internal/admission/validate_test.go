@@ -416,12 +416,11 @@ func TestTargetBurstCapacityWarns(t *testing.T) {
 	}
 }
 
-// rollout-duration is accepted, but a duration is a warning: there is no gradual
-// rollout yet.
-func TestRolloutDurationWarns(t *testing.T) {
+// rollout-duration is accepted without a warning: Routes roll out gradually.
+func TestRolloutDurationDoesNotWarn(t *testing.T) {
 	cfg := config.Default()
 	cfg.Features.SecurePodDefaults = config.Enabled // no other warning
-	for v, warns := range map[string]bool{"0s": false, "60s": true} {
+	for _, v := range []string{"0s", "60s"} {
 		s := service(func(s *servingv1.Service) {
 			s.Annotations = map[string]string{"serving.knative.dev/rollout-duration": v}
 		})
@@ -430,9 +429,8 @@ func TestRolloutDurationWarns(t *testing.T) {
 		if errs.Errors() != nil {
 			t.Fatalf("%s: refused: %v", v, errs.Errors())
 		}
-		w := errs.Warnings()
-		if got := w != nil && strings.Contains(w.Error(), "no gradual rollout"); got != warns {
-			t.Errorf("rollout-duration %s: warnings %v, want a warning: %v", v, w, warns)
+		if w := errs.Warnings(); w != nil {
+			t.Errorf("rollout-duration %s: warnings %v, want none", v, w)
 		}
 	}
 }

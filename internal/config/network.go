@@ -29,8 +29,8 @@ type Network struct {
 	DomainTemplate        string
 	TagTemplate           string
 	DefaultExternalScheme string
-	// RolloutDurationSeconds is rollout-duration (Ferry does not do gradual rollouts yet;
-	// it is parsed and validated so a Knative ConfigMap loads).
+	// RolloutDurationSeconds is rollout-duration: the gradual rollout of Routes without
+	// their own rollout-duration annotation (0: traffic moves at once).
 	RolloutDurationSeconds int
 	// ExternalDomainTLS is external-domain-tls (legacy auto-tls, autoTLS): Routes get a
 	// Certificate per external host and https URLs once it is Ready. Only "Enabled",

@@ -26,7 +26,6 @@ type noEffect struct {
 const (
 	noQueueProxy    = "Ferry runs no queue-proxy sidecar"
 	noMesh          = "Ferry has no mesh or internal-TLS mode"
-	noRollout       = "Ferry has no gradual rollout yet: traffic moves to a new Revision at once"
 	noTagResolution = "Ferry does not resolve image tags to digests"
 )
 
@@ -38,8 +37,6 @@ var noEffectKeys = map[string][]noEffect{
 			why: "the gateway is always in the request path, as with -1 in Knative"},
 	},
 	NetworkConfigName: {
-		{key: "rollout-duration", quiet: []string{"0"}, why: noRollout},
-		{key: "rolloutDuration", quiet: []string{"0"}, why: noRollout},
 		{key: "enable-mesh-pod-addressability", quiet: []string{"false"}, why: noMesh},
 		{key: "internal-encryption", quiet: []string{"false"}, why: noMesh},
 		{key: "system-internal-tls", quiet: []string{"disabled"}, why: noMesh},

@@ -275,7 +275,7 @@ func TestNoEffect(t *testing.T) {
 		{FeaturesConfigName, map[string]string{"queueproxy.mount-podinfo": "Disabled", "multi-container": "enabled"}, nil},
 		{FeaturesConfigName, map[string]string{"queueproxy.mount-podinfo": "enabled"},
 			[]string{`queueproxy.mount-podinfo: "enabled" has no effect: Ferry runs no queue-proxy sidecar`}},
-		{NetworkConfigName, map[string]string{"internal-encryption": "true", "system-internal-tls": "disabled"},
+		{NetworkConfigName, map[string]string{"internal-encryption": "true", "system-internal-tls": "disabled", "rollout-duration": "120"},
 			[]string{`internal-encryption: "true" has no effect: Ferry has no mesh or internal-TLS mode`}},
 		{GCConfigName, map[string]string{"min-non-active-revisions": "3"}, nil},
 	} {

@@ -54,15 +54,20 @@ func (w *workload) actions() []action {
 func (w *workload) done() bool { return w.next >= len(w.ops) }
 
 // newWorkload draws the run's workload from the seed: one or two Services, each
-// created and then changed a few times (new templates, traffic splits with tags and
-// back, deletion and re-creation under the same name, a stale status planted by a
-// replica that no longer leads), and sometimes a Route created before the
-// Configuration it names.
+// created (half of them rolling out new Revisions gradually) and then changed a few
+// times (new templates, traffic splits with tags and back, deletion and re-creation
+// under the same name, a stale status planted by a replica that no longer leads), and
+// sometimes a Route created before the Configuration it names.
 func newWorkload(s *Sim) *workload {
 	w := &workload{sim: s}
 	for i := range 1 + s.rng.Intn(2) {
 		name := fmt.Sprintf("svc-%d", i)
-		w.add("create Service "+name, nil, func() { w.createService(name, "v1") })
+		rollout := s.rng.Intn(2) == 0
+		create := "create Service " + name
+		if rollout {
+			create += " with a rollout duration"
+		}
+		w.add(create, nil, func() { w.createService(name, "v1", rollout) })
 		version := 1
 		for range s.rng.Intn(4) {
 			switch s.rng.Intn(5) {
@@ -84,7 +89,7 @@ func newWorkload(s *Sim) *workload {
 				})
 			case 3:
 				w.add("delete Service "+name, w.exists(name), func() { w.delete(&v1.Service{}, name) })
-				w.add("create Service "+name+" again", nil, func() { w.createService(name, "v1") })
+				w.add(create+" again", nil, func() { w.createService(name, "v1", rollout) })
 				version = 1
 			case 4:
 				w.add("plant a stale status in "+name+" and its children", w.ready(name), func() { w.plantStale(name) })
@@ -146,8 +151,13 @@ func admit(obj client.Object) {
 	}
 }
 
-func (w *workload) createService(name, image string) {
+// createService creates the Service; with rollout its new Revisions take its traffic
+// over in steps (a few seconds of the simulated clock).
+func (w *workload) createService(name, image string, rollout bool) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if rollout {
+		svc.Annotations = map[string]string{"serving.knative.dev/rollout-duration": "5s"}
+	}
 	setImage(svc, image)
 	w.create(svc)
 }

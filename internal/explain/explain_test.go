@@ -193,6 +193,22 @@ func TestExplain(t *testing.T) {
 		wantKind:    "ksvc RoutesReady=Unknown TrafficNotMigrated",
 		wantLines:   []string{"  → Configuration and Route are Ready but the Service's status does not say so yet"},
 	}, {
+		name: "a gradual rollout in progress",
+		chain: func() Chain {
+			c := readyAll()
+			rolling := cond(v1.RouteConditionIngressReady, U, v1.ReasonRolloutInProgress, "A gradual rollout of the latest revision(s) is in progress.")
+			c.Route.Status.Status = status(1, cond(duck.ConditionReady, U, rolling.Reason, rolling.Message),
+				cond(v1.RouteConditionAllTrafficAssigned, T, "", ""), rolling, cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", ""))
+			c.Route.Status.Traffic = []v1.TrafficTarget{{RevisionName: rev, Percent: ptr.To[int64](60), LatestRevision: ptr.To(true)},
+				{RevisionName: svcName + "-00002", Percent: ptr.To[int64](40), LatestRevision: ptr.To(true)}}
+			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, rolling.Reason, rolling.Message),
+				cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, U, rolling.Reason, rolling.Message))
+			return c
+		},
+		wantCulprit: "Route " + svcName + `: IngressReady=Unknown RolloutInProgress "A gradual rollout of the latest revision(s) is in progress."`,
+		wantKind:    "Route IngressReady=Unknown RolloutInProgress",
+		wantLines:   []string{"    → KIngress " + svcName + ": Ready, serving a step of a gradual rollout: 60% → " + rev + " (latest), 40% → " + svcName + "-00002 (latest)"},
+	}, {
 		name: "ready but never routed",
 		chain: func() Chain {
 			c := readyAll()

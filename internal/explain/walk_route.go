@@ -110,7 +110,11 @@ func (w *walker) ingress(depth int, say bool) {
 			w.line(depth+1, line)
 			w.blame(line, "KIngress "+conditionKind(ing.Generation, &ing.Status.Status))
 		case !rt.IsReady():
-			if !rt.Status.GetCondition(v1.RouteConditionIngressReady).IsTrue() {
+			switch c := rt.Status.GetCondition(v1.RouteConditionIngressReady); {
+			case c.IsUnknown() && c.Reason == v1.ReasonRolloutInProgress:
+				// Not stuck: the Route moves traffic step by step on purpose.
+				w.line(depth+1, fmt.Sprintf("KIngress %s: Ready, serving a step of a gradual rollout: %s", ing.Name, describeTraffic(rt.Status.Traffic)))
+			case !c.IsTrue():
 				w.line(depth+1, fmt.Sprintf("KIngress %s: Ready (generation %d), the Route has not seen it yet", ing.Name, ing.Generation))
 			}
 			w.blame(fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)),

@@ -233,7 +233,7 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax).WithClock(clk) }
 	children := func() *created.Children { return created.New(c).WithClock(clk) }
 
-	svc := &service.Reconciler{Client: c, Children: children(), Status: status("service-controller", "Service"),
+	svc := &service.Reconciler{Client: c, Children: children(), Status: status("service-controller", "Service").Progress(v1.ReasonRolloutInProgress),
 		Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead, Serial: d.Serial}
 	cfg := &configuration.Reconciler{Client: c, APIReader: d.APIReader, Children: children(),
 		Status: status("configuration-controller", "Configuration"), Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead}
@@ -242,7 +242,7 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	as := autoscaler.New(decide).WithClock(clk)
 	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
 		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
-	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route"), Refused: refused(), Tracker: t,
+	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route").Progress(v1.ReasonRolloutInProgress), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,
 		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead, Now: clk.Now}
 	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }, Now: clk.Now}

@@ -5,6 +5,7 @@ package route
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
@@ -40,6 +42,7 @@ const (
 	// enabled nor redirected (Knative fails the reconcile with that error).
 	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
 	msgIngressNotConfigured   = "Ingress has not yet been reconciled."
+	msgRolloutInProgress      = "A gradual rollout of the latest revision(s) is in progress."
 )
 
 // Reconciler reconciles one Route per call.
@@ -72,8 +75,8 @@ type Reconciler struct {
 	// AfterRead, if set, runs between reading the Route and acting on it (tests use it
 	// to widen races).
 	AfterRead func()
-	// Now tells time for the certificate warning's wait (nil: the real clock); the
-	// convergence simulation passes its own.
+	// Now tells time for gradual rollouts and the certificate warning's wait (nil: the
+	// real clock); the convergence simulation passes its own.
 	Now func() time.Time
 
 	warnings certificateWarnings
@@ -108,6 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// IngressReady.
 	httpOption, optionErr := resources.HTTPOption(route, cfg.Network)
 
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+
 	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
 	// it served before: its KIngress and status.traffic are left as they are.
 	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
@@ -117,8 +125,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
 	tlsOn := hostErr == nil && !hosts.ClusterLocal && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
 	var certs *certificates
+	// served is the default split the KIngress serves: targets, or a step of a rollout.
+	served, rolling, nextStep := targets, false, time.Time{}
 	if problem == nil && optionErr == nil {
-		desired := resources.MakeIngress(want, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled)
+		var state *rollout.Rollout
+		if state, nextStep, err = r.rollout(ctx, w, route, want.Spec.Traffic, targets, cfg.Network, now); err != nil {
+			return ctrl.Result{}, err
+		}
+		if state != nil {
+			served, rolling = rollout.Served(want.Spec.Traffic, targets, state), !state.Done()
+		}
+		desired := resources.MakeIngress(want, served, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled)
+		if state != nil {
+			desired.Annotations[rollout.Annotation] = state.String()
+		}
 		desired.Spec.HTTPOption = httpOption
 		if tlsOn {
 			var err error
@@ -153,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		setCondition(m, v1.RouteConditionAllTrafficAssigned, problem.Status, problem.Reason, problem.Message)
 	} else {
 		m.MarkTrue(v1.RouteConditionAllTrafficAssigned)
-		status.Traffic = withURLs(targets, hosts, certs)
+		status.Traffic = withURLs(served, hosts, certs)
 	}
 	// Both children show on IngressReady; a refused one is tried again when its
 	// back-off ends.
@@ -170,19 +190,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, ingErr
 	case placeholderOK && optionErr != nil:
 		m.MarkFalse(v1.RouteConditionIngressReady, reasonInvalidHTTPProtocol, "%s", optionErr)
+	case placeholderOK && rolling:
+		// As Knative: the Route is not done until the rollout is.
+		m.MarkUnknown(v1.RouteConditionIngressReady, v1.ReasonRolloutInProgress, msgRolloutInProgress)
 	case placeholderOK:
 		markIngress(m, ing)
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	warnIn := r.warnCertificate(route, status, certs, now())
+	warnIn := r.warnCertificate(route, status, certs, now)
 	res, err := o.Result(r.Status.Write(ctx, route, &route.Status, status))
-	if warnIn > 0 && (res.RequeueAfter == 0 || warnIn < res.RequeueAfter) {
-		res.RequeueAfter = warnIn
+	res.RequeueAfter = sooner(res.RequeueAfter, warnIn)
+	if !nextStep.IsZero() {
+		res.RequeueAfter = sooner(res.RequeueAfter, nextStep.Sub(now))
 	}
 	return res, err
+}
+
+// sooner is the earlier of two waits, 0 meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if b > 0 && (a == 0 || b < a) {
+		return b
+	}
+	return a
+}
+
+// rollout is the Route's gradual rollout state at time now (package rollout), for the
+// KIngress's annotation, and when its next step is due (zero: none). The previous
+// state is the existing KIngress's annotation. With no rollout duration there is no
+// state (nil), so that such a Route's KIngress is what it was before Ferry had
+// rollouts, and a rollout in progress ends at once.
+func (r *Reconciler) rollout(ctx context.Context, w child.Writer, route *v1.Route, spec, targets []v1.TrafficTarget, network *config.Network, now time.Time) (*rollout.Rollout, time.Time, error) {
+	d := rollout.Duration(route.Annotations, network.RolloutDurationSeconds)
+	if d <= 0 {
+		return nil, time.Time{}, nil
+	}
+	have, err := child.Get[*netv1alpha1.Ingress](ctx, w, route, "Ingress", client.ObjectKey{Namespace: route.Namespace, Name: resources.IngressName(route)})
+	var notOwned *child.NotOwnedError
+	if err != nil && !errors.As(err, &notOwned) {
+		return nil, time.Time{}, err
+	}
+	var prev *rollout.Rollout
+	if have != nil && err == nil {
+		prev = rollout.Parse(have.Annotations[rollout.Annotation])
+	}
+	// The KIngress serves the first 1 % of a rollout: its time sets the pace.
+	if prev != nil && have.Status.ObservedGeneration == have.Generation && have.Status.GetCondition(netv1alpha1.IngressConditionReady).IsTrue() {
+		prev.ObserveReady(now, d)
+	}
+	state, next := rollout.Step(rollout.Build(spec, targets), prev, now)
+	return state, next, nil
 }
 
 // forget drops what Ferry keeps about a Route that is gone: the references it read and
@@ -224,11 +279,19 @@ func updatePlaceholder(desired, have *corev1.Service) bool {
 }
 
 // updateIngress puts back the KIngress's spec, labels and annotations, so that
-// IngressReady compares against the generation just written.
+// IngressReady compares against the generation just written. The rollout state is the
+// Route's alone: it goes when the Route has no rollout duration any more, so that a
+// later one does not start from a split long gone.
 func updateIngress(desired, have *netv1alpha1.Ingress) bool {
 	spec := child.Set(&have.Spec, desired.Spec)
 	labels := child.MergeLabels(desired, have)
-	return child.MergeAnnotations(desired, have) || labels || spec
+	state := false
+	if _, ok := desired.Annotations[rollout.Annotation]; !ok {
+		if _, state = have.Annotations[rollout.Annotation]; state {
+			delete(have.Annotations, rollout.Annotation)
+		}
+	}
+	return child.MergeAnnotations(desired, have) || labels || spec || state
 }
 
 // markIngress turns the KIngress's readiness into IngressReady. An ingress that has

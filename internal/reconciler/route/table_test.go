@@ -70,7 +70,7 @@ func rev(name string, ready corev1.ConditionStatus) *v1.Revision {
 func ingress(r *v1.Route, targets []v1.TrafficTarget, ready *duck.Condition) *netv1alpha1.Ingress {
 	want := r.DeepCopy()
 	want.SetDefaults(context.Background())
-	ing := resources.MakeIngress(want, targets, resources.DefaultHosts(want, want.Spec.Traffic), false)
+	ing := resources.MakeIngress(want, targets, targets, resources.DefaultHosts(want, want.Spec.Traffic), false)
 	ing.UID, ing.Generation = "ing-uid", 1
 	if ready != nil {
 		ing.Status.ObservedGeneration = 1

@@ -57,6 +57,8 @@ type Writer struct {
 	onReady func(time.Duration)
 	// states are Ready=False reasons that are states, not failures: no Event.
 	states map[string]bool
+	// progress are Ready=Unknown reasons written at once (Progress).
+	progress map[string]bool
 
 	mu sync.Mutex
 	// last holds what was last written for each object, so that a reconcile reading a
@@ -182,6 +184,17 @@ func (w *Writer) NotFailures(reasons ...string) *Writer {
 	w.states = make(map[string]bool, len(reasons))
 	for _, r := range reasons {
 		w.states[r] = true
+	}
+	return w
+}
+
+// Progress names reasons of Ready=Unknown that last, and whose every change users
+// follow (a gradual rollout's RolloutInProgress, one status.traffic per step): their
+// statuses are written at once, not held back. Call it before the Writer is used.
+func (w *Writer) Progress(reasons ...string) *Writer {
+	w.progress = make(map[string]bool, len(reasons))
+	for _, r := range reasons {
+		w.progress[r] = true
 	}
 	return w
 }
@@ -370,7 +383,8 @@ func (w *Writer) arrived(obj client.Object, at time.Time) {
 // held back. A Ready object that is no longer Ready is not held back.
 func (w *Writer) holdBack(key types.NamespacedName, obj client.Object, cached, desired Status, now time.Time) time.Duration {
 	settle := w.settle
-	if settle <= 0 || !desired.GetCondition(duck.ConditionReady).IsUnknown() || cached.GetCondition(duck.ConditionReady).IsTrue() {
+	ready := desired.GetCondition(duck.ConditionReady)
+	if settle <= 0 || !ready.IsUnknown() || w.progress[ready.Reason] || cached.GetCondition(duck.ConditionReady).IsTrue() {
 		return 0
 	}
 	if w.busy != nil && w.busySettle > settle && w.busy() {

@@ -233,6 +233,45 @@ func TestSettle(t *testing.T) {
 	}
 }
 
+// TestProgress: a lasting state on the way to Ready (a rollout's steps) is written at
+// once, each change of it too; other reasons are still held back.
+func TestProgress(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored, c := storedRevision(t, created)
+	w := New(c, nil, 2*time.Second).Progress("Rolling")
+	now := created.Add(500 * time.Millisecond)
+	w.now = func() time.Time { return now }
+	ctx := context.Background()
+	status := func(reason, message string) *v1.RevisionStatus {
+		s := &v1.RevisionStatus{}
+		s.ObservedGeneration = 1
+		m := v1.RevisionConditions.Manage(&s.Status)
+		m.InitializeConditions()
+		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, reason, "%s", message)
+		return s
+	}
+	written := func() *v1.Revision {
+		r := &v1.Revision{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(stored), r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	cached := stored
+	for _, step := range []string{"1 %", "21 %"} {
+		if res, err := w.Write(ctx, cached.DeepCopy(), &cached.Status, status("Rolling", step)); err != nil || res.RequeueAfter != 0 {
+			t.Fatalf("Write(%s) = %+v, %v; want written at once", step, res, err)
+		}
+		cached = written()
+		if c := cached.Status.GetCondition(v1.RevisionConditionReady); c.Message != step {
+			t.Fatalf("Ready = %+v, want the step %s", c, step)
+		}
+	}
+	if res, err := w.Write(ctx, cached.DeepCopy(), &cached.Status, status("Deploying", "")); err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("Write(Deploying) = %+v, %v; want held back", res, err)
+	}
+}
+
 // TestSettleLongerWhileBusy: during a burst a status on its way is held back for the
 // longer time, from the object's creation; when the burst is over, the usual settle
 // time applies again; a failure is never held back.

@@ -121,7 +121,8 @@ func TestMakeHosts(t *testing.T) {
 			if tc.localHosts != nil && !reflect.DeepEqual(h.ClusterLocalHosts("v2"), tc.localHosts) {
 				t.Errorf("ClusterLocalHosts = %v", h.ClusterLocalHosts("v2"))
 			}
-			ing := MakeIngress(r, []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}, {RevisionName: "x", Tag: "v2", Percent: p(0)}}, h, false)
+			targets := []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}, {RevisionName: "x", Tag: "v2", Percent: p(0)}}
+			ing := MakeIngress(r, targets, targets, h, false)
 			var external []string
 			for _, rule := range ing.Spec.Rules {
 				if rule.Visibility == netv1alpha1.IngressVisibilityExternalIP {

@@ -28,8 +28,10 @@ const (
 )
 
 // MakeIngress builds the KIngress named after the Route that serves the resolved
-// targets: one rule for the Route's own hosts splitting traffic by percent, and one
-// per tag sending everything to the tag's Revision. Each set of hosts gets an
+// targets: one rule for the Route's own hosts splitting traffic by the percents of
+// served, and one per tag of targets sending everything to the tag's Revision. served
+// is targets, or during a gradual rollout the split actually served (rollout.Served):
+// a tag's own host does not roll. Each set of hosts gets an
 // ExternalIP rule (unless the Route is cluster-local) and a ClusterLocal rule. hosts
 // must have been made for these targets' tags.
 //
@@ -38,7 +40,7 @@ const (
 // that matches the header Knative-Serving-Tag: <tag> exactly and sends everything to
 // the tag's Revision; their default path appends Knative-Serving-Default-Route: true,
 // and each tag's rules append Knative-Serving-Tag: <tag>.
-func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts, tagHeaderRouting bool) *netv1alpha1.Ingress {
+func MakeIngress(r *v1.Route, served, targets []v1.TrafficTarget, hosts *Hosts, tagHeaderRouting bool) *netv1alpha1.Ingress {
 	var tagged []v1.TrafficTarget
 	for _, t := range targets {
 		if t.Tag != "" {
@@ -46,7 +48,7 @@ func MakeIngress(r *v1.Route, targets []v1.TrafficTarget, hosts *Hosts, tagHeade
 		}
 	}
 	var rules []netv1alpha1.IngressRule
-	if splits := mergeSplits(r.Namespace, targets); len(splits) > 0 {
+	if splits := mergeSplits(r.Namespace, served); len(splits) > 0 {
 		def := netv1alpha1.HTTPIngressPath{Splits: splits}
 		var paths []netv1alpha1.HTTPIngressPath
 		if tagHeaderRouting {

@@ -66,7 +66,9 @@ func TestMakeIngress(t *testing.T) {
 		name    string
 		labels  map[string]string
 		targets []v1.TrafficTarget
-		want    []rule
+		// served is the split during a rollout (nil: targets).
+		served []v1.TrafficTarget
+		want   []rule
 	}{{
 		name:    "all to one revision",
 		targets: []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: p(100)}},
@@ -95,10 +97,33 @@ func TestMakeIngress(t *testing.T) {
 		labels:  map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal},
 		targets: []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: p(100)}},
 		want:    []rule{{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00001": 100}}},
+	}, {
+		name: "rollout: the default split is the one served, a tag's host goes to its latest Revision",
+		targets: []v1.TrafficTarget{
+			{RevisionName: "hello-00003", Percent: p(90), Tag: "current"},
+			{RevisionName: "hello-00001", Percent: p(10), Tag: "old"},
+		},
+		served: []v1.TrafficTarget{
+			{RevisionName: "hello-00002", Percent: p(60), Tag: "current"},
+			{RevisionName: "hello-00003", Percent: p(30), Tag: "current"},
+			{RevisionName: "hello-00001", Percent: p(10), Tag: "old"},
+		},
+		want: []rule{
+			{[]string{"hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00002": 60, "hello-00003": 30, "hello-00001": 10}},
+			{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00002": 60, "hello-00003": 30, "hello-00001": 10}},
+			{[]string{"current-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00003": 100}},
+			{[]string{"current-hello.ns", "current-hello.ns.svc", "current-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00003": 100}},
+			{[]string{"old-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00001": 100}},
+			{[]string{"old-hello.ns", "old-hello.ns.svc", "old-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00001": 100}},
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ing := MakeIngress(route(tc.labels), tc.targets, DefaultHosts(route(tc.labels), tc.targets), false)
+			served := tc.served
+			if served == nil {
+				served = tc.targets
+			}
+			ing := MakeIngress(route(tc.labels), served, tc.targets, DefaultHosts(route(tc.labels), tc.targets), false)
 			if got := rulesOf(ing); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("rules:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -133,7 +158,8 @@ func TestIngressName(t *testing.T) {
 	for _, name := range []string{"hello", "the-longest-name-knative-accepts-for-a-service-is-63-characters"} {
 		r := route(nil)
 		r.Name = name
-		ing := MakeIngress(r, []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}}, DefaultHosts(r, nil), false)
+		targets := []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}}
+		ing := MakeIngress(r, targets, targets, DefaultHosts(r, nil), false)
 		if IngressName(r) != name || ing.Name != name || ing.Labels[v1.RouteLabelKey] != name {
 			t.Errorf("KIngress of Route %q: name %q, IngressName %q, route label %q", name, ing.Name, IngressName(r), ing.Labels[v1.RouteLabelKey])
 		}
@@ -232,7 +258,7 @@ func TestMakeIngressTagHeaderRouting(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := route(tc.labels)
-			ing := MakeIngress(r, targets, DefaultHosts(r, targets), tc.enabled)
+			ing := MakeIngress(r, targets, targets, DefaultHosts(r, targets), tc.enabled)
 			got := map[string][]path{}
 			for _, rule := range ing.Spec.Rules {
 				got[rule.Hosts[0]] = pathsOf(rule)

@@ -1,0 +1,210 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
+)
+
+// TestRollout follows a gradual rollout (serving.knative.dev/rollout-duration) on the
+// real API server, reconcilers and gateway: at each step the Route's status.traffic
+// sums to 100 and moves towards the new Revision only, and the split the gateway
+// serves (requests counted per Revision) matches it; it ends with all traffic on the
+// new Revision and the KIngress's annotation recording the finished rollout.
+func TestRollout(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	listener := strings.TrimPrefix(startFerryAndGateway(t, true), "http://")
+	ctx := context.Background()
+
+	svc := ksvc(ns, "roll", "ferry.test/roll")
+	svc.Annotations = map[string]string{"serving.knative.dev/rollout-duration": "10s"}
+	if err := testClient.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, testClient, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	const rev1, rev2 = "roll-00001", "roll-00002"
+	host := "roll." + ns + ".example.com"
+	if got, why := revisionAnswering(t, listener, host, ""); got != rev1 {
+		t.Fatalf("before the update: answered by %q %s, want %s", got, why, rev1)
+	}
+
+	w := countRolloutWrites(t, ns)
+	updateService(t, testClient, ns, "roll", func(s *v1.Service) {
+		s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: "2"}}
+	})
+
+	// A sample is the Route's status.traffic and the KIngress on both sides of a
+	// batch of requests: when neither changed and the gateway had programmed the
+	// KIngress, the batch was served by that split.
+	const requests, tolerance = 100, 15
+	var seen []int64 // rev2's percent in status.traffic, each new value
+	matched := 0
+	eventually(t, 3*readyTimeout, func() (bool, string) {
+		rt, ing := &v1.Route{}, &netv1alpha1.Ingress{}
+		if !get(t, testClient, ns, "roll", rt) || !get(t, testClient, ns, "roll", ing) {
+			return false, "no Route or KIngress"
+		}
+		p2, err := rev2Percent(rt.Status.Traffic, rev1, rev2)
+		if err != nil {
+			t.Fatalf("status.traffic %+v: %v", rt.Status.Traffic, err)
+		}
+		if n := len(seen); n == 0 || seen[n-1] != p2 {
+			if n > 0 && p2 < seen[n-1] {
+				t.Fatalf("status.traffic moved back from %d %% to %d %% on %s", seen[n-1], p2, rev2)
+			}
+			seen = append(seen, p2)
+			t.Logf("status.traffic %s; rollout state %s", split(rt.Status.Traffic), ing.Annotations[rollout.Annotation])
+		}
+		served := map[string]int{}
+		for range requests {
+			got, why := revisionAnswering(t, listener, host, "")
+			if got == "" {
+				t.Fatalf("a request was not answered by a Revision: %s", why)
+			}
+			served[got]++
+		}
+		rtAfter, ingAfter := &v1.Route{}, &netv1alpha1.Ingress{}
+		get(t, testClient, ns, "roll", rtAfter)
+		get(t, testClient, ns, "roll", ingAfter)
+		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady()
+		if programmed && ingAfter.Generation == ing.Generation && reflect.DeepEqual(rt.Status.Traffic, rtAfter.Status.Traffic) {
+			if got := int64(served[rev2]) * 100 / requests; got < p2-tolerance || got > p2+tolerance {
+				t.Errorf("the gateway served %v for status.traffic %d %% on %s", served, p2, rev2)
+			}
+			matched++
+		}
+		done := p2 == 100 && rt.Status.GetCondition(v1.RouteConditionReady).IsTrue()
+		return done, fmt.Sprintf("%s at %d %%, served %v", rev2, p2, served)
+	})
+	t.Logf("%s's percent in status.traffic: %v; %d samples matched the gateway", rev2, seen, matched)
+	if len(seen) < 3 || seen[0] != 0 || seen[1] != 1 {
+		t.Errorf("status.traffic went %v on %s, want 0, 1 and the steps to 100", seen, rev2)
+	}
+	if matched < 3 {
+		t.Errorf("only %d samples matched the gateway's split", matched)
+	}
+
+	ing := &netv1alpha1.Ingress{}
+	get(t, testClient, ns, "roll", ing)
+	state := rollout.Parse(ing.Annotations[rollout.Annotation])
+	want := &rollout.Rollout{Configurations: []*rollout.ConfigurationRollout{{ConfigurationName: "roll", Percent: 100,
+		Revisions: []rollout.RevisionRollout{{RevisionName: rev2, Percent: 100}}}}}
+	if !reflect.DeepEqual(state, want) {
+		t.Errorf("rollout annotation %q, want %s", ing.Annotations[rollout.Annotation], want)
+	}
+	waitCondition(t, testClient, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+
+	// The writes: one KIngress spec update per split (the 1 % and each step), one of
+	// its annotation alone (the pace), a Route status per split.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("writes: KIngress spec %d, annotation only %d, status (gateway) %d; Route status %d; Service status %d (step size %d)",
+		w.ingressSpec, w.ingressMeta, w.ingressStatus, w.routeStatus, w.serviceStatus, w.stepSize)
+	if w.stepSize == 0 {
+		t.Fatal("no pace seen")
+	}
+	splits := 1 + (99+w.stepSize-1)/w.stepSize
+	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
+		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
+	}
+}
+
+// rolloutWrites counts the writes of a rollout, as the watch brings them.
+type rolloutWrites struct {
+	mu                                                   sync.Mutex
+	ingressSpec, ingressMeta, ingressStatus, routeStatus int
+	serviceStatus, stepSize                              int
+}
+
+// countRolloutWrites counts, from now until the test ends, the writes to the
+// KIngresses, Routes and Services of ns.
+func countRolloutWrites(t *testing.T, ns string) *rolloutWrites {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := client.NewWithWatch(testConfig, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &rolloutWrites{}
+	count := func(n *int) {
+		w.mu.Lock()
+		*n++
+		w.mu.Unlock()
+	}
+	ings := informIn(ctx, c, ns, func() client.ObjectList { return &netv1alpha1.IngressList{} }, &netv1alpha1.Ingress{},
+		cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+			old, ing := o.(*netv1alpha1.Ingress), n.(*netv1alpha1.Ingress)
+			switch {
+			case ing.Generation != old.Generation:
+				count(&w.ingressSpec)
+			case !equality.Semantic.DeepEqual(ing.Status, old.Status):
+				count(&w.ingressStatus)
+			case !equality.Semantic.DeepEqual(ing.Annotations, old.Annotations):
+				count(&w.ingressMeta)
+			}
+			if s := rollout.Parse(ing.Annotations[rollout.Annotation]); s != nil && len(s.Configurations) > 0 {
+				w.mu.Lock()
+				w.stepSize = max(w.stepSize, s.Configurations[0].StepParams.StepSize)
+				w.mu.Unlock()
+			}
+		}})
+	routes := informIn(ctx, c, ns, func() client.ObjectList { return &v1.RouteList{} }, &v1.Route{},
+		cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+			if !equality.Semantic.DeepEqual(o.(*v1.Route).Status, n.(*v1.Route).Status) {
+				count(&w.routeStatus)
+			}
+		}})
+	services := informIn(ctx, c, ns, func() client.ObjectList { return &v1.ServiceList{} }, &v1.Service{},
+		cache.ResourceEventHandlerFuncs{UpdateFunc: func(o, n any) {
+			if !equality.Semantic.DeepEqual(o.(*v1.Service).Status, n.(*v1.Service).Status) {
+				count(&w.serviceStatus)
+			}
+		}})
+	if !cache.WaitForCacheSync(ctx.Done(), ings.HasSynced, routes.HasSynced, services.HasSynced) {
+		t.Fatal("the watches did not sync")
+	}
+	return w
+}
+
+// rev2Percent checks a status.traffic of one Service's rollout (only rev1 and rev2,
+// percents summing to 100) and returns rev2's percent.
+func rev2Percent(traffic []v1.TrafficTarget, rev1, rev2 string) (int64, error) {
+	var sum, p2 int64
+	for _, tt := range traffic {
+		if tt.Percent == nil || (tt.RevisionName != rev1 && tt.RevisionName != rev2) {
+			return 0, fmt.Errorf("unexpected target %+v", tt)
+		}
+		sum += *tt.Percent
+		if tt.RevisionName == rev2 {
+			p2 += *tt.Percent
+		}
+	}
+	if sum != 100 {
+		return 0, fmt.Errorf("percents sum to %d", sum)
+	}
+	return p2, nil
+}
+
+// split is status.traffic as revision=percent pairs.
+func split(traffic []v1.TrafficTarget) string {
+	var parts []string
+	for _, tt := range traffic {
+		parts = append(parts, fmt.Sprintf("%s=%d", tt.RevisionName, *tt.Percent))
+	}
+	return strings.Join(parts, " ")
+}
