@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -20,6 +21,7 @@ import (
 	ferryconfig "github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -129,6 +131,28 @@ func testNamespace(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = testClient.Delete(context.Background(), ns) })
 	return name
+}
+
+// awaitNamespaceGone makes the end of a test that made hundreds of objects in ns wait
+// (up to three minutes) until the namespace is deleted. Every test's controllers
+// reconcile every namespace: left to the namespace controller and the garbage
+// collector, which took over three minutes on a loaded machine, the objects loaded the
+// next tests' controllers and API server long after the test that made them.
+func awaitNamespaceGone(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		start := time.Now()
+		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		_ = testClient.Delete(ctx, obj)
+		for time.Since(start) < 3*time.Minute {
+			if err := testClient.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
+				t.Logf("namespace %s deleted in %v", ns, time.Since(start).Round(time.Second))
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		t.Logf("namespace %s still there after %v; going on", ns, time.Since(start).Round(time.Second))
+	})
 }
 
 func clientFromKubeconfig(path string) (client.Client, error) {

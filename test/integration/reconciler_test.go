@@ -406,6 +406,7 @@ func TestManyServices(t *testing.T) {
 			}
 			f := startFerry(t, opts)
 			ns := testNamespace(t)
+			awaitNamespaceGone(t, ns)
 			dumpOnFailure(t, c, ns)
 			manyServices(t, c, f, ns, 200, 3*time.Minute)
 		})

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -81,24 +82,30 @@ func TestRefusedChildren(t *testing.T) {
 				t.Fatal(err)
 			}
 			rev := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello-00001"}}
-			waitCondition(t, c, rev, v1.RevisionConditionResourcesAvailable, corev1.ConditionFalse, tc.reason, 20*time.Second)
+			// The bound is a loaded machine's (the time is logged below): the test asserts
+			// what the user sees, not how fast.
+			waitCondition(t, c, rev, v1.RevisionConditionResourcesAvailable, corev1.ConditionFalse, tc.reason, 60*time.Second)
 			if msg := rev.Status.GetCondition(v1.RevisionConditionResourcesAvailable).Message; !strings.Contains(msg, tc.message) {
 				t.Errorf("Revision ResourcesAvailable message = %q, want it to contain %q", msg, tc.message)
 			}
 			t.Logf("Revision shows %s after %v", tc.reason, time.Since(start).Round(time.Millisecond))
 			cfgObj := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}}
-			waitCondition(t, c, cfgObj, v1.ConfigurationConditionReady, corev1.ConditionFalse, "RevisionFailed", 10*time.Second)
+			waitCondition(t, c, cfgObj, v1.ConfigurationConditionReady, corev1.ConditionFalse, "RevisionFailed", 30*time.Second)
 			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}}
-			waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionFalse, "RevisionFailed", 10*time.Second)
+			waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionFalse, "RevisionFailed", 30*time.Second)
 			if msg := svc.Status.GetCondition(v1.ServiceConditionReady).Message; !strings.Contains(msg, tc.message) {
 				t.Errorf("Service Ready message = %q, want it to contain %q", msg, tc.message)
 			}
 
-			// Retries back off: over 12 s, at most a handful of creates, not a loop.
+			// Retries back off: over 12 s, at most a handful of creates, not a loop. On a
+			// machine so loaded that the failure showed later, the back-off (2 s,
+			// doubling) allows one more for each doubling of the time.
 			time.Sleep(12*time.Second - time.Since(start))
+			elapsed := time.Since(start)
+			most := max(tc.posts, 2+int(math.Log2(elapsed.Seconds()/2+1)))
 			posts := f.writes.kinds(ns)["POST deployments"]
-			if tc.posts > 0 && (posts < 2 || posts > tc.posts) {
-				t.Errorf("%d Deployment creates in 12 s, want 2 to %d (retried, with a back-off)", posts, tc.posts)
+			if tc.posts > 0 && (posts < 2 || posts > most) {
+				t.Errorf("%d Deployment creates in %v, want 2 to %d (retried, with a back-off)", posts, elapsed.Round(time.Second), most)
 			}
 			// One Event per refusal message. The API server's own answer may change once
 			// while a new quota settles ("status unknown for quota", then "exceeded

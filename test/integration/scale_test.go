@@ -61,6 +61,7 @@ func TestScale(t *testing.T) {
 	const n = 200
 	gatewayURL, ferryWrites := startScaleFerry(t)
 	ns := testNamespace(t)
+	awaitNamespaceGone(t, ns)
 	res, err := scale.Run(context.Background(), scale.Options{
 		Config: testConfig, Namespace: ns, N: n, Concurrency: 50, TimeoutPerService: 3 * time.Minute,
 		GatewayURL: gatewayURL, Warmup: true, Phases: true, InProcess: true, FerryWrites: ferryWrites, Progress: testLogWriter{t},
