@@ -7,6 +7,7 @@ package domainmapping
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
@@ -43,6 +45,14 @@ const (
 	msgTLSNotEnabled           = "external-domain-tls is not enabled"
 	reasonExternallyProvided   = "CertificateExternallyProvided"
 	msgExternallyProvided      = "TLS certificate was provided externally"
+	// The DomainMapping's own Certificate, when external-domain-tls is on.
+	reasonCertificateNotReady        = "CertificateNotReady"
+	reasonCertificateProvisionFailed = "CertificateProvisionFailed"
+	reasonCertificateNotOwned        = "CertificateNotOwned"
+	reasonHTTPDowngrade              = "HTTPDowngrade"
+	// reasonInvalidHTTPProtocol: the http-protocol annotation is neither enabled nor
+	// redirected (Knative fails the reconcile with that error), as on Routes.
+	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
 )
 
 // clusterDomain is the cluster's DNS domain, which a reference's host must end in
@@ -61,8 +71,12 @@ type Reconciler struct {
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
 	// Config returns the current configuration: config-network's
-	// autocreate-cluster-domain-claims and default-external-scheme.
+	// autocreate-cluster-domain-claims, default-external-scheme, external-domain-tls,
+	// certificate-class and http-protocol.
 	Config func() *config.Config
+	// DefaultCertificateClass is the class of the Certificate when neither the
+	// DomainMapping nor config-network's certificate-class names one, as for Routes.
+	DefaultCertificateClass string
 	// Recorder records the Event that explains a domain nobody claimed.
 	Recorder events.EventRecorder
 	// AfterRead, if set, runs between reading the DomainMapping and acting on it.
@@ -118,13 +132,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	m.MarkTrue(v1beta1.DomainMappingConditionDomainClaimed)
 
-	// The certificate: the user's own secret, or none (Ferry makes no certificates).
+	// The certificate: the user's own secret, else with external-domain-tls on a
+	// Certificate of the DomainMapping's own, else none.
+	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	var o child.Outcome
 	tls := resources.MakeTLS(want)
-	if tls != nil {
+	switch {
+	case tls != nil:
 		scheme = "https"
 		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonExternallyProvided, msgExternallyProvided)
-	} else {
+	case !cfg.Network.ExternalDomainTLS || routeresources.ExternalDomainTLSDisabled(dm):
 		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
+	default:
+		var https bool
+		if tls, https, err = r.certificate(ctx, w, m, &o, want, cfg.Network); err != nil {
+			return ctrl.Result{}, err
+		}
+		if https {
+			scheme = "https"
+		}
 	}
 
 	// The reference.
@@ -134,15 +160,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if resolveErr != nil {
 		m.MarkFalse(v1beta1.DomainMappingConditionReferenceResolved, reasonResolveFailed, "%s", resolveErr.Error())
-		return write()
+		return o.Result(write())
 	}
 	m.MarkTrue(v1beta1.DomainMappingConditionReferenceResolved)
 
+	// A bad http-protocol annotation leaves the KIngress as it is, and says so on
+	// IngressReady.
+	httpOption, err := routeresources.HTTPOption(dm, cfg.Network)
+	if err != nil {
+		m.MarkFalse(v1beta1.DomainMappingConditionIngressReady, reasonInvalidHTTPProtocol, "%s", err)
+		return o.Result(write())
+	}
+
 	// The KIngress; a refused one shows on IngressReady and is tried again after its
 	// back-off.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
-	ing, ingErr := child.Ensure(ctx, w, dm, "Ingress", resources.MakeIngress(want, target, tls), updateIngress)
-	var o child.Outcome
+	ing, ingErr := child.Ensure(ctx, w, dm, "Ingress", resources.MakeIngress(want, target, tls, httpOption), updateIngress)
 	switch {
 	case o.Mark(m, v1beta1.DomainMappingConditionIngressReady, ingErr):
 	case ingErr != nil:
@@ -151,6 +183,59 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markIngress(m, ing)
 	}
 	return o.Result(write())
+}
+
+// certificate makes the DomainMapping's Certificate exist as desired and shows it on
+// CertificateProvisioned, as Knative does: Ready is True, and its Secret goes on the
+// KIngress (tls); not Ready is Unknown CertificateNotReady (False
+// CertificateProvisionFailed if its Ready is False), unless http-protocol is enabled:
+// then the condition is True HTTPDowngrade. Until Ready the KIngress serves plain HTTP
+// only. https says the URL is https: the Certificate exists and covers the domain, and
+// HTTP is not the downgrade. A name taken or a write refused is False.
+func (r *Reconciler) certificate(ctx context.Context, w child.Writer, m duck.ConditionManager, o *child.Outcome, dm *v1beta1.DomainMapping, network *config.Network) (tls []netv1alpha1.IngressTLS, https bool, err error) {
+	desired := resources.MakeCertificate(dm, routeresources.CertificateClass(dm, network, r.DefaultCertificateClass))
+	cert, err := child.Ensure(ctx, w, dm, "Certificate", desired, updateCertificate)
+	var notOwned *child.NotOwnedError
+	switch {
+	case errors.As(err, &notOwned):
+		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotOwned, "There is an existing certificate %s that we don't own.", desired.Name)
+		return nil, false, nil
+	case o.Mark(m, v1beta1.DomainMappingConditionCertificateProvisioned, err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	case cert.IsReady():
+		m.MarkTrue(v1beta1.DomainMappingConditionCertificateProvisioned)
+		return []netv1alpha1.IngressTLS{routeresources.MakeIngressTLS(cert, desired.Spec.DNSNames)}, true, nil
+	case network.HTTPProtocol == config.HTTPEnabled:
+		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonHTTPDowngrade, "Certificate %s is not ready downgrade HTTP.", cert.Name)
+		return nil, false, nil
+	case cert.IsFailed():
+		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateProvisionFailed, "Certificate %s failed to be provisioned: %s", cert.Name, certificateReason(cert))
+	default:
+		m.MarkUnknown(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotReady, "Certificate %s is not ready: %s", cert.Name, certificateReason(cert))
+	}
+	return nil, true, nil
+}
+
+// certificateReason is what the Certificate's provider says of it; a Certificate no
+// provider has looked at says nothing.
+func certificateReason(cert *netv1alpha1.Certificate) string {
+	c := cert.Status.GetCondition(netv1alpha1.CertificateConditionReady)
+	switch {
+	case cert.Status.ObservedGeneration != cert.Generation || c == nil:
+		return fmt.Sprintf("no provider of class %q has reported on it", cert.Annotations[netv1alpha1.CertificateClassAnnotationKey])
+	case c.Message != "":
+		return c.Reason + ": " + c.Message
+	}
+	return c.Reason
+}
+
+// updateCertificate puts back the Certificate's spec, labels and annotations.
+func updateCertificate(desired, have *netv1alpha1.Certificate) bool {
+	spec := child.Set(&have.Spec, desired.Spec)
+	labels := child.MergeLabels(desired, have)
+	return child.MergeAnnotations(desired, have) || labels || spec
 }
 
 // claim reports whether the DomainMapping's namespace holds the claim on its domain,
