@@ -2,6 +2,7 @@ package domainmapping_test
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -80,12 +81,16 @@ var (
 	takenReady  = rt.False(duck.ConditionReady, "DomainAlreadyClaimed", inUse)
 )
 
-// certificate is the DomainMapping's Certificate of the local CA's class, its Ready
-// as given (nil: no provider has looked at it).
+// now is the reconciler's clock in the table.
+var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+// certificate is the DomainMapping's Certificate of the local CA's class, created 2 s
+// ago, its Ready as given (nil: no provider has looked at it).
 func certificate(ready *duck.Condition) *netv1alpha1.Certificate {
 	dm := mapping()
 	cert := resources.MakeCertificate(dm, netv1alpha1.LocalCACertificateClass)
 	cert.UID, cert.Generation = "cert-uid", 1
+	cert.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Second))
 	if ready != nil {
 		cert.Status.ObservedGeneration = 1
 		cert.Status.Conditions = []duck.Condition{*ready}
@@ -117,7 +122,8 @@ func TestReconcileTable(t *testing.T) {
 	build := func(env *rt.Env) reconcile.Reconciler {
 		return &domainmapping.Reconciler{Client: env.Client, Children: created.New(env.Client),
 			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-			Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass, Config: func() *config.Config {
+			Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass, Now: func() time.Time { return now },
+			Config: func() *config.Config {
 				cfg := config.Default()
 				cfg.Network.AutocreateClusterDomainClaims = autocreate
 				if network != nil {
@@ -245,6 +251,8 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{mapping(), addressed, claim(ns)},
 		Before:     tlsOn(config.HTTPRedirected),
 		WantWrites: []string{"create Certificate ns/" + domain, "create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		// No Event yet: a working provider issues within the grace; look again then.
+		WantResult: reconcile.Result{RequeueAfter: 10 * time.Second},
 		Check: func(t *testing.T, env *rt.Env) {
 			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd,
 				certProvisioned(corev1.ConditionUnknown, "CertificateNotReady", pending))(t, env)
@@ -264,8 +272,30 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{mapping(), addressed, claim(ns), certificate(nil), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue})},
 		Before:     tlsOn(config.HTTPEnabled),
 		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantResult: reconcile.Result{RequeueAfter: 8 * time.Second},
 		Check: wantStatus("http://"+domain, ready, claimed, resolved, ingressOK,
 			certProvisioned(corev1.ConditionTrue, "HTTPDowngrade", "Certificate www.example.org is not ready downgrade HTTP.")),
+	}, {
+		Name: "the Certificate pending past the grace: one Warning Event, however often reconciled",
+		Key:  key,
+		Objects: []client.Object{mapping(), addressed, claim(ns), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue}),
+			func() client.Object {
+				c := certificate(nil)
+				c.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+				return c
+			}()},
+		Before:     tlsOn(config.HTTPRedirected),
+		WantWrites: []string{"update Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		WantEvents: []string{"Warning CertificateNotReady www.example.org: " + pending},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd, certProvisioned(corev1.ConditionUnknown, "CertificateNotReady", pending))(t, env)
+			if _, err := env.Reconcile(); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(env.Events.List()); n != 1 {
+				t.Errorf("%d Events after reconciling again, want 1: %v", n, env.Events.List())
+			}
+		},
 	}, {
 		Name:       "the Certificate is Ready: its Secret goes on the KIngress, the URL is https",
 		Key:        key,
