@@ -294,3 +294,50 @@ func TestDomainMappingHTTPSThroughLocalCA(t *testing.T) {
 			fmt.Sprintf("plain HTTP: %s Location %q, want 301 to %s", res.Status, res.Header.Get("Location"), want)
 	})
 }
+
+// TestDomainMappingCertificateNotReady: with external-domain-tls Enabled and a
+// certificate-class nobody serves, the DomainMapping's Certificate never becomes Ready.
+// With http-protocol Redirected the DomainMapping says CertificateProvisioned Unknown
+// CertificateNotReady, naming the Certificate and its class, with an https URL and one
+// Warning Event, and plain HTTP still serves the domain (no redirect to a host without
+// a certificate), as in Knative. Not parallel: it changes ferry-system.
+func TestDomainMappingCertificateNotReady(t *testing.T) {
+	setAsideConfigMaps(t)
+	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "autocreate-cluster-domain-claims": "true",
+		"http-protocol": "Redirected", "certificate-class": "nobody.certificate.example.com"})
+	gw := startFerryWithTLS(t, t.TempDir())
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	ctx := context.Background()
+	domain := ns + ".example.org"
+	deleteClaimAtEnd(t, domain)
+
+	if err := testClient.Create(ctx, ksvc(ns, "hello", "ferry.test/hello")); err != nil {
+		t.Fatal(err)
+	}
+	dm := domainMapping(ns, domain, "hello")
+	if err := testClient.Create(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionUnknown, "CertificateNotReady")
+	if c := dm.Status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned); !strings.Contains(c.Message, "Certificate "+domain+" is not ready") ||
+		!strings.Contains(c.Message, "nobody.certificate.example.com") {
+		t.Errorf("CertificateProvisioned message %q, want the Certificate and its class named", c.Message)
+	}
+	if dm.Status.URL != "https://"+domain {
+		t.Errorf("url %q, want https://%s (Knative keeps https with Redirected)", dm.Status.URL, domain)
+	}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionIngressReady, corev1.ConditionTrue, "")
+	ing := &netv1alpha1.Ingress{}
+	if !get(t, testClient, ns, domain, ing) || len(ing.Spec.TLS) != 0 || ing.Spec.HTTPOption != netv1alpha1.HTTPOptionRedirected {
+		t.Errorf("KIngress tls %+v, httpOption %q: want Redirected without tls", ing.Spec.TLS, ing.Spec.HTTPOption)
+	}
+	eventually(t, 20*time.Second, func() (bool, string) {
+		rev, why := revisionAnswering(t, gw.ExternalAddr(), domain, "")
+		return rev == "hello-00001", fmt.Sprintf("plain HTTP while the certificate is not ready: %s answered by %q %s", domain, rev, why)
+	})
+	eventually(t, 30*time.Second, func() (bool, string) {
+		n := warningEvents(t, ns, domain, "CertificateNotReady")
+		return n == 1, fmt.Sprintf("%d CertificateNotReady Events on the DomainMapping, want 1", n)
+	})
+}
