@@ -8,7 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
+	dmresources "github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 )
 
 // TestMarkFrom: cert-manager's Ready as Knative's provider maps it.
@@ -56,6 +58,21 @@ func TestMake(t *testing.T) {
 	uid, _, _ := unstructured.NestedString(u.Object, "spec", "secretTemplate", "labels", certificateUIDLabelKey)
 	if u.GetName() != "route-uid" || cn != "a.example.com" || len(names) != 2 || kind != "Issuer" || uid != "kuid" ||
 		u.GetLabels()["l"] != "1" || !metav1.IsControlledBy(u, kcert) {
+		t.Errorf("cert-manager Certificate %+v", u.Object)
+	}
+}
+
+// A DomainMapping's Certificate is made the same way as a Route's: the provider reads
+// only the Certificate, never its owner.
+func TestMakeForDomainMapping(t *testing.T) {
+	dm := &v1beta1.DomainMapping{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "www.example.org", UID: "dm-uid"}}
+	kcert := dmresources.MakeCertificate(dm, "")
+	kcert.UID = "kuid"
+	u := Make(kcert, config.IssuerRef{Kind: "ClusterIssuer", Name: "letsencrypt"})
+	cn, _, _ := unstructured.NestedString(u.Object, "spec", "commonName")
+	secret, _, _ := unstructured.NestedString(u.Object, "spec", "secretName")
+	if u.GetName() != "www.example.org" || cn != "www.example.org" || secret != "www.example.org" ||
+		u.GetLabels()[v1beta1.DomainMappingUIDLabelKey] != "dm-uid" || !metav1.IsControlledBy(u, kcert) {
 		t.Errorf("cert-manager Certificate %+v", u.Object)
 	}
 }

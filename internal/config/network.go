@@ -33,8 +33,9 @@ type Network struct {
 	// their own rollout-duration annotation (0: traffic moves at once).
 	RolloutDurationSeconds int
 	// ExternalDomainTLS is external-domain-tls (legacy auto-tls, autoTLS): Routes get a
-	// Certificate per external host and https URLs once it is Ready. Only "Enabled",
-	// in any case, turns it on; any other value is off, never an error (Knative's rule).
+	// Certificate per external host, DomainMappings one for their domain, and https URLs
+	// once it is Ready. Only "Enabled", in any case, turns it on; any other value is
+	// off, never an error (Knative's rule).
 	ExternalDomainTLS bool
 	// HTTPProtocol is http-protocol (legacy httpProtocol): HTTPEnabled, HTTPRedirected
 	// or HTTPDisabled (Knative's deprecated value: no httpOption on the KIngress).

@@ -64,10 +64,14 @@ func routingChanged(old, new *config.Config) bool {
 }
 
 // domainMappingChanged: autocreate-cluster-domain-claims decides whether an unclaimed
-// domain gets its claim, default-external-scheme makes the URL.
+// domain gets its claim, default-external-scheme makes the URL, external-domain-tls,
+// certificate-class and http-protocol its Certificate and KIngress.
 func domainMappingChanged(old, new *config.Config) bool {
 	return old.Network.AutocreateClusterDomainClaims != new.Network.AutocreateClusterDomainClaims ||
-		old.Network.DefaultExternalScheme != new.Network.DefaultExternalScheme
+		old.Network.DefaultExternalScheme != new.Network.DefaultExternalScheme ||
+		old.Network.ExternalDomainTLS != new.Network.ExternalDomainTLS ||
+		old.Network.CertificateClass != new.Network.CertificateClass ||
+		old.Network.HTTPProtocol != new.Network.HTTPProtocol
 }
 
 func sameDomains(a, b *config.Domain) bool {

@@ -64,9 +64,9 @@ type Options struct {
 	Domain string
 	// GatewayHost is the ExternalName of Routes' placeholder Services.
 	GatewayHost string
-	// CertificateClass is the class of Routes' Certificates when config-network's
-	// certificate-class names none ("": Knative's default, cert-manager's; ferry up:
-	// its local CA).
+	// CertificateClass is the class of Routes' and DomainMappings' Certificates when
+	// config-network's certificate-class names none ("": Knative's default,
+	// cert-manager's; ferry up: its local CA).
 	CertificateClass string
 	// ProgressDeadline is how long a Revision's Deployment may go without progress
 	// before the Revision fails. If set, it overrides config-deployment's
@@ -254,7 +254,7 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 func domainMappings(c client.Client, recorder events.EventRecorder, opts Options) *domainmapping.Reconciler {
 	return &domainmapping.Reconciler{Client: c, Children: created.New(c), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
 		Status: statuswriter.New(c, recorder, opts.StatusSettle).OnReady(metrics.TimeToReady("DomainMapping")), Recorder: recorder,
-		Config: opts.Config, AfterRead: opts.AfterRead}
+		Config: opts.Config, DefaultCertificateClass: opts.CertificateClass, AfterRead: opts.AfterRead}
 }
 
 func closed(c <-chan struct{}) bool {

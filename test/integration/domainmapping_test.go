@@ -3,6 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway"
+	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
 
@@ -210,4 +215,129 @@ func TestDomainMappingWithoutClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionReady, corev1.ConditionTrue, "")
+}
+
+// TestDomainMappingHTTPSThroughLocalCA: with external-domain-tls Enabled, as under
+// ferry up, a DomainMapping gets a Certificate of the local CA's class named after its
+// domain; once the CA has issued it CertificateProvisioned is True, the URL https, and
+// a request to the mapped domain through the gateway's HTTPS listener, verified
+// against the local CA, reaches the Service's Revision. Plain HTTP keeps serving it
+// (http-protocol enabled). Not parallel: it changes ferry-system.
+func TestDomainMappingHTTPSThroughLocalCA(t *testing.T) {
+	setAsideConfigMaps(t)
+	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "autocreate-cluster-domain-claims": "true"})
+	caDir := t.TempDir()
+	gw := startFerryWithTLS(t, caDir)
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	ctx := context.Background()
+	domain := ns + ".example.org"
+	deleteClaimAtEnd(t, domain)
+
+	svc := ksvc(ns, "hello", "ferry.test/hello")
+	if err := testClient.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, testClient, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	dm := domainMapping(ns, domain, "hello")
+	if err := testClient.Create(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, "")
+	if c := dm.Status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned); c.Reason != "" {
+		t.Errorf("CertificateProvisioned %+v, want True for a Ready Certificate", c)
+	}
+	wantURL := "https://" + domain
+	if dm.Status.URL != wantURL || dm.Status.Address == nil || dm.Status.Address.URL != wantURL {
+		t.Errorf("url %q, address %+v; want %s", dm.Status.URL, dm.Status.Address, wantURL)
+	}
+	cert := &netv1alpha1.Certificate{}
+	if !get(t, testClient, ns, domain, cert) || !cert.IsReady() || len(cert.Spec.DNSNames) != 1 || cert.Spec.DNSNames[0] != domain ||
+		cert.Annotations[netv1alpha1.CertificateClassAnnotationKey] != netv1alpha1.LocalCACertificateClass || !metav1.IsControlledBy(cert, dm) {
+		t.Fatalf("the DomainMapping's Certificate: %+v", cert)
+	}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionReady, corev1.ConditionTrue, "")
+	ing := &netv1alpha1.Ingress{}
+	if !get(t, testClient, ns, domain, ing) || len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != cert.Spec.SecretName {
+		t.Errorf("KIngress tls %+v, want the Certificate's Secret %s", ing.Spec.TLS, cert.Spec.SecretName)
+	}
+
+	caFile := filepath.Join(caDir, localca.CertFile)
+	// The gateway loads the Secret after the KIngress names it: ask until the handshake
+	// finds the certificate.
+	var status int
+	var body string
+	eventually(t, 20*time.Second, func() (bool, string) {
+		var err error
+		_, status, body, err = httpsGet(t, gw, caFile, domain)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if status != http.StatusOK || !strings.HasPrefix(body, "Hello from revision hello-00001") {
+		t.Errorf("over TLS: %d %q, want 200 from hello-00001", status, body)
+	}
+	if rev, why := revisionAnswering(t, gw.ExternalAddr(), domain, ""); rev != "hello-00001" {
+		t.Errorf("plain HTTP with http-protocol enabled: %s answered by %q %s", domain, rev, why)
+	}
+
+	// http-protocol Redirected wakes the DomainMapping: its KIngress redirects plain
+	// HTTP to the HTTPS listener.
+	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "autocreate-cluster-domain-claims": "true",
+		"http-protocol": "Redirected"})
+	_, port, _ := net.SplitHostPort(gw.HTTPSAddr())
+	eventually(t, 20*time.Second, func() (bool, string) {
+		res := plainGet(t, gw, domain+":80")
+		want := "https://" + domain + ":" + port + "/"
+		return res.StatusCode == http.StatusMovedPermanently && res.Header.Get("Location") == want,
+			fmt.Sprintf("plain HTTP: %s Location %q, want 301 to %s", res.Status, res.Header.Get("Location"), want)
+	})
+}
+
+// TestDomainMappingCertificateNotReady: with external-domain-tls Enabled and a
+// certificate-class nobody serves, the DomainMapping's Certificate never becomes Ready.
+// With http-protocol Redirected the DomainMapping says CertificateProvisioned Unknown
+// CertificateNotReady, naming the Certificate and its class, with an https URL and one
+// Warning Event, and plain HTTP still serves the domain (no redirect to a host without
+// a certificate), as in Knative. Not parallel: it changes ferry-system.
+func TestDomainMappingCertificateNotReady(t *testing.T) {
+	setAsideConfigMaps(t)
+	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "autocreate-cluster-domain-claims": "true",
+		"http-protocol": "Redirected", "certificate-class": "nobody.certificate.example.com"})
+	gw := startFerryWithTLS(t, t.TempDir())
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	ctx := context.Background()
+	domain := ns + ".example.org"
+	deleteClaimAtEnd(t, domain)
+
+	if err := testClient.Create(ctx, ksvc(ns, "hello", "ferry.test/hello")); err != nil {
+		t.Fatal(err)
+	}
+	dm := domainMapping(ns, domain, "hello")
+	if err := testClient.Create(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionUnknown, "CertificateNotReady")
+	if c := dm.Status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned); !strings.Contains(c.Message, "Certificate "+domain+" is not ready") ||
+		!strings.Contains(c.Message, "nobody.certificate.example.com") {
+		t.Errorf("CertificateProvisioned message %q, want the Certificate and its class named", c.Message)
+	}
+	if dm.Status.URL != "https://"+domain {
+		t.Errorf("url %q, want https://%s (Knative keeps https with Redirected)", dm.Status.URL, domain)
+	}
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionIngressReady, corev1.ConditionTrue, "")
+	ing := &netv1alpha1.Ingress{}
+	if !get(t, testClient, ns, domain, ing) || len(ing.Spec.TLS) != 0 || ing.Spec.HTTPOption != netv1alpha1.HTTPOptionRedirected {
+		t.Errorf("KIngress tls %+v, httpOption %q: want Redirected without tls", ing.Spec.TLS, ing.Spec.HTTPOption)
+	}
+	eventually(t, 20*time.Second, func() (bool, string) {
+		rev, why := revisionAnswering(t, gw.ExternalAddr(), domain, "")
+		return rev == "hello-00001", fmt.Sprintf("plain HTTP while the certificate is not ready: %s answered by %q %s", domain, rev, why)
+	})
+	eventually(t, 30*time.Second, func() (bool, string) {
+		n := warningEvents(t, ns, domain, "CertificateNotReady")
+		return n == 1, fmt.Sprintf("%d CertificateNotReady Events on the DomainMapping, want 1", n)
+	})
 }

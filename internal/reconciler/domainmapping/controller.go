@@ -19,7 +19,7 @@ import (
 )
 
 // Controller is what wakes the reconciler: its DomainMappings (but for its own status
-// writes), their KIngresses, the ClusterDomainClaim of their domain (a claim created
+// writes), their KIngresses and Certificates, the ClusterDomainClaim of their domain (a claim created
 // or deleted moves DomainClaimed), and the objects they may name, Knative Services and
 // Routes and Kubernetes Services, whose address moves ReferenceResolved. DomainMappings
 // are few: an event of a named kind lists the DomainMappings of its namespace from the
@@ -30,6 +30,7 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 		Watches: []watches.Watch{
 			{Object: &v1beta1.DomainMapping{}, Handler: &handler.EnqueueRequestForObject{}, Predicates: []predicate.Predicate{r.Status.Changes()}},
 			{Object: &netv1alpha1.Ingress{}, Handler: handler.EnqueueRequestForOwner(o.Scheme, o.Mapper, &v1beta1.DomainMapping{}, handler.OnlyControllerOwner())},
+			{Object: &netv1alpha1.Certificate{}, Handler: handler.EnqueueRequestForOwner(o.Scheme, o.Mapper, &v1beta1.DomainMapping{}, handler.OnlyControllerOwner())},
 			{Object: &netv1alpha1.ClusterDomainClaim{}, Handler: handler.EnqueueRequestsFromMapFunc(r.mappingsOfDomain)},
 			{Object: &v1.Service{}, Handler: r.referrers(v1.SchemeGroupVersion.WithKind("Service"))},
 			{Object: &v1.Route{}, Handler: r.referrers(v1.SchemeGroupVersion.WithKind("Route"))},

@@ -7,8 +7,11 @@ package domainmapping
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +31,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
@@ -43,6 +47,14 @@ const (
 	msgTLSNotEnabled           = "external-domain-tls is not enabled"
 	reasonExternallyProvided   = "CertificateExternallyProvided"
 	msgExternallyProvided      = "TLS certificate was provided externally"
+	// The DomainMapping's own Certificate, when external-domain-tls is on.
+	reasonCertificateNotReady        = "CertificateNotReady"
+	reasonCertificateProvisionFailed = "CertificateProvisionFailed"
+	reasonCertificateNotOwned        = "CertificateNotOwned"
+	reasonHTTPDowngrade              = "HTTPDowngrade"
+	// reasonInvalidHTTPProtocol: the http-protocol annotation is neither enabled nor
+	// redirected (Knative fails the reconcile with that error), as on Routes.
+	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
 )
 
 // clusterDomain is the cluster's DNS domain, which a reference's host must end in
@@ -61,12 +73,23 @@ type Reconciler struct {
 	// Refused remembers the children the API server refused, to report and back off.
 	Refused *refusal.Writes
 	// Config returns the current configuration: config-network's
-	// autocreate-cluster-domain-claims and default-external-scheme.
+	// autocreate-cluster-domain-claims, default-external-scheme, external-domain-tls,
+	// certificate-class and http-protocol.
 	Config func() *config.Config
-	// Recorder records the Event that explains a domain nobody claimed.
+	// DefaultCertificateClass is the class of the Certificate when neither the
+	// DomainMapping nor config-network's certificate-class names one, as for Routes.
+	DefaultCertificateClass string
+	// Recorder records the Event that explains a domain nobody claimed, and the one
+	// for a Certificate that stays not Ready.
 	Recorder events.EventRecorder
 	// AfterRead, if set, runs between reading the DomainMapping and acting on it.
 	AfterRead func()
+	// Now tells time for the certificate warning's wait (nil: the real clock).
+	Now func() time.Time
+
+	// warned remembers, per DomainMapping, the certificate problem last reported by an
+	// Event, so that a problem makes one Event however often it is reconciled.
+	warned sync.Map
 }
 
 // Reconcile brings one DomainMapping's claim, KIngress and status in line with its
@@ -74,7 +97,7 @@ type Reconciler struct {
 // A step that fails leaves the later conditions as they were.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dm := &v1beta1.DomainMapping{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, dm, r.Status.Forget); !ok {
+	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, dm, r.forget); !ok {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -100,10 +123,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		scheme = "http"
 	}
 
+	// cert is the DomainMapping's Certificate once read.
+	var cert *netv1alpha1.Certificate
 	write := func() (ctrl.Result, error) {
 		url := scheme + "://" + dm.Name
 		status.URL, status.Address = url, &duck.Addressable{URL: url}
-		return r.Status.Write(ctx, dm, &dm.Status, status)
+		warnIn := r.warnCertificate(dm, status, cert)
+		res, err := r.Status.Write(ctx, dm, &dm.Status, status)
+		if warnIn > 0 && (res.RequeueAfter == 0 || warnIn < res.RequeueAfter) {
+			res.RequeueAfter = warnIn
+		}
+		return res, err
 	}
 
 	// The claim: a domain is served for one namespace only.
@@ -118,13 +148,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	m.MarkTrue(v1beta1.DomainMappingConditionDomainClaimed)
 
-	// The certificate: the user's own secret, or none (Ferry makes no certificates).
+	// The certificate: the user's own secret, else with external-domain-tls on a
+	// Certificate of the DomainMapping's own, else none.
+	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	var o child.Outcome
 	tls := resources.MakeTLS(want)
-	if tls != nil {
+	switch {
+	case tls != nil:
 		scheme = "https"
 		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonExternallyProvided, msgExternallyProvided)
-	} else {
+	case !cfg.Network.ExternalDomainTLS || routeresources.ExternalDomainTLSDisabled(dm):
 		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
+	default:
+		var https bool
+		if tls, https, cert, err = r.certificate(ctx, w, m, &o, want, cfg.Network); err != nil {
+			return ctrl.Result{}, err
+		}
+		if https {
+			scheme = "https"
+		}
 	}
 
 	// The reference.
@@ -134,15 +176,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if resolveErr != nil {
 		m.MarkFalse(v1beta1.DomainMappingConditionReferenceResolved, reasonResolveFailed, "%s", resolveErr.Error())
-		return write()
+		return o.Result(write())
 	}
 	m.MarkTrue(v1beta1.DomainMappingConditionReferenceResolved)
 
+	// A bad http-protocol annotation leaves the KIngress as it is, and says so on
+	// IngressReady.
+	httpOption, err := routeresources.HTTPOption(dm, cfg.Network)
+	if err != nil {
+		m.MarkFalse(v1beta1.DomainMappingConditionIngressReady, reasonInvalidHTTPProtocol, "%s", err)
+		return o.Result(write())
+	}
+
 	// The KIngress; a refused one shows on IngressReady and is tried again after its
 	// back-off.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
-	ing, ingErr := child.Ensure(ctx, w, dm, "Ingress", resources.MakeIngress(want, target, tls), updateIngress)
-	var o child.Outcome
+	ing, ingErr := child.Ensure(ctx, w, dm, "Ingress", resources.MakeIngress(want, target, tls, httpOption), updateIngress)
 	switch {
 	case o.Mark(m, v1beta1.DomainMappingConditionIngressReady, ingErr):
 	case ingErr != nil:
@@ -151,6 +199,100 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		markIngress(m, ing)
 	}
 	return o.Result(write())
+}
+
+// certificate makes the DomainMapping's Certificate exist as desired and shows it on
+// CertificateProvisioned, as Knative does: Ready is True, and its Secret goes on the
+// KIngress (tls); not Ready is Unknown CertificateNotReady (False
+// CertificateProvisionFailed if its Ready is False), unless http-protocol is enabled:
+// then the condition is True HTTPDowngrade. Until Ready the KIngress serves plain HTTP
+// only. https says the URL is https: the Certificate exists and covers the domain, and
+// HTTP is not the downgrade. A name taken or a write refused is False.
+func (r *Reconciler) certificate(ctx context.Context, w child.Writer, m duck.ConditionManager, o *child.Outcome, dm *v1beta1.DomainMapping, network *config.Network) (tls []netv1alpha1.IngressTLS, https bool, cert *netv1alpha1.Certificate, err error) {
+	desired := resources.MakeCertificate(dm, routeresources.CertificateClass(dm, network, r.DefaultCertificateClass))
+	cert, err = child.Ensure(ctx, w, dm, "Certificate", desired, updateCertificate)
+	var notOwned *child.NotOwnedError
+	switch {
+	case errors.As(err, &notOwned):
+		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotOwned, "There is an existing certificate %s that we don't own.", desired.Name)
+		return nil, false, nil, nil
+	case o.Mark(m, v1beta1.DomainMappingConditionCertificateProvisioned, err):
+		return nil, false, nil, nil
+	case err != nil:
+		return nil, false, nil, err
+	case cert.IsReady():
+		m.MarkTrue(v1beta1.DomainMappingConditionCertificateProvisioned)
+		return []netv1alpha1.IngressTLS{routeresources.MakeIngressTLS(cert, desired.Spec.DNSNames)}, true, cert, nil
+	case network.HTTPProtocol == config.HTTPEnabled:
+		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonHTTPDowngrade, "Certificate %s is not ready downgrade HTTP.", cert.Name)
+		return nil, false, cert, nil
+	case cert.IsFailed():
+		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateProvisionFailed, "Certificate %s failed to be provisioned: %s", cert.Name, certificateReason(cert))
+	default:
+		m.MarkUnknown(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotReady, "Certificate %s is not ready: %s", cert.Name, certificateReason(cert))
+	}
+	return nil, true, cert, nil
+}
+
+// certificateReason is what the Certificate's provider says of it; a Certificate no
+// provider has looked at says nothing.
+func certificateReason(cert *netv1alpha1.Certificate) string {
+	c := cert.Status.GetCondition(netv1alpha1.CertificateConditionReady)
+	switch {
+	case cert.Status.ObservedGeneration != cert.Generation || c == nil:
+		return fmt.Sprintf("no provider of class %q has reported on it", cert.Annotations[netv1alpha1.CertificateClassAnnotationKey])
+	case c.Message != "":
+		return c.Reason + ": " + c.Message
+	}
+	return c.Reason
+}
+
+// certificateWarnAfter is how long a Certificate may stay not Ready before the
+// DomainMapping warns, as a Route does: a provider that works issues within it (the
+// local CA in milliseconds), so the Event means one that does not, or none of its class.
+const certificateWarnAfter = 10 * time.Second
+
+// warnCertificate records a Warning Event when the DomainMapping's Certificate has
+// been pending, or downgraded to HTTP, for certificateWarnAfter; before that it returns
+// when to look again. A False condition needs none here: the status writer records it.
+func (r *Reconciler) warnCertificate(dm *v1beta1.DomainMapping, status *v1beta1.DomainMappingStatus, cert *netv1alpha1.Certificate) time.Duration {
+	key := types.NamespacedName{Namespace: dm.Namespace, Name: dm.Name}
+	c := status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned)
+	if cert == nil || c == nil || !(c.Status == corev1.ConditionUnknown && c.Reason == reasonCertificateNotReady ||
+		c.Status == corev1.ConditionTrue && c.Reason == reasonHTTPDowngrade) {
+		r.warned.Delete(key)
+		return 0
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	// A Certificate just created has no timestamp yet: its age starts now.
+	created := cert.CreationTimestamp.Time
+	if created.IsZero() {
+		created = now()
+	}
+	if wait := created.Add(certificateWarnAfter).Sub(now()); wait > 0 {
+		return wait
+	}
+	if old, _ := r.warned.Swap(key, c.Reason+"/"+c.Message); old == c.Reason+"/"+c.Message || r.Recorder == nil {
+		return 0
+	}
+	r.Recorder.Eventf(dm, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+	return 0
+}
+
+// forget drops what the reconciler keeps about a DomainMapping that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.Status.Forget(key)
+	r.warned.Delete(key)
+}
+
+// updateCertificate puts back the Certificate's spec, labels and annotations.
+func updateCertificate(desired, have *netv1alpha1.Certificate) bool {
+	spec := child.Set(&have.Spec, desired.Spec)
+	labels := child.MergeLabels(desired, have)
+	return child.MergeAnnotations(desired, have) || labels || spec
 }
 
 // claim reports whether the DomainMapping's namespace holds the claim on its domain,

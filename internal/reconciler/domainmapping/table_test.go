@@ -2,6 +2,7 @@ package domainmapping_test
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -57,7 +58,7 @@ var target = resources.Target{ServiceName: "hello", Host: "hello.ns.svc.cluster.
 func ingress(ready *duck.Condition) *netv1alpha1.Ingress {
 	dm := mapping()
 	dm.SetDefaults()
-	ing := resources.MakeIngress(dm, target, nil)
+	ing := resources.MakeIngress(dm, target, nil, netv1alpha1.HTTPOptionEnabled)
 	ing.UID, ing.Generation = "ing-uid", 1
 	if ready != nil {
 		ing.Status.ObservedGeneration = 1
@@ -80,6 +81,23 @@ var (
 	takenReady  = rt.False(duck.ConditionReady, "DomainAlreadyClaimed", inUse)
 )
 
+// now is the reconciler's clock in the table.
+var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+// certificate is the DomainMapping's Certificate of the local CA's class, created 2 s
+// ago, its Ready as given (nil: no provider has looked at it).
+func certificate(ready *duck.Condition) *netv1alpha1.Certificate {
+	dm := mapping()
+	cert := resources.MakeCertificate(dm, netv1alpha1.LocalCACertificateClass)
+	cert.UID, cert.Generation = "cert-uid", 1
+	cert.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Second))
+	if ready != nil {
+		cert.Status.ObservedGeneration = 1
+		cert.Status.Conditions = []duck.Condition{*ready}
+	}
+	return cert
+}
+
 func wantStatus(url string, conds ...duck.Condition) func(*testing.T, *rt.Env) {
 	return func(t *testing.T, env *rt.Env) {
 		t.Helper()
@@ -100,15 +118,32 @@ func wantStatus(url string, conds ...duck.Condition) func(*testing.T, *rt.Env) {
 
 func TestReconcileTable(t *testing.T) {
 	autocreate := true
+	var network func(*config.Network)
 	build := func(env *rt.Env) reconcile.Reconciler {
 		return &domainmapping.Reconciler{Client: env.Client, Children: created.New(env.Client),
 			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-			Recorder: env.Events, Config: func() *config.Config {
+			Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass, Now: func() time.Time { return now },
+			Config: func() *config.Config {
 				cfg := config.Default()
 				cfg.Network.AutocreateClusterDomainClaims = autocreate
+				if network != nil {
+					network(cfg.Network)
+				}
 				return cfg
 			}}
 	}
+	// tlsOn turns external-domain-tls on for a case, with http-protocol as given.
+	tlsOn := func(httpProtocol string) func(*testing.T, *rt.Env) {
+		return func(t *testing.T, _ *rt.Env) {
+			network = func(n *config.Network) { n.ExternalDomainTLS, n.HTTPProtocol = true, httpProtocol }
+			t.Cleanup(func() { network = nil })
+		}
+	}
+	certProvisioned := func(status corev1.ConditionStatus, reason, message string) duck.Condition {
+		return rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, status, reason, message)
+	}
+	notConfigdReady := rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")
+	pending := `Certificate www.example.org is not ready: no provider of class "ferry.local-ca" has reported on it`
 	addressed := ksvc("http://hello.ns.svc.cluster.local")
 	rt.Run(t, []rt.Case{{
 		Name: "the DomainMapping is gone: nothing is written",
@@ -210,6 +245,117 @@ func TestReconcileTable(t *testing.T) {
 				t.Errorf("tls %+v", ing.Spec.TLS)
 			}
 		},
+	}, {
+		Name:       "external-domain-tls on: the Certificate is made; pending, the URL is https and the KIngress serves HTTP, redirected",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim(ns)},
+		Before:     tlsOn(config.HTTPRedirected),
+		WantWrites: []string{"create Certificate ns/" + domain, "create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		// No Event yet: a working provider issues within the grace; look again then.
+		WantResult: reconcile.Result{RequeueAfter: 10 * time.Second},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd,
+				certProvisioned(corev1.ConditionUnknown, "CertificateNotReady", pending))(t, env)
+			cert, want := env.Written(rt.Create, "Certificate", domain).(*netv1alpha1.Certificate), certificate(nil)
+			if !equality.Semantic.DeepEqual(cert.Spec, want.Spec) || !equality.Semantic.DeepEqual(cert.Labels, want.Labels) ||
+				!equality.Semantic.DeepEqual(cert.Annotations, want.Annotations) || !metav1.IsControlledBy(cert, mapping()) {
+				t.Errorf("created Certificate\n got %+v\nwant %+v", cert, want)
+			}
+			ing := env.Written(rt.Create, "Ingress", domain).(*netv1alpha1.Ingress)
+			if ing.Spec.TLS != nil || ing.Spec.HTTPOption != netv1alpha1.HTTPOptionRedirected {
+				t.Errorf("KIngress tls %+v, httpOption %q", ing.Spec.TLS, ing.Spec.HTTPOption)
+			}
+		},
+	}, {
+		Name:       "external-domain-tls on, http-protocol enabled, the Certificate pending: HTTPDowngrade, an http URL",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim(ns), certificate(nil), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue})},
+		Before:     tlsOn(config.HTTPEnabled),
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantResult: reconcile.Result{RequeueAfter: 8 * time.Second},
+		Check: wantStatus("http://"+domain, ready, claimed, resolved, ingressOK,
+			certProvisioned(corev1.ConditionTrue, "HTTPDowngrade", "Certificate www.example.org is not ready downgrade HTTP.")),
+	}, {
+		Name: "the Certificate pending past the grace: one Warning Event, however often reconciled",
+		Key:  key,
+		Objects: []client.Object{mapping(), addressed, claim(ns), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue}),
+			func() client.Object {
+				c := certificate(nil)
+				c.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+				return c
+			}()},
+		Before:     tlsOn(config.HTTPRedirected),
+		WantWrites: []string{"update Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		WantEvents: []string{"Warning CertificateNotReady www.example.org: " + pending},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd, certProvisioned(corev1.ConditionUnknown, "CertificateNotReady", pending))(t, env)
+			if _, err := env.Reconcile(); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(env.Events.List()); n != 1 {
+				t.Errorf("%d Events after reconciling again, want 1: %v", n, env.Events.List())
+			}
+		},
+	}, {
+		Name:       "the Certificate is Ready: its Secret goes on the KIngress, the URL is https",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim(ns), certificate(&duck.Condition{Type: netv1alpha1.CertificateConditionReady, Status: corev1.ConditionTrue}), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue})},
+		Before:     tlsOn(config.HTTPEnabled),
+		WantWrites: []string{"update Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd, certProvisioned(corev1.ConditionTrue, "", ""))(t, env)
+			ing := env.Written(rt.Update, "Ingress", domain).(*netv1alpha1.Ingress)
+			want := []netv1alpha1.IngressTLS{{Hosts: []string{domain}, SecretName: domain, SecretNamespace: ns}}
+			if !equality.Semantic.DeepEqual(ing.Spec.TLS, want) || ing.Spec.HTTPOption != netv1alpha1.HTTPOptionEnabled {
+				t.Errorf("KIngress tls %+v, httpOption %q", ing.Spec.TLS, ing.Spec.HTTPOption)
+			}
+		},
+	}, {
+		Name: "the Certificate failed: CertificateProvisionFailed with the provider's reason",
+		Key:  key,
+		Objects: []client.Object{mapping(), addressed, claim(ns), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue}),
+			certificate(&duck.Condition{Type: netv1alpha1.CertificateConditionReady, Status: corev1.ConditionFalse, Reason: "SigningFailed", Message: "no CA"})},
+		Before:     tlsOn(config.HTTPRedirected),
+		WantWrites: []string{"update Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		WantEvents: []string{"Warning CertificateProvisionFailed www.example.org: Certificate www.example.org failed to be provisioned: SigningFailed: no CA"},
+		Check: wantStatus("https://"+domain, rt.False(duck.ConditionReady, "CertificateProvisionFailed", "Certificate www.example.org failed to be provisioned: SigningFailed: no CA"),
+			claimed, resolved, notConfigd, certProvisioned(corev1.ConditionFalse, "CertificateProvisionFailed", "Certificate www.example.org failed to be provisioned: SigningFailed: no CA")),
+	}, {
+		Name: "a Certificate of that name is not the DomainMapping's: CertificateNotOwned, plain HTTP served",
+		Key:  key,
+		Objects: []client.Object{mapping(), addressed, claim(ns), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue}),
+			func() client.Object { c := certificate(nil); c.OwnerReferences = nil; return c }()},
+		Before:     tlsOn(config.HTTPEnabled),
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{"Warning CertificateNotOwned www.example.org: There is an existing certificate www.example.org that we don't own."},
+		Check: wantStatus("http://"+domain, rt.False(duck.ConditionReady, "CertificateNotOwned", "There is an existing certificate www.example.org that we don't own."),
+			claimed, resolved, ingressOK, certProvisioned(corev1.ConditionFalse, "CertificateNotOwned", "There is an existing certificate www.example.org that we don't own.")),
+	}, {
+		Name:       "the Certificate is refused: CertificateProvisioned False with the API server's message, plain HTTP served",
+		Key:        key,
+		Objects:    []client.Object{mapping(), addressed, claim(ns), ingress(&duck.Condition{Type: duck.ConditionReady, Status: corev1.ConditionTrue})},
+		Before:     tlsOn(config.HTTPEnabled),
+		Failures:   []rt.Failure{{Verb: rt.Create, Kind: "Certificate", Err: rt.Forbidden("certificates.networking.internal.knative.dev", domain, "denied by policy")}},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{`Warning CreationFailed www.example.org: failed to create Certificate "www.example.org": certificates.networking.internal.knative.dev "www.example.org" is forbidden: denied by policy`},
+		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
+	}, {
+		Name: "external-domain-tls on, the DomainMapping opts out: no Certificate, TLSNotEnabled",
+		Key:  key,
+		Objects: []client.Object{mapping(func(dm *v1beta1.DomainMapping) {
+			dm.Annotations = map[string]string{"networking.knative.dev/disable-external-domain-tls": "true"}
+		}), addressed, claim(ns)},
+		Before:     tlsOn(config.HTTPEnabled),
+		WantWrites: []string{"create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
+		Check:      wantStatus("http://"+domain, notConfigdReady, claimed, resolved, notConfigd, noTLS),
+	}, {
+		Name: "a bad http-protocol annotation: IngressReady False, the KIngress left alone",
+		Key:  key,
+		Objects: []client.Object{mapping(func(dm *v1beta1.DomainMapping) {
+			dm.Annotations = map[string]string{"networking.knative.dev/http-protocol": "sometimes"}
+		}), addressed, claim(ns)},
+		WantWrites: []string{"status DomainMapping ns/" + domain},
+		WantEvents: []string{`Warning InvalidHTTPProtocol www.example.org: annotation networking.knative.dev/http-protocol: "sometimes" is not enabled or redirected`},
 	}, {
 		Name:       "the KIngress is refused: IngressReady False with the API server's message",
 		Key:        key,

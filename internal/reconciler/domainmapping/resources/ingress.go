@@ -37,8 +37,9 @@ type Target struct {
 // domain that rewrites the Host to the target's cluster-local host and sends
 // everything to the target's Service on port 80, appending K-Original-Host. The
 // gateway routes the rewritten host again, to the Route's Revisions. tls, if set,
-// terminates TLS for the domain with the DomainMapping's own secret (spec.tls).
-func MakeIngress(dm *v1beta1.DomainMapping, target Target, tls []netv1alpha1.IngressTLS) *netv1alpha1.Ingress {
+// terminates TLS for the domain with the DomainMapping's own secret (spec.tls) or its
+// Certificate's; httpOption says whether plain HTTP is served or redirected.
+func MakeIngress(dm *v1beta1.DomainMapping, target Target, tls []netv1alpha1.IngressTLS, httpOption netv1alpha1.HTTPOption) *netv1alpha1.Ingress {
 	class := dm.Annotations[netv1alpha1.IngressClassAnnotationKey]
 	if class == "" {
 		class = netv1alpha1.IngressClass
@@ -57,7 +58,7 @@ func MakeIngress(dm *v1beta1.DomainMapping, target Target, tls []netv1alpha1.Ing
 		},
 		Spec: netv1alpha1.IngressSpec{
 			TLS:        tls,
-			HTTPOption: netv1alpha1.HTTPOptionEnabled,
+			HTTPOption: httpOption,
 			Rules: []netv1alpha1.IngressRule{{
 				Hosts:      []string{dm.Name},
 				Visibility: netv1alpha1.IngressVisibilityExternalIP,

@@ -24,7 +24,7 @@ func mapping(name string, annotations map[string]string, tls *v1beta1.SecretTLS)
 // www.example.org to the Service hello.
 func TestMakeIngress(t *testing.T) {
 	dm := mapping("www.example.org", map[string]string{"team": "a", corev1.LastAppliedConfigAnnotation: "{}"}, nil)
-	got := MakeIngress(dm, Target{ServiceName: "hello", Host: "hello.ns.svc.cluster.local"}, nil)
+	got := MakeIngress(dm, Target{ServiceName: "hello", Host: "hello.ns.svc.cluster.local"}, nil, netv1alpha1.HTTPOptionEnabled)
 	want := netv1alpha1.IngressSpec{
 		HTTPOption: netv1alpha1.HTTPOptionEnabled,
 		Rules: []netv1alpha1.IngressRule{{
@@ -61,7 +61,7 @@ func TestMakeIngress(t *testing.T) {
 
 func TestMakeIngressClassAndTLS(t *testing.T) {
 	dm := mapping("www.example.org", map[string]string{netv1alpha1.IngressClassAnnotationKey: "kourier.ingress.networking.knative.dev"}, &v1beta1.SecretTLS{SecretName: "cert"})
-	got := MakeIngress(dm, Target{ServiceName: "hello", Host: "hello.ns.svc.cluster.local"}, MakeTLS(dm))
+	got := MakeIngress(dm, Target{ServiceName: "hello", Host: "hello.ns.svc.cluster.local"}, MakeTLS(dm), netv1alpha1.HTTPOptionEnabled)
 	if c := got.Annotations[netv1alpha1.IngressClassAnnotationKey]; c != "kourier.ingress.networking.knative.dev" {
 		t.Errorf("class %q: the DomainMapping's annotation picks it", c)
 	}

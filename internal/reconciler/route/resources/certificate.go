@@ -28,12 +28,12 @@ const (
 	CertificateClassAnnotationAltKey = "networking.knative.dev/certificate-class"
 )
 
-// ExternalDomainTLSDisabled reports whether the Route opts out of external-domain-tls:
-// the first of Knative's three keys present decides, by strconv.ParseBool; a value
-// that does not parse does not opt out (as in Knative).
-func ExternalDomainTLSDisabled(r *v1.Route) bool {
+// ExternalDomainTLSDisabled reports whether the Route (or DomainMapping) opts out of
+// external-domain-tls: the first of Knative's three keys present decides, by
+// strconv.ParseBool; a value that does not parse does not opt out (as in Knative).
+func ExternalDomainTLSDisabled(r metav1.Object) bool {
 	for _, key := range []string{DisableAutoTLSAnnotationKey, DisableAutoTLSAnnotationAltKey, DisableExternalDomainTLSAnnotationKey} {
-		if v, ok := r.Annotations[key]; ok {
+		if v, ok := r.GetAnnotations()[key]; ok {
 			b, err := strconv.ParseBool(v)
 			return err == nil && b
 		}
@@ -41,11 +41,11 @@ func ExternalDomainTLSDisabled(r *v1.Route) bool {
 	return false
 }
 
-// CertificateClass is the class of the Route's Certificates: its annotation (either
-// spelling), else config-network's certificate-class, else def.
-func CertificateClass(r *v1.Route, network *config.Network, def string) string {
-	return cmp.Or(r.Annotations[netv1alpha1.CertificateClassAnnotationKey], r.Annotations[CertificateClassAnnotationAltKey],
-		network.CertificateClass, def)
+// CertificateClass is the class of the Route's (or DomainMapping's) Certificates: its
+// annotation (either spelling), else config-network's certificate-class, else def.
+func CertificateClass(r metav1.Object, network *config.Network, def string) string {
+	a := r.GetAnnotations()
+	return cmp.Or(a[netv1alpha1.CertificateClassAnnotationKey], a[CertificateClassAnnotationAltKey], network.CertificateClass, def)
 }
 
 // CertificateName is Knative's name for the Certificate of a Route's host: route-<UID>
@@ -101,13 +101,13 @@ const (
 	HTTPProtocolAnnotationKey = "networking.knative.dev/http-protocol"
 )
 
-// HTTPOption is the KIngress's httpOption: the Route's annotation if it has one (only
-// enabled or redirected, any case, as in Knative; anything else is an error naming
-// the annotation), else config-network's http-protocol, whose disabled (deprecated in
-// Knative) leaves it empty.
-func HTTPOption(r *v1.Route, network *config.Network) (netv1alpha1.HTTPOption, error) {
+// HTTPOption is the KIngress's httpOption: the Route's (or DomainMapping's) annotation
+// if it has one (only enabled or redirected, any case, as in Knative; anything else is
+// an error naming the annotation), else config-network's http-protocol, whose disabled
+// (deprecated in Knative) leaves it empty.
+func HTTPOption(r metav1.Object, network *config.Network) (netv1alpha1.HTTPOption, error) {
 	for _, key := range []string{HTTPOptionAnnotationKey, HTTPProtocolAnnotationKey} {
-		v, ok := r.Annotations[key]
+		v, ok := r.GetAnnotations()[key]
 		if !ok {
 			continue
 		}
