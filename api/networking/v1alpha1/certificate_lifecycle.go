@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	"github.com/ferry-serving/ferry/api/duck"
 )
 
@@ -34,6 +36,19 @@ func (c *Certificate) IsReady() bool {
 // IsFailed reports whether the Certificate's Ready is False for its current generation.
 func (c *Certificate) IsFailed() bool {
 	return c.Status.ObservedGeneration == c.Generation && c.Status.GetCondition(CertificateConditionReady).IsFalse()
+}
+
+// ProviderSays is what the Certificate's provider says of it, for its owner's
+// condition; a Certificate no provider has looked at says so, naming its class.
+func (c *Certificate) ProviderSays() string {
+	cond := c.Status.GetCondition(CertificateConditionReady)
+	switch {
+	case c.Status.ObservedGeneration != c.Generation || cond == nil:
+		return fmt.Sprintf("no provider of class %q has reported on it", c.Annotations[CertificateClassAnnotationKey])
+	case cond.Message != "":
+		return cond.Reason + ": " + cond.Message
+	}
+	return cond.Reason
 }
 
 // MarkReady marks the certificate issued and stored in its Secret.

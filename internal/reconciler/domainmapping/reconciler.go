@@ -227,24 +227,11 @@ func (r *Reconciler) certificate(ctx context.Context, w child.Writer, m duck.Con
 		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonHTTPDowngrade, "Certificate %s is not ready downgrade HTTP.", cert.Name)
 		return nil, false, cert, nil
 	case cert.IsFailed():
-		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateProvisionFailed, "Certificate %s failed to be provisioned: %s", cert.Name, certificateReason(cert))
+		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateProvisionFailed, "Certificate %s failed to be provisioned: %s", cert.Name, cert.ProviderSays())
 	default:
-		m.MarkUnknown(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotReady, "Certificate %s is not ready: %s", cert.Name, certificateReason(cert))
+		m.MarkUnknown(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotReady, "Certificate %s is not ready: %s", cert.Name, cert.ProviderSays())
 	}
 	return nil, true, cert, nil
-}
-
-// certificateReason is what the Certificate's provider says of it; a Certificate no
-// provider has looked at says nothing.
-func certificateReason(cert *netv1alpha1.Certificate) string {
-	c := cert.Status.GetCondition(netv1alpha1.CertificateConditionReady)
-	switch {
-	case cert.Status.ObservedGeneration != cert.Generation || c == nil:
-		return fmt.Sprintf("no provider of class %q has reported on it", cert.Annotations[netv1alpha1.CertificateClassAnnotationKey])
-	case c.Message != "":
-		return c.Reason + ": " + c.Message
-	}
-	return c.Reason
 }
 
 // certificateWarnAfter is how long a Certificate may stay not Ready before the

@@ -3,7 +3,6 @@ package route
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -129,7 +128,7 @@ func (c *certificates) mark(m duck.ConditionManager, o *child.Outcome, httpEnabl
 			delete(c.https, tag)
 		}
 	}
-	reason := certificateReason(first)
+	reason := first.ProviderSays()
 	switch {
 	case httpEnabled:
 		m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonHTTPDowngrade, "Certificate %s is not ready downgrade HTTP.", first.Name)
@@ -138,19 +137,6 @@ func (c *certificates) mark(m duck.ConditionManager, o *child.Outcome, httpEnabl
 	default:
 		m.MarkUnknown(v1.RouteConditionCertificateProvisioned, reasonCertificateNotReady, "Certificate %s is not ready: %s", first.Name, reason)
 	}
-}
-
-// certificateReason is what the Certificate's provider says of it; a Certificate no
-// provider has looked at says nothing.
-func certificateReason(cert *netv1alpha1.Certificate) string {
-	c := cert.Status.GetCondition(netv1alpha1.CertificateConditionReady)
-	switch {
-	case cert.Status.ObservedGeneration != cert.Generation || c == nil:
-		return fmt.Sprintf("no provider of class %q has reported on it", cert.Annotations[netv1alpha1.CertificateClassAnnotationKey])
-	case c.Message != "":
-		return c.Reason + ": " + c.Message
-	}
-	return c.Reason
 }
 
 // url is the URL of the Route's host for tag: https when a Certificate covers it.
