@@ -284,7 +284,7 @@ echo
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $LOAD_BEFORE before, $LOAD_AFTER after;" \
   "median of $ROUNDS rounds of ${DURATION}s; one client thread"
 echo "HTTP/1.1 rows: wrk, p50. -h2c and -tls rows: h2load (HTTP/2, one stream per connection), mean."
-printf '%-12s %11s %9s %11s %9s %11s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "c=64 lat" "c=64 / nginx" "c=1 added lat"
+printf '%-12s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
 for t in "${TARGETS[@]}"; do
   IFS='|' read -r name _ <<< "$t"
   read -r ref direct <<< "$(peer "$name")"
@@ -294,5 +294,7 @@ for t in "${TARGETS[@]}"; do
   if [ "$direct" != - ] && [ "$name" != "$direct" ]; then
     added=$(awk -v a="$l1" -v b="$(median "$direct" 1 4)" 'BEGIN { printf "%+.0f us", a - b }')
   fi
-  printf '%-12s %11.0f %6.0f us %11.0f %6.0f us %11s %14s\n' "$name" "$r1" "$l1" "$r64" "$l64" "$ratio" "$added"
+  range=$(awk -v n="$name" '$1 == n && $2 == 64 { v = $3 + 0; if (!lo || v < lo) lo = v; if (v > hi) hi = v }
+    END { printf "%.0f-%.0f", lo, hi }' "$RESULTS")
+  printf '%-12s %11.0f %6.0f us %11.0f %15s %6.0f us %12s %14s\n' "$name" "$r1" "$l1" "$r64" "$range" "$l64" "$ratio" "$added"
 done
