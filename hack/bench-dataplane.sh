@@ -8,8 +8,8 @@
 #   nginx      nginx alone, 2 workers, upstream keepalive
 #   knative    nginx standing in for Envoy (Kourier) in front of Knative's own
 #              queue-proxy (knative.dev/serving cmd/queue, CONTAINER_CONCURRENCY 100,
-#              REVISION_TIMEOUT_SECONDS 300, request metrics to Prometheus as by
-#              default), then the backend: Knative's two hops
+#              REVISION_TIMEOUT_SECONDS 300, Knative's defaults otherwise), then
+#              the backend: Knative's two hops
 # HTTP/1.1 is measured with wrk (p50 from its latency distribution); h2c and TLS
 # (HTTP/2 by ALPN) with h2load, which prints no percentiles, so those rows give the
 # mean. One client thread; c=1 and c=64 connections (h2load: one stream each); each
@@ -143,14 +143,18 @@ if [ -n "$PROFILE" ]; then
   exit 0
 fi
 
-# Knative's queue-proxy, with what the revision's Deployment would give it (the env
-# that sharedmain requires); it serves HTTP/1.1 and h2c, and speaks h2c to the
-# backend for requests that came in over HTTP/2.
+# Knative's queue-proxy, with what the revision's Deployment gives it under Knative's
+# default config maps (pkg/reconciler/revision/resources/queue.go): request metrics to
+# Prometheus, no request log, tracing "none" (unset, it would wrap every request in
+# OpenCensus). It serves HTTP/1.1 and h2c, and speaks h2c to the backend for
+# requests that came in over HTTP/2.
 start queue env -i PATH="$PATH" SERVING_NAMESPACE=bench SERVING_SERVICE=bench SERVING_CONFIGURATION=bench \
   SERVING_REVISION=bench-00001 SERVING_POD=bench-00001-deployment-0 SERVING_POD_IP=127.0.0.1 \
   QUEUE_SERVING_PORT=$QUEUE_PORT QUEUE_SERVING_TLS_PORT=19087 USER_PORT=${BACKEND##*:} \
   REVISION_TIMEOUT_SECONDS=300 CONTAINER_CONCURRENCY=100 SERVING_LOGGING_CONFIG= SERVING_LOGGING_LEVEL=error \
-  SERVING_REQUEST_METRICS_BACKEND=prometheus SERVING_ENABLE_PROBE_REQUEST_LOG=false \
+  SERVING_ENABLE_REQUEST_LOG=false SERVING_ENABLE_PROBE_REQUEST_LOG=false \
+  SERVING_REQUEST_METRICS_BACKEND=prometheus SERVING_REQUEST_METRICS_REPORTING_PERIOD_SECONDS=5 \
+  TRACING_CONFIG_BACKEND=none TRACING_CONFIG_SAMPLE_RATE=0.1 \
   bin/queue-proxy
 ready queue "http://127.0.0.1:$QUEUE_PORT/"
 
