@@ -23,14 +23,14 @@
 # on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
 DURATION=${DURATION:-5} # seconds per target and round
 ROUNDS=${ROUNDS:-3}
 PROFILE=
 if [ "${1:-}" = --profile ]; then
   PROFILE=${2:?--profile needs a file}
-  case $PROFILE in /*) ;; *) PROFILE=$PWD/$PROFILE ;; esac
+  case $PROFILE in /*) ;; *) PROFILE=$PWD/$PROFILE ;; esac # before the cd
 fi
+cd "$(dirname "$0")/.."
 
 BACKEND=127.0.0.1:19091
 GATEWAY=127.0.0.1:19092
