@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -8,15 +10,21 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
@@ -198,4 +206,55 @@ func wrkMicros(b *testing.B, s string) float64 {
 	}
 	b.Fatalf("wrk latency %q", s)
 	return 0
+}
+
+// TestBenchServe runs the gateway as hack/bench-dataplane.sh measures it, until
+// SIGTERM or SIGINT: skipped unless FERRY_BENCH_SERVE is the external address to
+// listen on. FERRY_BENCH_BACKEND is the one backend (HTTP/1.1 and h2c on one port),
+// reached as two Revisions, bench.example.com over HTTP/1.1 and h2c.example.com over
+// h2c, both with containerConcurrency 100 and a 300-second timeout as queue-proxy is
+// given in the same run; load reports on, as in BenchmarkProxy. FERRY_BENCH_HTTPS
+// with FERRY_BENCH_CERT and FERRY_BENCH_KEY (PEM files) adds the HTTPS listener, the
+// certificate serving both hosts. A clean exit on the signal lets -test.cpuprofile
+// write the profile of what ran.
+func TestBenchServe(t *testing.T) {
+	addr := os.Getenv("FERRY_BENCH_SERVE")
+	if addr == "" {
+		t.Skip("FERRY_BENCH_SERVE is not set; hack/bench-dataplane.sh sets it")
+	}
+	backend := os.Getenv("FERRY_BENCH_BACKEND")
+	host, p, err := net.SplitHostPort(backend)
+	if err != nil {
+		t.Fatalf("FERRY_BENCH_BACKEND %q: %v", backend, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	g := startGateway(t, Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS")})
+	for _, r := range []struct{ name, portName, host string }{
+		{"bench-1", "", "bench.example.com"},
+		{"bench-h2c", "h2c", "h2c.example.com"},
+	} {
+		rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name}, Spec: servingv1.RevisionSpec{
+			ContainerConcurrency: ptr.To[int64](100), TimeoutSeconds: ptr.To[int64](300),
+			PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img",
+				Ports: []corev1.ContainerPort{{Name: r.portName, ContainerPort: int32(port)}}}}}}}
+		pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name + "-pod"},
+			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
+		g.services.update(key(r.name), buildRevisionEndpoints(rev, pods, notSimulated))
+		g.route(r.host, r.name)
+	}
+	if g.opts.HTTPSAddr != "" {
+		cert, err := tls.LoadX509KeyPair(os.Getenv("FERRY_BENCH_CERT"), os.Getenv("FERRY_BENCH_KEY"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.tlsStore.set(key("bench"), epoch, map[string]*hostTLS{"bench.example.com": {cert: &cert}, "h2c.example.com": {cert: &cert}})
+	}
+	fmt.Printf("gateway serving on %s (https %q)\n", g.ExternalAddr(), g.HTTPSAddr())
+	<-ctx.Done()
 }

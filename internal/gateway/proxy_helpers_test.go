@@ -31,7 +31,13 @@ func startGateway(t testing.TB, opts Options) *testGateway {
 // its collect.
 func startGatewayReporting(t testing.TB, opts Options, runReporter bool) *testGateway {
 	t.Helper()
-	opts.ExternalAddr, opts.LocalAddr = "127.0.0.1:0", "127.0.0.1:0"
+	// Any free port, unless the caller fixed one (TestBenchServe).
+	if opts.ExternalAddr == "" {
+		opts.ExternalAddr = "127.0.0.1:0"
+	}
+	if opts.LocalAddr == "" {
+		opts.LocalAddr = "127.0.0.1:0"
+	}
 	opts.Registry = prometheus.NewRegistry()
 	g := New(opts)
 	if err := g.metrics.register(opts.Registry); err != nil {
