@@ -209,6 +209,20 @@ func TestExplain(t *testing.T) {
 		wantKind:    "Route IngressReady=Unknown RolloutInProgress",
 		wantLines:   []string{"    → KIngress " + svcName + ": Ready, serving a step of a gradual rollout: 60% → " + rev + " (latest), 40% → " + svcName + "-00002 (latest)"},
 	}, {
+		// A Route whose status has no conditions yet, seen before its first status
+		// write while its KIngress is already Ready (TestSamples met it).
+		name: "a Route with no conditions yet",
+		chain: func() Chain {
+			c := readyAll()
+			c.Route.Status.Status = duck.Status{}
+			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, "", ""),
+				cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, U, "", ""))
+			return c
+		},
+		wantCulprit: "Route " + svcName + ": not reconciled (observedGeneration 0, generation 1)",
+		wantKind:    "Route not reconciled",
+		wantLines:   []string{"    → KIngress " + svcName + ": Ready (generation 1), the Route has not seen it yet"},
+	}, {
 		name: "ready but never routed",
 		chain: func() Chain {
 			c := readyAll()

@@ -111,7 +111,7 @@ func (w *walker) ingress(depth int, say bool) {
 			w.blame(line, "KIngress "+conditionKind(ing.Generation, &ing.Status.Status))
 		case !rt.IsReady():
 			switch c := rt.Status.GetCondition(v1.RouteConditionIngressReady); {
-			case c.IsUnknown() && c.Reason == v1.ReasonRolloutInProgress:
+			case c != nil && c.IsUnknown() && c.Reason == v1.ReasonRolloutInProgress:
 				// Not stuck: the Route moves traffic step by step on purpose.
 				w.line(depth+1, fmt.Sprintf("KIngress %s: Ready, serving a step of a gradual rollout: %s", ing.Name, describeTraffic(rt.Status.Traffic)))
 			case !c.IsTrue():
