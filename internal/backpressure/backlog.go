@@ -9,6 +9,7 @@ import (
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // DefaultLimit is how many Services may be in progress before creates are held. A
@@ -16,6 +17,12 @@ import (
 // (about the limit ÷ throughput: 10–20 s on two cores). At N=2000, 150 gave half the
 // p50 of 300 (20 s against 43 s) and no less throughput, one run after the other.
 const DefaultLimit = 150
+
+// FreshFor is how long a Service's change counts as new: Quiet stays open while a
+// change less than this old is on its way to Ready. A change takes well under a second
+// on an idle cluster; one still in progress after FreshFor is slow or stuck (an image
+// that never pulls), and background work must not wait on it for good.
+const FreshFor = 30 * time.Second
 
 // Backlog is the set of Services in progress, kept from informer events.
 type Backlog struct {
@@ -26,13 +33,26 @@ type Backlog struct {
 	busy       bool
 	calm       chan struct{} // closed while no burst is on; an open one while one is
 	finished   chan struct{} // closed and replaced whenever a Service leaves the set
+	// fresh holds when each change less than FreshFor old came in; quiet is closed
+	// while it is empty.
+	fresh map[types.NamespacedName]time.Time
+	quiet chan struct{}
+	clock clock.WithDelayedExecution
 }
 
 // New returns a Backlog that holds creates while limit Services are in progress.
 func New(limit int) *Backlog {
-	calm := make(chan struct{})
+	calm, quiet := make(chan struct{}), make(chan struct{})
 	close(calm)
-	return &Backlog{limit: limit, inProgress: map[types.NamespacedName]struct{}{}, calm: calm, finished: make(chan struct{})}
+	close(quiet)
+	return &Backlog{limit: limit, inProgress: map[types.NamespacedName]struct{}{}, calm: calm, finished: make(chan struct{}),
+		fresh: map[types.NamespacedName]time.Time{}, quiet: quiet, clock: clock.RealClock{}}
+}
+
+// WithClock sets the clock that ages changes (FreshFor); tests use a fake one.
+func (b *Backlog) WithClock(c clock.WithDelayedExecution) *Backlog {
+	b.clock = c
+	return b
 }
 
 // Limit is the number of Services in progress at which creates are held.
@@ -56,6 +76,17 @@ func (b *Backlog) Calm() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.calm
+}
+
+// Quiet returns a channel that is closed when no user's change is on its way: no
+// Service entered the in-progress set less than FreshFor ago and is still in it. Work
+// that no user waits for (scaling idle Revisions to zero) yields to a single new
+// change, not only to bursts: a new Service's dozen writes otherwise queue in the
+// API server behind those of scale-downs (docs/scale.md, the starvation guard).
+func (b *Backlog) Quiet() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.quiet
 }
 
 // InProgress reports whether a Service is on its way to Ready: its status has not
@@ -124,10 +155,12 @@ func (b *Backlog) set(key types.NamespacedName, inProgress bool) {
 	switch {
 	case inProgress && !was:
 		b.inProgress[key] = struct{}{}
+		b.freshLocked(key)
 	case !inProgress && was:
 		delete(b.inProgress, key)
 		close(b.finished)
 		b.finished = make(chan struct{})
+		b.staleLocked(key, time.Time{})
 	}
 	switch n := len(b.inProgress); {
 	case n >= max(1, b.limit/4) && !b.busy:
@@ -135,5 +168,32 @@ func (b *Backlog) set(key types.NamespacedName, inProgress bool) {
 	case n <= b.limit/30 && b.busy:
 		b.busy = false
 		close(b.calm)
+	}
+}
+
+// freshLocked records a change of key that came in now, and ages it after FreshFor.
+func (b *Backlog) freshLocked(key types.NamespacedName) {
+	now := b.clock.Now()
+	if len(b.fresh) == 0 {
+		b.quiet = make(chan struct{})
+	}
+	b.fresh[key] = now
+	b.clock.AfterFunc(FreshFor, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.staleLocked(key, now)
+	})
+}
+
+// staleLocked forgets key's change (the one that came in at since, if since is set:
+// a later change of the same Service stays fresh), and closes quiet after the last.
+func (b *Backlog) staleLocked(key types.NamespacedName, since time.Time) {
+	at, ok := b.fresh[key]
+	if !ok || !since.IsZero() && !at.Equal(since) {
+		return
+	}
+	delete(b.fresh, key)
+	if len(b.fresh) == 0 {
+		close(b.quiet)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func service(name string, generation, observed int64, ready corev1.ConditionStatus) *servingv1.Service {
@@ -174,5 +175,48 @@ func closed(c <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+func TestQuietWhileNoNewChangeIsOnItsWay(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	b := New(150).WithClock(clk)
+	if !closed(b.Quiet()) {
+		t.Fatal("not quiet on an empty cluster")
+	}
+	b.OnAdd(service("a", 1, 0, ""), false)
+	quiet := b.Quiet()
+	if closed(quiet) {
+		t.Fatal("quiet while one new Service is on its way")
+	}
+	b.OnUpdate(nil, service("a", 1, 1, corev1.ConditionTrue))
+	if !closed(quiet) || !closed(b.Quiet()) {
+		t.Fatal("not quiet once the new Service is Ready")
+	}
+
+	// A change to a Ready Service (a new generation) is new work too.
+	b.OnUpdate(nil, service("a", 2, 1, corev1.ConditionTrue))
+	if closed(b.Quiet()) {
+		t.Fatal("quiet while a Service's update is on its way")
+	}
+	// One that stays in progress (stuck) stops counting after FreshFor, so that
+	// work waiting for quiet never waits on it for good.
+	clk.Step(FreshFor / 2)
+	b.OnAdd(service("b", 1, 0, ""), false)
+	clk.Step(FreshFor / 2)
+	if closed(b.Quiet()) {
+		t.Fatal("quiet while b, FreshFor/2 old, is on its way")
+	}
+	clk.Step(FreshFor / 2)
+	if !closed(b.Quiet()) {
+		t.Fatal("not quiet with only Services in progress for FreshFor or longer")
+	}
+	// b finishing later does not disturb the quiet; a's new change after its old
+	// one aged is fresh again.
+	b.OnUpdate(nil, service("b", 1, 1, corev1.ConditionTrue))
+	b.OnUpdate(nil, service("a", 2, 2, corev1.ConditionTrue))
+	b.OnUpdate(nil, service("a", 3, 2, corev1.ConditionTrue))
+	if closed(b.Quiet()) {
+		t.Fatal("quiet while a's third generation is on its way")
 	}
 }

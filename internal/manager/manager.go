@@ -150,14 +150,15 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		}
 	}
 	// The Services in progress: admission holds creates while there are too many, and
-	// the autoscaler postpones scaling to zero during a burst (package backpressure).
+	// the autoscaler postpones scaling to zero during a burst and while a user's new
+	// change is on its way (package backpressure).
 	var backlog *backpressure.Backlog
 	if limit := inProgressLimit(opts.Admission); limit >= 0 && (opts.Reconcilers || opts.Admission != nil) {
 		if backlog, err = addBacklog(mgr, limit); err != nil {
 			return nil, err
 		}
 		if opts.ReconcilerOptions.Calm == nil {
-			opts.ReconcilerOptions.Calm = backlog.Calm
+			opts.ReconcilerOptions.Calm, opts.ReconcilerOptions.Quiet = backlog.Calm, backlog.Quiet
 		}
 	}
 	if opts.Reconcilers {

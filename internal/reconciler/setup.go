@@ -101,6 +101,10 @@ type Options struct {
 	// scaling Revisions to zero until it ends, and statuses on their way settle for
 	// BusyStatusSettle.
 	Calm func() <-chan struct{}
+	// Quiet, if set, returns a channel that is closed while no user's change is on
+	// its way to Ready (backpressure.Backlog.Quiet): a Revision due to scale to zero
+	// waits for it.
+	Quiet func() <-chan struct{}
 	// BusyStatusSettle is the settle time during a burst (default
 	// DefaultBusyStatusSettle; no longer than StatusSettle turns it off).
 	BusyStatusSettle time.Duration
@@ -241,7 +245,7 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 		Config: opts.Config, AfterRead: opts.AfterRead}
 	as := autoscaler.New(decide).WithClock(clk)
 	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
-		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm}).WithClock(clk)
+		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm, Quiet: opts.Quiet}).WithClock(clk)
 	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route").Progress(v1.ReasonRolloutInProgress), Refused: refused(), Tracker: t,
 		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,
 		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead, Now: clk.Now}

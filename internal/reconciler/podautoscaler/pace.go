@@ -50,6 +50,14 @@ func (p *pace) wait(key types.NamespacedName, now time.Time) time.Duration {
 	return 0
 }
 
+// keep gives key back the turn that wait spent at now: it was due but had to wait
+// for something else, and must not go to the back of the line.
+func (p *pace) keep(key types.NamespacedName, now time.Time) {
+	p.mu.Lock()
+	p.turns[key] = now
+	p.mu.Unlock()
+}
+
 // forget drops key's turn: it no longer goes to zero (load came back), or it is gone.
 // The turn's token is not given back; the next Revision waits at most one turn more.
 func (p *pace) forget(key types.NamespacedName) {

@@ -37,4 +37,14 @@ func TestPaceSpreadsScaleToZero(t *testing.T) {
 	if len(p.turns) != 19 {
 		t.Errorf("%d turns kept, want 19 (those not yet taken)", len(p.turns))
 	}
+	// A Revision whose turn came but had to wait for something else keeps it: it goes
+	// next, not to the back of the line.
+	at := now.Add(3 * time.Second)
+	if got := p.wait(key(21), at); got != 0 {
+		t.Fatalf("Revision 21 at its turn waits %v, want 0", got)
+	}
+	p.keep(key(21), at)
+	if got := p.wait(key(21), at.Add(time.Minute)); got != 0 {
+		t.Errorf("Revision 21, its turn kept, waits %v a minute later, want 0", got)
+	}
 }

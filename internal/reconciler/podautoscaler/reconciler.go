@@ -59,9 +59,14 @@ type Reconciler struct {
 	// its way to Ready (backpressure.Backlog.Calm): scaling to zero waits for it (see
 	// reconcileKPA).
 	Calm func() <-chan struct{}
-	now  func() time.Time
-	// afterBurst queues again the PodAutoscalers that waited for Calm.
-	afterBurst *afterBurst
+	// Quiet, if set, returns a channel that is closed when no user's change is on
+	// its way to Ready (backpressure.Backlog.Quiet): a Revision whose turn to scale to
+	// zero came waits for it too.
+	Quiet func() <-chan struct{}
+	now   func() time.Time
+	// afterBurst and afterChange queue again the PodAutoscalers that waited for
+	// Calm and for Quiet.
+	afterBurst, afterChange *afterBurst
 	// pace spreads scale-to-zero over time (ScaleToZeroRate).
 	pace *pace
 }
@@ -80,7 +85,7 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	r.afterBurst = newAfterBurst()
+	r.afterBurst, r.afterChange = newAfterBurst(), newAfterBurst()
 	r.pace = newPace(ScaleToZeroRate)
 	ages := oldestfirst.New()
 	return watches.Controller{
@@ -92,7 +97,7 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 				Predicates: []predicate.Predicate{predicate.Funcs{UpdateFunc: scaleChanged}}},
 			{Object: &autoscalingv2.HorizontalPodAutoscaler{}, Handler: ages.Owner(o.Scheme, o.Mapper, &av1alpha1.PodAutoscaler{})},
 		},
-		Sources:    []source.Source{r.afterBurst},
+		Sources:    []source.Source{r.afterBurst, r.afterChange},
 		Reconciler: terminating.Ignore(r),
 	}
 }
@@ -201,6 +206,13 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 			// Not its turn yet (pace.go): it stays as it is, and no user waits for it.
 			low := oldestfirst.Unchanged
 			return ctrl.Result{RequeueAfter: d, Priority: &low}, nil
+		}
+		if r.Quiet != nil && r.afterChange.postpone(key, r.Quiet()) {
+			// Its turn came while a user's Service is on its way: the scale-down's
+			// writes would queue in the API server ahead of that Service's. It keeps
+			// its turn and goes to zero as soon as the change is Ready.
+			r.pace.keep(key, r.now())
+			return ctrl.Result{}, nil
 		}
 	} else {
 		r.pace.forget(key)

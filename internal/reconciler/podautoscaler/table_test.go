@@ -6,6 +6,7 @@ package podautoscaler
 // It sets nothing else unexported and calls no unexported function.
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -157,13 +159,28 @@ func all(checks ...func(*testing.T, *rt.Env)) func(*testing.T, *rt.Env) {
 func TestReconcileTable(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	var as *autoscaler.Autoscaler
+	// quiet is Backlog.Quiet's channel: closed unless a case has a user's change on
+	// its way.
+	var quiet chan struct{}
+	// The queue that a change's end wakes postponed PodAutoscalers into.
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); q.ShutDown() })
 	build := func(env *rt.Env) reconcile.Reconciler {
 		as = autoscaler.New(func(types.NamespacedName) {})
+		quiet = make(chan struct{})
+		close(quiet)
+		afterChange := newAfterBurst()
+		if err := afterChange.Start(ctx, q); err != nil {
+			panic(err)
+		}
 		return &Reconciler{Client: env.Client, Children: created.New(env.Client),
 			Status:  statuswriter.New(env.Client, env.Events, 0).NotFailures(av1alpha1.ReasonNoTraffic),
 			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Autoscaler: as, Config: config.Default,
+			Quiet: func() <-chan struct{} { return quiet }, afterChange: afterChange,
 			now: func() time.Time { return now }, pace: newPace(ScaleToZeroRate)}
 	}
+	changeOnItsWay := func(*testing.T, *rt.Env) { quiet = make(chan struct{}) }
 	// load has the gateway report concurrency for the Revision every second of the
 	// last stable window and the next few, so that the average is exactly that
 	// whenever the decision falls.
@@ -263,6 +280,16 @@ func TestReconcileTable(t *testing.T) {
 		Before:     load(0),
 		WantWrites: []string{"scale Deployment ns/hello-00001-deployment", "status PodAutoscaler ns/hello-00001"},
 		Check:      all(wantStatus(0, 1, ready(noTraffic), noTraffic, initialized, sks), scaledTo(0)),
+	}, {
+		Name:    "KPA, idle for a stable window while a user's change is on its way: kept as it is until the change is Ready",
+		Key:     paKey,
+		Objects: []client.Object{newPA(kpa, since(corev1.ConditionTrue, longAgo, 1, 1)), deployment(1, 1)},
+		Before: func(t *testing.T, env *rt.Env) {
+			load(0)(t, env)
+			changeOnItsWay(t, env)
+		},
+		WantWrites: []string{},
+		Check:      scaledTo(1),
 	}, {
 		Name:       "KPA, idle but Active for less than a stable window: kept, looked at again when it ends",
 		Key:        paKey,
