@@ -30,7 +30,9 @@ type pace struct {
 }
 
 func newPace(perSecond float64) *pace {
-	return &pace{limiter: rate.NewLimiter(rate.Limit(perSecond), int(perSecond)), turns: map[types.NamespacedName]time.Time{}}
+	// A burst of one: the turns are a trickle from the first, never a wave of a
+	// second's worth after a quiet spell.
+	return &pace{limiter: rate.NewLimiter(rate.Limit(perSecond), 1), turns: map[types.NamespacedName]time.Time{}}
 }
 
 // wait is how long key must still wait, at now, before it scales to zero: 0 when its
@@ -48,14 +50,6 @@ func (p *pace) wait(key types.NamespacedName, now time.Time) time.Duration {
 	}
 	delete(p.turns, key)
 	return 0
-}
-
-// keep gives key back the turn that wait spent at now: it was due but had to wait
-// for something else, and must not go to the back of the line.
-func (p *pace) keep(key types.NamespacedName, now time.Time) {
-	p.mu.Lock()
-	p.turns[key] = now
-	p.mu.Unlock()
 }
 
 // forget drops key's turn: it no longer goes to zero (load came back), or it is gone.

@@ -202,17 +202,18 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		return ctrl.Result{}, nil
 	}
 	if res.Scale == 0 && current > 0 {
+		if r.Quiet != nil && r.afterChange.postpone(key, r.Quiet()) {
+			// A user's Service is on its way: the scale-down's writes would queue in
+			// the API server ahead of that Service's. Its turn, if it had one, is given
+			// up, so that the Revisions that waited take new turns at the pace when
+			// the change is Ready, not all at once on the next user's change.
+			r.pace.forget(key)
+			return ctrl.Result{}, nil
+		}
 		if d := r.pace.wait(key, r.now()); d > 0 {
 			// Not its turn yet (pace.go): it stays as it is, and no user waits for it.
 			low := oldestfirst.Unchanged
 			return ctrl.Result{RequeueAfter: d, Priority: &low}, nil
-		}
-		if r.Quiet != nil && r.afterChange.postpone(key, r.Quiet()) {
-			// Its turn came while a user's Service is on its way: the scale-down's
-			// writes would queue in the API server ahead of that Service's. It keeps
-			// its turn and goes to zero as soon as the change is Ready.
-			r.pace.keep(key, r.now())
-			return ctrl.Result{}, nil
 		}
 	} else {
 		r.pace.forget(key)
