@@ -205,6 +205,38 @@ func pathsOf(rule netv1alpha1.IngressRule) []path {
 	return out
 }
 
+// TestMakeIngressTagHeaderRollout: during a rollout of a tag's host, its header path
+// on the Route's own hosts splits as the tag's host does.
+func TestMakeIngressTagHeaderRollout(t *testing.T) {
+	r := route(nil)
+	targets := []v1.TrafficTarget{{RevisionName: "hello-00002", Percent: p(100), Tag: "latest"}}
+	tagged := []v1.TrafficTarget{
+		{RevisionName: "hello-00001", Percent: p(70), Tag: "latest"},
+		{RevisionName: "hello-00002", Percent: p(30), Tag: "latest"},
+	}
+	ing := MakeIngress(r, tagged, tagged, DefaultHosts(r, targets), true)
+	split := map[string]int{"hello-00001": 70, "hello-00002": 30}
+	want := map[string][]path{
+		"hello.ns.example.com": {{match: map[string]string{RouteTagHeader: "latest"}, splits: split},
+			{add: map[string]string{DefaultRouteHeader: "true"}, splits: split}},
+		"latest-hello.ns.example.com": {{add: map[string]string{RouteTagHeader: "latest"}, splits: split}},
+	}
+	seen := 0
+	for _, rule := range ing.Spec.Rules {
+		w, ok := want[rule.Hosts[0]]
+		if !ok {
+			continue
+		}
+		seen++
+		if !reflect.DeepEqual(pathsOf(rule), w) {
+			t.Errorf("%s: paths\n got %+v\nwant %+v", rule.Hosts[0], pathsOf(rule), w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d external rules", seen, len(want))
+	}
+}
+
 // TestMakeIngressTagHeaderRouting: config-features tag-header-based-routing as Knative
 // builds it. Disabled, each rule has one path and no headers; Enabled, the Route's own
 // rules (both visibilities) match Knative-Serving-Tag per tag, sorted, before the
