@@ -76,15 +76,21 @@ func newWorkload(s *Sim) *workload {
 				image := fmt.Sprintf("v%d", version)
 				w.add("change the template of "+name+" to "+image, w.exists(name), func() { w.updateService(name, func(svc *v1.Service) { setImage(svc, image) }) })
 			case 2:
-				w.add("split "+name+"'s traffic 50/50 with its first Revision, tagged", w.exists(name), func() {
+				w.add("split "+name+"'s traffic 50/50 with its first Revision, both tagged", w.exists(name), func() {
 					w.updateService(name, func(svc *v1.Service) {
+						// The latest's tag has a host of its own that rolls too.
 						svc.Spec.Traffic = []v1.TrafficTarget{
-							{LatestRevision: ptr.To(true), Percent: ptr.To[int64](50)},
+							{LatestRevision: ptr.To(true), Percent: ptr.To[int64](50), Tag: "current"},
 							{RevisionName: name + "-00001", LatestRevision: ptr.To(false), Percent: ptr.To[int64](50), Tag: "first"},
 						}
 					})
 				})
-				w.add("send all of "+name+"'s traffic to its latest Revision again", w.exists(name), func() {
+				// A new Revision once the split is served rolls into the default split and
+				// the tag's host; the user waits for that before going back.
+				version++
+				image := fmt.Sprintf("v%d", version)
+				w.add("change the template of "+name+" to "+image+" while split", w.ready(name), func() { w.updateService(name, func(svc *v1.Service) { setImage(svc, image) }) })
+				w.add("send all of "+name+"'s traffic to its latest Revision again", w.ready(name), func() {
 					w.updateService(name, func(svc *v1.Service) { svc.Spec.Traffic = nil })
 				})
 			case 3:

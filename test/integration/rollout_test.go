@@ -208,3 +208,129 @@ func split(traffic []v1.TrafficTarget) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestRolloutTag follows a gradual rollout on a tag's own host: a Service whose
+// default split and tag "latest" (0 % of the default split) both follow the latest
+// Revision. The tag's host moves step by step, as status.traffic shows for the tag
+// and as the gateway serves it, on the same steps as the default split: one KIngress
+// update per step for both.
+func TestRolloutTag(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	listener := strings.TrimPrefix(startFerryAndGateway(t, true), "http://")
+	ctx := context.Background()
+
+	svc := ksvc(ns, "rolltag", "ferry.test/rolltag")
+	svc.Annotations = map[string]string{"serving.knative.dev/rollout-duration": "10s"}
+	yes := true
+	hundred, zero := int64(100), int64(0)
+	svc.Spec.Traffic = []v1.TrafficTarget{
+		{LatestRevision: &yes, Percent: &hundred},
+		{LatestRevision: &yes, Percent: &zero, Tag: "latest"},
+	}
+	if err := testClient.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, testClient, svc, v1.ServiceConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	const rev1, rev2 = "rolltag-00001", "rolltag-00002"
+	host := "latest-rolltag." + ns + ".example.com"
+	if got, why := revisionAnswering(t, listener, host, ""); got != rev1 {
+		t.Fatalf("before the update: the tag's host answered by %q %s, want %s", got, why, rev1)
+	}
+
+	w := countRolloutWrites(t, ns)
+	updateService(t, testClient, ns, "rolltag", func(s *v1.Service) {
+		s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: "2"}}
+	})
+
+	const requests, tolerance = 100, 15
+	var seen []int64 // rev2's percent on the tag's host in status.traffic, each new value
+	matched := 0
+	eventually(t, 3*readyTimeout, func() (bool, string) {
+		rt, ing := &v1.Route{}, &netv1alpha1.Ingress{}
+		if !get(t, testClient, ns, "rolltag", rt) || !get(t, testClient, ns, "rolltag", ing) {
+			return false, "no Route or KIngress"
+		}
+		var def, tag []v1.TrafficTarget
+		for _, tt := range rt.Status.Traffic {
+			if tt.Tag == "latest" {
+				tag = append(tag, tt)
+			} else {
+				def = append(def, tt)
+			}
+		}
+		if len(tag) == 1 && (tag[0].RevisionName == rev1 || tag[0].RevisionName == rev2) {
+			// Its host serves the tag's one Revision, whatever its share of the default split.
+			tag[0].Percent = &hundred
+		}
+		p2, err := rev2Percent(tag, rev1, rev2)
+		if err != nil {
+			t.Fatalf("status.traffic %+v for the tag: %v", rt.Status.Traffic, err)
+		}
+		// Both hosts started on the same reconcile and step on the same clock.
+		if d2, err := rev2Percent(def, rev1, rev2); err != nil || d2 != p2 {
+			t.Fatalf("status.traffic %s: the default split at %d %% (%v), the tag's host at %d %%", split(rt.Status.Traffic), d2, err, p2)
+		}
+		if n := len(seen); n == 0 || seen[n-1] != p2 {
+			if n > 0 && p2 < seen[n-1] {
+				t.Fatalf("the tag's status.traffic moved back from %d %% to %d %% on %s", seen[n-1], p2, rev2)
+			}
+			seen = append(seen, p2)
+			t.Logf("status.traffic %s; rollout state %s", split(rt.Status.Traffic), ing.Annotations[rollout.Annotation])
+		}
+		served := map[string]int{}
+		for range requests {
+			got, why := revisionAnswering(t, listener, host, "")
+			if got == "" {
+				t.Fatalf("a request to the tag's host was not answered by a Revision: %s", why)
+			}
+			served[got]++
+		}
+		rtAfter, ingAfter := &v1.Route{}, &netv1alpha1.Ingress{}
+		get(t, testClient, ns, "rolltag", rtAfter)
+		get(t, testClient, ns, "rolltag", ingAfter)
+		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady()
+		if programmed && ingAfter.Generation == ing.Generation && reflect.DeepEqual(rt.Status.Traffic, rtAfter.Status.Traffic) {
+			if got := int64(served[rev2]) * 100 / requests; got < p2-tolerance || got > p2+tolerance {
+				t.Errorf("the tag's host served %v for status.traffic %d %% on %s", served, p2, rev2)
+			}
+			matched++
+		}
+		done := p2 == 100 && rt.Status.GetCondition(v1.RouteConditionReady).IsTrue()
+		return done, fmt.Sprintf("%s at %d %% on the tag's host, served %v", rev2, p2, served)
+	})
+	t.Logf("%s's percent on the tag's host in status.traffic: %v; %d samples matched the gateway", rev2, seen, matched)
+	if len(seen) < 3 || seen[0] != 0 || seen[1] != 1 {
+		t.Errorf("the tag's status.traffic went %v on %s, want 0, 1 and the steps to 100", seen, rev2)
+	}
+	if matched < 3 {
+		t.Errorf("only %d samples matched the tag's host's split", matched)
+	}
+
+	ing := &netv1alpha1.Ingress{}
+	get(t, testClient, ns, "rolltag", ing)
+	state := rollout.Parse(ing.Annotations[rollout.Annotation])
+	done := []rollout.RevisionRollout{{RevisionName: rev2, Percent: 100}}
+	want := &rollout.Rollout{Configurations: []*rollout.ConfigurationRollout{
+		{ConfigurationName: "rolltag", Percent: 100, Revisions: done},
+		{ConfigurationName: "rolltag", Tag: "latest", Percent: 100, Revisions: done},
+	}}
+	if !reflect.DeepEqual(state, want) {
+		t.Errorf("rollout annotation %q, want %s", ing.Annotations[rollout.Annotation], want)
+	}
+
+	// The writes: the tag's host adds none; one KIngress spec update per split, one
+	// of its annotation alone (both paces at once).
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("writes: KIngress spec %d, annotation only %d, status (gateway) %d; Route status %d; Service status %d (step size %d)",
+		w.ingressSpec, w.ingressMeta, w.ingressStatus, w.routeStatus, w.serviceStatus, w.stepSize)
+	if w.stepSize == 0 {
+		t.Fatal("no pace seen")
+	}
+	splits := 1 + (99+w.stepSize-1)/w.stepSize
+	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
+		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
+	}
+}

@@ -125,17 +125,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
 	tlsOn := hostErr == nil && !hosts.ClusterLocal && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
 	var certs *certificates
-	// served is the default split the KIngress serves: targets, or a step of a rollout.
+	// served is status.traffic, what the hosts serve: targets, or a step of a rollout.
 	served, rolling, nextStep := targets, false, time.Time{}
 	if problem == nil && optionErr == nil {
 		var state *rollout.Rollout
 		if state, nextStep, err = r.rollout(ctx, w, route, want.Spec.Traffic, targets, cfg.Network, now); err != nil {
 			return ctrl.Result{}, err
 		}
+		// The default split, and each tag's own host, at this step.
+		split, tagged := targets, rollout.TagHosts(targets, state)
 		if state != nil {
+			split = rollout.Default(want.Spec.Traffic, targets, state)
 			served, rolling = rollout.Served(want.Spec.Traffic, targets, state), !state.Done()
 		}
-		desired := resources.MakeIngress(want, served, targets, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled)
+		desired := resources.MakeIngress(want, split, tagged, hosts, cfg.Features.TagHeaderBasedRouting == config.Enabled)
 		if state != nil {
 			desired.Annotations[rollout.Annotation] = state.String()
 		}

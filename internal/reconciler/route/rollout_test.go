@@ -51,6 +51,19 @@ func TestRolloutTable(t *testing.T) {
 	rr := func(name string, percent int) rollout.RevisionRollout {
 		return rollout.RevisionRollout{RevisionName: name, Percent: percent}
 	}
+	// both adds to s the state of the tag current's host, paced as s, serving revs.
+	both := func(s *rollout.Rollout, revs ...rollout.RevisionRollout) *rollout.Rollout {
+		c := *s.Configurations[0]
+		c.Tag, c.Revisions = "current", revs
+		return &rollout.Rollout{Configurations: append(s.Configurations, &c)}
+	}
+	// tagged puts targets on the tag current, as status.traffic shows them.
+	tagged := func(targets ...v1.TrafficTarget) []v1.TrafficTarget {
+		for i := range targets {
+			targets[i].Tag, targets[i].URL = "current", "http://current-hello.ns.example.com"
+		}
+		return targets
+	}
 	// served is the KIngress serving split with state, Ready for its generation.
 	served := func(route *v1.Route, s *rollout.Rollout, split ...v1.TrafficTarget) *netv1alpha1.Ingress {
 		ing := ingress(route, split, ingReady)
@@ -166,6 +179,23 @@ func TestRolloutTable(t *testing.T) {
 		Check: func(t *testing.T, env *rt.Env) {
 			split := []v1.TrafficTarget{target("hello-00001", 99), target("hello-00002", 1)}
 			wantIngress(t, env, state(rollout.Params{StartTime: now.UnixNano()}, rr("hello-00001", 99), rr("hello-00002", 1)), split...)
+		},
+	}, {
+		Name: "a tag on the latest: its host rolls with the default split, in the same KIngress update",
+		Key:  key,
+		Objects: []client.Object{rte(withDuration("6s"), traffic(v1.TrafficTarget{ConfigurationName: "hello", Percent: ptr(int64(100)), Tag: "current"})),
+			cfg2, rev1, rev2, placeholder(r),
+			served(r, both(steady, rr("hello-00001", 100)), tagged(target("hello-00001", 100))...)},
+		WantWrites: []string{"update Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			split := []v1.TrafficTarget{target("hello-00001", 99), target("hello-00002", 1)}
+			started := rollout.Params{StartTime: now.UnixNano()}
+			wantIngress(t, env, both(state(started, rr("hello-00001", 99), rr("hello-00002", 1)), rr("hello-00001", 99), rr("hello-00002", 1)), split...)
+			ing := env.Written(rt.Update, "Ingress", "hello").(*netv1alpha1.Ingress)
+			if got := ing.Spec.Rules[2]; got.Hosts[0] != "current-hello.ns.example.com" || !equalSplits(got.HTTP.Paths[0].Splits, ing.Spec.Rules[0].HTTP.Paths[0].Splits) {
+				t.Errorf("tag rule %v splits %+v, want the default split's", got.Hosts, got.HTTP.Paths[0].Splits)
+			}
+			wantStatus(tagged(split...), rollingReady, assigned, rolling, noTLS)(t, env)
 		},
 	}, {
 		Name: "a named Revision moves at once",

@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
+	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
@@ -70,7 +71,7 @@ func rev(name string, ready corev1.ConditionStatus) *v1.Revision {
 func ingress(r *v1.Route, targets []v1.TrafficTarget, ready *duck.Condition) *netv1alpha1.Ingress {
 	want := r.DeepCopy()
 	want.SetDefaults(context.Background())
-	ing := resources.MakeIngress(want, targets, targets, resources.DefaultHosts(want, want.Spec.Traffic), false)
+	ing := resources.MakeIngress(want, targets, rollout.TagHosts(targets, nil), resources.DefaultHosts(want, want.Spec.Traffic), false)
 	ing.UID, ing.Generation = "ing-uid", 1
 	if ready != nil {
 		ing.Status.ObservedGeneration = 1

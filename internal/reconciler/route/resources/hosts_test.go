@@ -11,6 +11,7 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 )
 
 // configWith is Ferry's default configuration with config-domain and config-network
@@ -122,7 +123,7 @@ func TestMakeHosts(t *testing.T) {
 				t.Errorf("ClusterLocalHosts = %v", h.ClusterLocalHosts("v2"))
 			}
 			targets := []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}, {RevisionName: "x", Tag: "v2", Percent: p(0)}}
-			ing := MakeIngress(r, targets, targets, h, false)
+			ing := MakeIngress(r, targets, rollout.TagHosts(targets, nil), h, false)
 			var external []string
 			for _, rule := range ing.Spec.Rules {
 				if rule.Visibility == netv1alpha1.IngressVisibilityExternalIP {

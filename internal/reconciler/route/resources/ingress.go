@@ -27,42 +27,38 @@ const (
 	DefaultRouteHeader = "Knative-Serving-Default-Route"
 )
 
-// MakeIngress builds the KIngress named after the Route that serves the resolved
-// targets: one rule for the Route's own hosts splitting traffic by the percents of
-// served, and one per tag of targets sending everything to the tag's Revision. served
-// is targets, or during a gradual rollout the split actually served (rollout.Served):
-// a tag's own host does not roll. Each set of hosts gets an
-// ExternalIP rule (unless the Route is cluster-local) and a ClusterLocal rule. hosts
-// must have been made for these targets' tags.
+// MakeIngress builds the KIngress named after the Route that serves its traffic: one
+// rule for the Route's own hosts splitting traffic by the percents of served, and one
+// per tag of tagged sending the tag's traffic by its entries' percents. served is the
+// default split (the resolved targets, or during a gradual rollout rollout.Default);
+// tagged is what each tag's own host serves (rollout.TagHosts), a tag's entries
+// together and summing to 100. Each set of hosts gets an ExternalIP rule (unless the
+// Route is cluster-local) and a ClusterLocal rule. hosts must have been made for
+// these tags.
 //
 // tagHeaderRouting (config-features tag-header-based-routing Enabled) builds the
 // paths as Knative does: the Route's own rules first get one path per tag, sorted,
-// that matches the header Knative-Serving-Tag: <tag> exactly and sends everything to
-// the tag's Revision; their default path appends Knative-Serving-Default-Route: true,
-// and each tag's rules append Knative-Serving-Tag: <tag>.
-func MakeIngress(r *v1.Route, served, targets []v1.TrafficTarget, hosts *Hosts, tagHeaderRouting bool) *netv1alpha1.Ingress {
-	var tagged []v1.TrafficTarget
-	for _, t := range targets {
-		if t.Tag != "" {
-			tagged = append(tagged, t)
-		}
-	}
+// that matches the header Knative-Serving-Tag: <tag> exactly and splits as the tag's
+// own host does; their default path appends Knative-Serving-Default-Route: true, and
+// each tag's rules append Knative-Serving-Tag: <tag>.
+func MakeIngress(r *v1.Route, served, tagged []v1.TrafficTarget, hosts *Hosts, tagHeaderRouting bool) *netv1alpha1.Ingress {
+	tags := byTag(r.Namespace, tagged)
 	var rules []netv1alpha1.IngressRule
 	if splits := mergeSplits(r.Namespace, served); len(splits) > 0 {
 		def := netv1alpha1.HTTPIngressPath{Splits: splits}
 		var paths []netv1alpha1.HTTPIngressPath
 		if tagHeaderRouting {
-			paths = tagHeaderPaths(r.Namespace, tagged)
+			paths = tagHeaderPaths(tags)
 			def.AppendHeaders = map[string]string{DefaultRouteHeader: "true"}
 		}
 		rules = append(rules, makeRules(hosts, "", append(paths, def))...)
 	}
-	for _, t := range tagged {
-		p := netv1alpha1.HTTPIngressPath{Splits: []netv1alpha1.IngressBackendSplit{makeSplit(r.Namespace, t.RevisionName, 100)}}
+	for _, t := range tags {
+		p := netv1alpha1.HTTPIngressPath{Splits: t.splits}
 		if tagHeaderRouting {
-			p.AppendHeaders = map[string]string{RouteTagHeader: t.Tag}
+			p.AppendHeaders = map[string]string{RouteTagHeader: t.tag}
 		}
-		rules = append(rules, makeRules(hosts, t.Tag, []netv1alpha1.HTTPIngressPath{p})...)
+		rules = append(rules, makeRules(hosts, t.tag, []netv1alpha1.HTTPIngressPath{p})...)
 	}
 	return &netv1alpha1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{
@@ -76,16 +72,38 @@ func MakeIngress(r *v1.Route, served, targets []v1.TrafficTarget, hosts *Hosts, 
 	}
 }
 
+// tagSplits is the split of one tag's own host.
+type tagSplits struct {
+	tag    string
+	splits []netv1alpha1.IngressBackendSplit
+}
+
+// byTag groups the entries of tagged by tag, in order.
+func byTag(ns string, tagged []v1.TrafficTarget) []tagSplits {
+	var out []tagSplits
+	for i := 0; i < len(tagged); {
+		j := i + 1
+		for j < len(tagged) && tagged[j].Tag == tagged[i].Tag {
+			j++
+		}
+		out = append(out, tagSplits{tag: tagged[i].Tag, splits: mergeSplits(ns, tagged[i:j])})
+		i = j
+	}
+	return out
+}
+
 // tagHeaderPaths are the paths that send a request carrying Knative-Serving-Tag: <tag>
-// to that tag's Revision, sorted by tag as Knative sorts them.
-func tagHeaderPaths(ns string, tagged []v1.TrafficTarget) []netv1alpha1.HTTPIngressPath {
-	sorted := slices.SortedFunc(slices.Values(tagged), func(a, b v1.TrafficTarget) int { return strings.Compare(a.Tag, b.Tag) })
+// where that tag's host sends it, sorted by tag as Knative sorts them.
+func tagHeaderPaths(tags []tagSplits) []netv1alpha1.HTTPIngressPath {
+	sorted := slices.SortedFunc(slices.Values(tags), func(a, b tagSplits) int { return strings.Compare(a.tag, b.tag) })
 	paths := make([]netv1alpha1.HTTPIngressPath, 0, len(sorted))
 	for _, t := range sorted {
-		paths = append(paths, netv1alpha1.HTTPIngressPath{
-			Headers: map[string]netv1alpha1.HeaderMatch{RouteTagHeader: {Exact: t.Tag}},
-			Splits:  []netv1alpha1.IngressBackendSplit{makeSplit(ns, t.RevisionName, 100)},
-		})
+		p := netv1alpha1.HTTPIngressPath{
+			Headers: map[string]netv1alpha1.HeaderMatch{RouteTagHeader: {Exact: t.tag}},
+			Splits:  t.splits,
+		}
+		// The tag's own rules hold the same splits: no sharing between paths.
+		paths = append(paths, *p.DeepCopy())
 	}
 	return paths
 }

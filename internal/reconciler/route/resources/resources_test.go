@@ -9,6 +9,7 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 )
 
 func route(labels map[string]string) *v1.Route {
@@ -66,9 +67,10 @@ func TestMakeIngress(t *testing.T) {
 		name    string
 		labels  map[string]string
 		targets []v1.TrafficTarget
-		// served is the split during a rollout (nil: targets).
-		served []v1.TrafficTarget
-		want   []rule
+		// served is the default split during a rollout (nil: targets), tagged what the
+		// tags' hosts serve (nil: their Revisions).
+		served, tagged []v1.TrafficTarget
+		want           []rule
 	}{{
 		name:    "all to one revision",
 		targets: []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: p(100)}},
@@ -98,7 +100,7 @@ func TestMakeIngress(t *testing.T) {
 		targets: []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: p(100)}},
 		want:    []rule{{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00001": 100}}},
 	}, {
-		name: "rollout: the default split is the one served, a tag's host goes to its latest Revision",
+		name: "rollout: the default split and a tag's host are the ones served",
 		targets: []v1.TrafficTarget{
 			{RevisionName: "hello-00003", Percent: p(90), Tag: "current"},
 			{RevisionName: "hello-00001", Percent: p(10), Tag: "old"},
@@ -108,22 +110,30 @@ func TestMakeIngress(t *testing.T) {
 			{RevisionName: "hello-00003", Percent: p(30), Tag: "current"},
 			{RevisionName: "hello-00001", Percent: p(10), Tag: "old"},
 		},
+		tagged: []v1.TrafficTarget{
+			{RevisionName: "hello-00002", Percent: p(66), Tag: "current"},
+			{RevisionName: "hello-00003", Percent: p(34), Tag: "current"},
+			{RevisionName: "hello-00001", Percent: p(100), Tag: "old"},
+		},
 		want: []rule{
 			{[]string{"hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00002": 60, "hello-00003": 30, "hello-00001": 10}},
 			{local, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00002": 60, "hello-00003": 30, "hello-00001": 10}},
-			{[]string{"current-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00003": 100}},
-			{[]string{"current-hello.ns", "current-hello.ns.svc", "current-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00003": 100}},
+			{[]string{"current-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00002": 66, "hello-00003": 34}},
+			{[]string{"current-hello.ns", "current-hello.ns.svc", "current-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00002": 66, "hello-00003": 34}},
 			{[]string{"old-hello.ns.example.com"}, netv1alpha1.IngressVisibilityExternalIP, map[string]int{"hello-00001": 100}},
 			{[]string{"old-hello.ns", "old-hello.ns.svc", "old-hello.ns.svc.cluster.local"}, netv1alpha1.IngressVisibilityClusterLocal, map[string]int{"hello-00001": 100}},
 		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			served := tc.served
+			served, tagged := tc.served, tc.tagged
 			if served == nil {
 				served = tc.targets
 			}
-			ing := MakeIngress(route(tc.labels), served, tc.targets, DefaultHosts(route(tc.labels), tc.targets), false)
+			if tagged == nil {
+				tagged = rollout.TagHosts(tc.targets, nil)
+			}
+			ing := MakeIngress(route(tc.labels), served, tagged, DefaultHosts(route(tc.labels), tc.targets), false)
 			if got := rulesOf(ing); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("rules:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -159,7 +169,7 @@ func TestIngressName(t *testing.T) {
 		r := route(nil)
 		r.Name = name
 		targets := []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}}
-		ing := MakeIngress(r, targets, targets, DefaultHosts(r, nil), false)
+		ing := MakeIngress(r, targets, nil, DefaultHosts(r, nil), false)
 		if IngressName(r) != name || ing.Name != name || ing.Labels[v1.RouteLabelKey] != name {
 			t.Errorf("KIngress of Route %q: name %q, IngressName %q, route label %q", name, ing.Name, IngressName(r), ing.Labels[v1.RouteLabelKey])
 		}
@@ -193,6 +203,38 @@ func pathsOf(rule netv1alpha1.IngressRule) []path {
 		out = append(out, path{match, p.AppendHeaders, splits})
 	}
 	return out
+}
+
+// TestMakeIngressTagHeaderRollout: during a rollout of a tag's host, its header path
+// on the Route's own hosts splits as the tag's host does.
+func TestMakeIngressTagHeaderRollout(t *testing.T) {
+	r := route(nil)
+	targets := []v1.TrafficTarget{{RevisionName: "hello-00002", Percent: p(100), Tag: "latest"}}
+	tagged := []v1.TrafficTarget{
+		{RevisionName: "hello-00001", Percent: p(70), Tag: "latest"},
+		{RevisionName: "hello-00002", Percent: p(30), Tag: "latest"},
+	}
+	ing := MakeIngress(r, tagged, tagged, DefaultHosts(r, targets), true)
+	split := map[string]int{"hello-00001": 70, "hello-00002": 30}
+	want := map[string][]path{
+		"hello.ns.example.com": {{match: map[string]string{RouteTagHeader: "latest"}, splits: split},
+			{add: map[string]string{DefaultRouteHeader: "true"}, splits: split}},
+		"latest-hello.ns.example.com": {{add: map[string]string{RouteTagHeader: "latest"}, splits: split}},
+	}
+	seen := 0
+	for _, rule := range ing.Spec.Rules {
+		w, ok := want[rule.Hosts[0]]
+		if !ok {
+			continue
+		}
+		seen++
+		if !reflect.DeepEqual(pathsOf(rule), w) {
+			t.Errorf("%s: paths\n got %+v\nwant %+v", rule.Hosts[0], pathsOf(rule), w)
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d external rules", seen, len(want))
+	}
 }
 
 // TestMakeIngressTagHeaderRouting: config-features tag-header-based-routing as Knative
@@ -258,7 +300,7 @@ func TestMakeIngressTagHeaderRouting(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := route(tc.labels)
-			ing := MakeIngress(r, targets, targets, DefaultHosts(r, targets), tc.enabled)
+			ing := MakeIngress(r, targets, rollout.TagHosts(targets, nil), DefaultHosts(r, targets), tc.enabled)
 			got := map[string][]path{}
 			for _, rule := range ing.Spec.Rules {
 				got[rule.Hosts[0]] = pathsOf(rule)

@@ -20,14 +20,15 @@ type Rollout struct {
 	Configurations []*ConfigurationRollout `json:"configurations,omitempty"`
 }
 
-// ConfigurationRollout is the state of one Configuration's share of the split.
+// ConfigurationRollout is the state of one Configuration's share of one host's
+// traffic: the Route's default split (Tag "") or a tag's own host.
 type ConfigurationRollout struct {
 	ConfigurationName string `json:"configurationName"`
-	// Tag is always empty in Ferry's state (only the default split rolls); Knative
-	// writes one entry per tag too, which Ferry drops.
+	// Tag is "" for the default split, else the tag whose own host this rolls (a tag
+	// has one target, so one entry).
 	Tag string `json:"tag,omitempty"`
-	// Percent is the Configuration's share of the Route's traffic; Revisions' percents
-	// sum to it.
+	// Percent is the Configuration's share of the host's traffic: of the default
+	// split, or 100 for a tag's host; Revisions' percents sum to it.
 	Percent int `json:"percent"`
 	// Revisions serve the share, oldest first; the last is the one rolling in. One
 	// Revision: no rollout in progress.
@@ -48,7 +49,7 @@ type Params struct {
 	StepSize int `json:"stepSize,omitempty"`
 }
 
-// RevisionRollout is one Revision's share of the Route's traffic (not of its
+// RevisionRollout is one Revision's share of the host's traffic (not of its
 // Configuration's).
 type RevisionRollout struct {
 	RevisionName string `json:"revisionName"`
@@ -71,13 +72,23 @@ func Duration(annotations map[string]string, configSeconds int) time.Duration {
 	return time.Duration(configSeconds) * time.Second
 }
 
-// Build is the state the traffic asks for, with no rollout: one entry per
-// Configuration the default split reaches through latestRevision targets, at the
-// Revision resolved for it. spec is the Route's defaulted spec traffic, resolved the
-// targets Resolve made of it (same order).
+// Build is the state the traffic asks for, with no rollout, as Knative builds it:
+// one entry per Configuration the default split reaches through latestRevision
+// targets, and one per tag on a latestRevision target (its host's 100 %, whatever the
+// target's share of the default split), each at the Revision resolved for it. spec is
+// the Route's defaulted spec traffic, resolved the targets Resolve made of it (same
+// order).
 func Build(spec, resolved []v1.TrafficTarget) *Rollout {
 	r := &Rollout{}
 	for i, t := range spec {
+		if t.Tag != "" && follows(t) {
+			r.Configurations = append(r.Configurations, &ConfigurationRollout{
+				ConfigurationName: t.ConfigurationName,
+				Tag:               t.Tag,
+				Percent:           100,
+				Revisions:         []RevisionRollout{{RevisionName: resolved[i].RevisionName, Percent: 100}},
+			})
+		}
 		if !rolls(t) {
 			continue
 		}
@@ -99,9 +110,14 @@ func Build(spec, resolved []v1.TrafficTarget) *Rollout {
 }
 
 // rolls says the target follows its Configuration's latest Revision with a share of
-// the default split: only those roll, a named Revision moves at once.
+// the default split: only those roll in it, a named Revision moves at once.
 func rolls(t v1.TrafficTarget) bool {
-	return t.ConfigurationName != "" && t.LatestRevision != nil && *t.LatestRevision && t.Percent != nil && *t.Percent > 0
+	return follows(t) && t.Percent != nil && *t.Percent > 0
+}
+
+// follows says the target follows its Configuration's latest Revision.
+func follows(t v1.TrafficTarget) bool {
+	return t.ConfigurationName != "" && t.LatestRevision != nil && *t.LatestRevision
 }
 
 // Parse reads the state from the annotation; nil if there is none or it does not add
@@ -313,26 +329,35 @@ func (c *ConfigurationRollout) advance(now int64) {
 	c.StepParams = Params{}
 }
 
-// Served is status.traffic for the state: each rolling target is split into one entry
-// per Revision serving it, oldest first, keeping its tag and latestRevision; the other
-// targets are resolved as they are. Targets that share a Configuration take its
-// Revisions in spec order. spec and resolved are as for Build. With no rollout in
-// progress it is resolved itself.
-func Served(spec, resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
+// Default is the default split the KIngress serves for the state: each rolling
+// target is split into one entry per Revision serving it, oldest first, keeping its
+// tag and latestRevision; the other targets are resolved as they are. Targets that
+// share a Configuration take its Revisions in spec order. spec and resolved are as
+// for Build; with no rollout in progress it is resolved itself.
+func Default(spec, resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
 	if r.Done() {
 		return resolved
 	}
+	var out []v1.TrafficTarget
+	for _, share := range shares(spec, resolved, r) {
+		out = append(out, share...)
+	}
+	return out
+}
+
+// shares is each target's part of the default split (Default), target by target.
+func shares(spec, resolved []v1.TrafficTarget, r *Rollout) [][]v1.TrafficTarget {
 	left := make(map[string][]RevisionRollout, len(r.Configurations))
 	for _, c := range r.Configurations {
 		if c.Tag == "" && len(c.Revisions) > 1 {
 			left[c.ConfigurationName] = slices.Clone(c.Revisions)
 		}
 	}
-	out := make([]v1.TrafficTarget, 0, len(resolved)+1)
+	out := make([][]v1.TrafficTarget, len(spec))
 	for i, t := range spec {
 		revs, ok := left[t.ConfigurationName]
 		if !ok || !rolls(t) {
-			out = append(out, resolved[i])
+			out[i] = []v1.TrafficTarget{resolved[i]}
 			continue
 		}
 		want := int(*t.Percent)
@@ -340,7 +365,7 @@ func Served(spec, resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
 			take := min(want, revs[0].Percent)
 			e := resolved[i]
 			e.RevisionName, e.Percent = revs[0].RevisionName, ptr(int64(take))
-			out = append(out, e)
+			out[i] = append(out[i], e)
 			want -= take
 			if revs[0].Percent -= take; revs[0].Percent == 0 {
 				revs = revs[1:]
@@ -349,6 +374,92 @@ func Served(spec, resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
 		left[t.ConfigurationName] = revs
 	}
 	return out
+}
+
+// TagHosts is what each tag's own host serves, tag by tag in spec order: the tag's
+// Revision at 100 %, or while the tag rolls one entry per Revision of its rollout,
+// oldest first, with its percent of the host's traffic. resolved is as for Build; r
+// may be nil (no rollout duration).
+func TagHosts(resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
+	var out []v1.TrafficTarget
+	for _, t := range resolved {
+		if t.Tag == "" {
+			continue
+		}
+		e := t
+		if c := r.rolling(t); c != nil {
+			for _, rev := range c.Revisions {
+				e.RevisionName, e.Percent = rev.RevisionName, ptr(int64(rev.Percent))
+				out = append(out, e)
+			}
+			continue
+		}
+		e.Percent = ptr(int64(100))
+		out = append(out, e)
+	}
+	return out
+}
+
+// rolling is the rollout of the tag of the resolved target t, if it is in progress.
+// A tag has one target, and a rollout only while that target follows its latest
+// Revision (Build), so the tag alone finds it.
+func (r *Rollout) rolling(t v1.TrafficTarget) *ConfigurationRollout {
+	if r == nil || t.LatestRevision == nil || !*t.LatestRevision {
+		return nil
+	}
+	for _, c := range r.Configurations {
+		if c.Tag == t.Tag && len(c.Revisions) > 1 {
+			return c
+		}
+	}
+	return nil
+}
+
+// Served is status.traffic for the state: what the hosts serve. A target whose tag's
+// host rolls shows that host's split, as Knative shows it: one entry per Revision,
+// oldest first, with its percent of the tag host's traffic (so those entries do not
+// add up to the target's share of the default split). Every other target shows its
+// part of the default split (Default); an entry for a Revision the tag's host does
+// not serve (the default split still rolling where the tag's host is not, or no
+// longer) drops the tag, so that each tag's entries are its host's Revisions and
+// every Revision served stays listed. spec and resolved are as for Build; with no
+// rollout in progress it is resolved itself.
+func Served(spec, resolved []v1.TrafficTarget, r *Rollout) []v1.TrafficTarget {
+	if r.Done() {
+		return resolved
+	}
+	out := make([]v1.TrafficTarget, 0, len(resolved)+1)
+	for i, share := range shares(spec, resolved, r) {
+		t := resolved[i]
+		if t.Tag == "" {
+			out = append(out, share...)
+			continue
+		}
+		host := []RevisionRollout{{RevisionName: t.RevisionName}}
+		if c := r.rolling(t); c != nil {
+			host = c.Revisions
+			for _, rev := range host {
+				e := t
+				e.RevisionName, e.Percent = rev.RevisionName, ptr(int64(rev.Percent))
+				out = append(out, e)
+			}
+			// The tag's entries stand for its share of the default split too, where
+			// they name the same Revisions.
+			share = slices.DeleteFunc(share, func(e v1.TrafficTarget) bool { return serves(host, e.RevisionName) })
+		}
+		for _, e := range share {
+			if !serves(host, e.RevisionName) {
+				e.Tag = ""
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// serves says a Revision is among revs.
+func serves(revs []RevisionRollout, name string) bool {
+	return slices.ContainsFunc(revs, func(r RevisionRollout) bool { return r.RevisionName == name })
 }
 
 func ptr[T any](v T) *T { return &v }

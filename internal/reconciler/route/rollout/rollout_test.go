@@ -36,6 +36,13 @@ func one(cfg string, percent int, revs ...RevisionRollout) *ConfigurationRollout
 	return &ConfigurationRollout{ConfigurationName: cfg, Percent: percent, Revisions: revs}
 }
 
+// tagged is a tag's host's state: the tag's Configuration at 100 %.
+func tagged(cfg, tag string, revs ...RevisionRollout) *ConfigurationRollout {
+	c := one(cfg, 100, revs...)
+	c.Tag = tag
+	return c
+}
+
 func rev(name string, percent int) RevisionRollout { return RevisionRollout{name, percent} }
 
 func TestBuild(t *testing.T) {
@@ -55,15 +62,23 @@ func TestBuild(t *testing.T) {
 		revs: []string{"c-1", "c-2"},
 		want: []*ConfigurationRollout{one("c", 30, rev("c-2", 30))},
 	}, {
-		name: "a Configuration's percent split across tags is one rollout",
+		name: "a Configuration's percent split across tags is one rollout, each tag's host another",
 		spec: []v1.TrafficTarget{latest("c", "a", 40), latest("c", "", 40), latest("d", "b", 20)},
 		revs: []string{"c-1", "c-1", "d-1"},
-		want: []*ConfigurationRollout{one("c", 80, rev("c-1", 80)), one("d", 20, rev("d-1", 20))},
+		want: []*ConfigurationRollout{
+			one("c", 80, rev("c-1", 80)), one("d", 20, rev("d-1", 20)),
+			tagged("c", "a", rev("c-1", 100)), tagged("d", "b", rev("d-1", 100)),
+		},
 	}, {
-		name: "tag-only target",
+		name: "tag-only target: its host rolls",
 		spec: []v1.TrafficTarget{latest("c", "", 100), latest("d", "candidate", 0)},
 		revs: []string{"c-1", "d-1"},
-		want: []*ConfigurationRollout{one("c", 100, rev("c-1", 100))},
+		want: []*ConfigurationRollout{one("c", 100, rev("c-1", 100)), tagged("d", "candidate", rev("d-1", 100))},
+	}, {
+		name: "a tag on a named Revision does not roll",
+		spec: []v1.TrafficTarget{latest("c", "", 90), named("c-1", "old", 10)},
+		revs: []string{"c-2", "c-1"},
+		want: []*ConfigurationRollout{one("c", 90, rev("c-2", 90))},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Build(tc.spec, resolve(tc.spec, tc.revs...)).Configurations); diff != "" {
@@ -221,10 +236,33 @@ func TestStep(t *testing.T) {
 		},
 		next: 2 * time.Second,
 	}, {
-		name:    "a tag's state from Knative is dropped",
+		name:    "a tag removed mid-rollout: its state goes",
 		desired: []*ConfigurationRollout{one("c", 100, rev("c-2", 100))},
-		prev:    []*ConfigurationRollout{{ConfigurationName: "c", Tag: "a", Percent: 100, Revisions: []RevisionRollout{rev("c-1", 50), rev("c-2", 50)}}},
+		prev:    []*ConfigurationRollout{paced(tagged("c", "a", rev("c-1", 50), rev("c-2", 50)), time.Second, 10)},
 		want:    []*ConfigurationRollout{one("c", 100, rev("c-2", 100))},
+	}, {
+		name:    "a tag added: its host serves the latest at once",
+		desired: []*ConfigurationRollout{one("c", 100, rev("c-2", 100)), tagged("c", "a", rev("c-2", 100))},
+		prev:    []*ConfigurationRollout{paced(one("c", 100, rev("c-1", 60), rev("c-2", 40)), time.Second, 20)},
+		want:    []*ConfigurationRollout{paced(one("c", 100, rev("c-1", 60), rev("c-2", 40)), time.Second, 20), tagged("c", "a", rev("c-2", 100))},
+		next:    time.Second,
+	}, {
+		name:    "a tag's Revision changes: its host rolls on its own",
+		desired: []*ConfigurationRollout{one("c", 100, rev("c-1", 100)), tagged("d", "a", rev("d-2", 100))},
+		prev:    []*ConfigurationRollout{one("c", 100, rev("c-1", 100)), tagged("d", "a", rev("d-1", 100))},
+		want:    []*ConfigurationRollout{one("c", 100, rev("c-1", 100)), started(tagged("d", "a", rev("d-1", 99), rev("d-2", 1)))},
+	}, {
+		name:    "the default split and a tag step together",
+		desired: []*ConfigurationRollout{one("c", 100, rev("c-2", 100)), tagged("c", "a", rev("c-2", 100))},
+		prev: []*ConfigurationRollout{
+			paced(one("c", 100, rev("c-1", 60), rev("c-2", 40)), 0, 20),
+			paced(tagged("c", "a", rev("c-1", 60), rev("c-2", 40)), 0, 20),
+		},
+		want: []*ConfigurationRollout{
+			paced(one("c", 100, rev("c-1", 40), rev("c-2", 60)), time.Second, 20),
+			paced(tagged("c", "a", rev("c-1", 40), rev("c-2", 60)), time.Second, 20),
+		},
+		next: time.Second,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var prev *Rollout
@@ -346,7 +384,9 @@ func TestServed(t *testing.T) {
 		spec  []v1.TrafficTarget
 		revs  []string
 		state *Rollout
-		want  []v1.TrafficTarget
+		// want is both the default split and status.traffic, unless def is set: then
+		// def, status and hosts (if set, TagHosts) are.
+		want, def, status, hosts []v1.TrafficTarget
 	}{{
 		name:  "done: as resolved",
 		spec:  []v1.TrafficTarget{latest("c", "", 100)},
@@ -360,23 +400,79 @@ func TestServed(t *testing.T) {
 		state: state(one("c", 80, rev("c-2", 50), rev("c-3", 30))),
 		want:  []v1.TrafficTarget{entry("old", "c-1", 20, false), entry("", "c-2", 50, true), entry("", "c-3", 30, true)},
 	}, {
-		name:  "a Configuration split across tags: spec order takes the oldest first",
-		spec:  []v1.TrafficTarget{latest("c", "a", 40), latest("c", "", 60)},
-		revs:  []string{"c-2", "c-2"},
-		state: state(one("c", 100, rev("c-1", 70), rev("c-2", 30))),
-		want:  []v1.TrafficTarget{entry("a", "c-1", 40, true), entry("", "c-1", 30, true), entry("", "c-2", 30, true)},
+		name: "a Configuration split across tags: spec order takes the oldest first; a tag shows its host's split",
+		spec: []v1.TrafficTarget{latest("c", "a", 40), latest("c", "", 60)},
+		revs: []string{"c-2", "c-2"},
+		state: state(one("c", 100, rev("c-1", 70), rev("c-2", 30)),
+			tagged("c", "a", rev("c-1", 70), rev("c-2", 30))),
+		def:    []v1.TrafficTarget{entry("a", "c-1", 40, true), entry("", "c-1", 30, true), entry("", "c-2", 30, true)},
+		hosts:  []v1.TrafficTarget{entry("a", "c-1", 70, true), entry("a", "c-2", 30, true)},
+		status: []v1.TrafficTarget{entry("a", "c-1", 70, true), entry("a", "c-2", 30, true), entry("", "c-1", 30, true), entry("", "c-2", 30, true)},
 	}, {
-		name:  "a tag-only target is served at once",
-		spec:  []v1.TrafficTarget{latest("c", "", 100), latest("c", "next", 0)},
-		revs:  []string{"c-2", "c-2"},
-		state: state(one("c", 100, rev("c-1", 70), rev("c-2", 30))),
-		want:  []v1.TrafficTarget{entry("", "c-1", 70, true), entry("", "c-2", 30, true), entry("next", "c-2", 0, true)},
+		name: "a tag-only target: its host's split, apart from the default split",
+		spec: []v1.TrafficTarget{latest("c", "", 100), latest("c", "next", 0)},
+		revs: []string{"c-2", "c-2"},
+		state: state(one("c", 100, rev("c-1", 70), rev("c-2", 30)),
+			tagged("c", "next", rev("c-1", 71), rev("c-2", 29))),
+		def:    []v1.TrafficTarget{entry("", "c-1", 70, true), entry("", "c-2", 30, true), entry("next", "c-2", 0, true)},
+		hosts:  []v1.TrafficTarget{entry("next", "c-1", 71, true), entry("next", "c-2", 29, true)},
+		status: []v1.TrafficTarget{entry("", "c-1", 70, true), entry("", "c-2", 30, true), entry("next", "c-1", 71, true), entry("next", "c-2", 29, true)},
+	}, {
+		name:   "a tag added mid-rollout: its host serves the latest, the rest of its share is untagged",
+		spec:   []v1.TrafficTarget{latest("c", "a", 100)},
+		revs:   []string{"c-2"},
+		state:  state(one("c", 100, rev("c-1", 70), rev("c-2", 30)), tagged("c", "a", rev("c-2", 100))),
+		def:    []v1.TrafficTarget{entry("a", "c-1", 70, true), entry("a", "c-2", 30, true)},
+		hosts:  []v1.TrafficTarget{entry("a", "c-2", 100, true)},
+		status: []v1.TrafficTarget{entry("", "c-1", 70, true), entry("a", "c-2", 30, true)},
+	}, {
+		name: "a tag's host rolling alone: the default split as resolved",
+		spec: []v1.TrafficTarget{latest("c", "", 100), latest("d", "a", 0)},
+		revs: []string{"c-1", "d-2"},
+		state: state(one("c", 100, rev("c-1", 100)),
+			tagged("d", "a", rev("d-1", 80), rev("d-2", 20))),
+		def:    []v1.TrafficTarget{entry("", "c-1", 100, true), entry("a", "d-2", 0, true)},
+		hosts:  []v1.TrafficTarget{entry("a", "d-1", 80, true), entry("a", "d-2", 20, true)},
+		status: []v1.TrafficTarget{entry("", "c-1", 100, true), entry("a", "d-1", 80, true), entry("a", "d-2", 20, true)},
+	}, {
+		name: "a tag's host and the default split apart: Revisions only the default split serves are untagged",
+		spec: []v1.TrafficTarget{latest("c", "a", 100)},
+		revs: []string{"c-3"},
+		state: state(one("c", 100, rev("c-1", 10), rev("c-2", 60), rev("c-3", 30)),
+			tagged("c", "a", rev("c-2", 70), rev("c-3", 30))),
+		def:    []v1.TrafficTarget{entry("a", "c-1", 10, true), entry("a", "c-2", 60, true), entry("a", "c-3", 30, true)},
+		hosts:  []v1.TrafficTarget{entry("a", "c-2", 70, true), entry("a", "c-3", 30, true)},
+		status: []v1.TrafficTarget{entry("a", "c-2", 70, true), entry("a", "c-3", 30, true), entry("", "c-1", 10, true)},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Served(tc.spec, resolve(tc.spec, tc.revs...), tc.state)); diff != "" {
-				t.Error("(-want +got)\n", diff)
+			resolved := resolve(tc.spec, tc.revs...)
+			def, status := tc.def, tc.status
+			if def == nil {
+				def, status = tc.want, tc.want
+			}
+			if diff := cmp.Diff(def, Default(tc.spec, resolved, tc.state)); diff != "" {
+				t.Error("Default (-want +got)\n", diff)
+			}
+			if diff := cmp.Diff(status, Served(tc.spec, resolved, tc.state)); diff != "" {
+				t.Error("Served (-want +got)\n", diff)
+			}
+			if tc.hosts != nil {
+				if diff := cmp.Diff(tc.hosts, TagHosts(resolved, tc.state)); diff != "" {
+					t.Error("TagHosts (-want +got)\n", diff)
+				}
 			}
 		})
+	}
+}
+
+func TestTagHosts(t *testing.T) {
+	spec := []v1.TrafficTarget{latest("c", "", 90), named("c-1", "old", 10), latest("d", "next", 0)}
+	want := []v1.TrafficTarget{
+		{Tag: "old", RevisionName: "c-1", LatestRevision: ptr(false), Percent: ptr[int64](100)},
+		{Tag: "next", RevisionName: "d-1", LatestRevision: ptr(true), Percent: ptr[int64](100)},
+	}
+	if diff := cmp.Diff(want, TagHosts(resolve(spec, "c-2", "c-1", "d-1"), nil)); diff != "" {
+		t.Error("no rollout (-want +got)\n", diff)
 	}
 }
 
@@ -401,5 +497,72 @@ func TestParse(t *testing.T) {
 		if r := Parse(bad); r != nil {
 			t.Errorf("Parse(%q) = %+v, want nil", bad, r)
 		}
+	}
+}
+
+// TestTagRolloutSteps follows a rollout of a Route whose default split and tag "next"
+// both follow c: the two roll on the same clock, so each step changes both at once (one
+// KIngress update per step), and the tag's host serves what status shows for it.
+func TestTagRolloutSteps(t *testing.T) {
+	spec := []v1.TrafficTarget{latest("c", "", 100), latest("c", "next", 0)}
+	desired := Build(spec, resolve(spec, "c-2", "c-2"))
+	ro, _ := Step(desired, Build(spec, resolve(spec, "c-1", "c-1")), at(0))
+	prev := Parse(ro.String())
+	prev.ObserveReady(at(time.Second), 6*time.Second)
+	var splits []int
+	now := time.Second
+	for !prev.Done() {
+		ro, next := Step(desired, prev, at(now))
+		def, tag := ro.Configurations[0], ro.Configurations[1]
+		if !cmp.Equal(def.Revisions, tag.Revisions) || def.StepParams != tag.StepParams {
+			t.Fatalf("at %v: default %+v and tag %+v apart", now, def, tag)
+		}
+		if ro.Done() {
+			// Done: status is the spec's again, the tag's 0 % share of the default split.
+		} else if diff := cmp.Diff(TagHosts(resolve(spec, "c-2", "c-2"), ro), Served(spec, resolve(spec, "c-2", "c-2"), ro)[len(def.Revisions):]); diff != "" {
+			t.Fatalf("at %v: tag's status is not its host's split (-host +status)\n%s", now, diff)
+		}
+		if !ro.Done() && !next.Equal(time.Unix(0, def.StepParams.NextStepTime)) {
+			t.Fatalf("at %v: next %v, want the state's", now, next)
+		}
+		// A change of split is a KIngress update; both hosts' in one.
+		if c := def.Revisions[len(def.Revisions)-1].Percent; len(splits) == 0 || c != splits[len(splits)-1] {
+			splits = append(splits, c)
+		}
+		prev = Parse(ro.String())
+		now += 250 * time.Millisecond
+	}
+	// 6 s, the 1 % served in 1 s: 5 steps of 20 % a second.
+	if diff := cmp.Diff([]int{1, 21, 41, 61, 81, 100}, splits); diff != "" {
+		t.Error("c-2's percent per split (-want +got)\n", diff)
+	}
+}
+
+// TestOlderFerryState: an annotation from a Ferry that rolled only the default split
+// (no tag entries) continues; a tag's host starts at its latest Revision.
+func TestOlderFerryState(t *testing.T) {
+	older := `{"configurations":[{"configurationName":"c","percent":100,"revisions":[{"revisionName":"c-1","percent":60},{"revisionName":"c-2","percent":40}],"stepParams":{"starttime":1,"nextStepTime":2,"stepDuration":1000000000,"stepSize":20}}]}`
+	prev := Parse(older)
+	if prev == nil {
+		t.Fatal("older state does not parse")
+	}
+	spec := []v1.TrafficTarget{latest("c", "", 100), latest("c", "next", 0)}
+	resolved := resolve(spec, "c-2", "c-2")
+	ro, next := Step(Build(spec, resolved), prev, time.Unix(0, 2))
+	wantDef := one("c", 100, rev("c-1", 40), rev("c-2", 60))
+	wantDef.StepParams = Params{StartTime: 1, NextStepTime: 2 + int64(time.Second), StepDuration: int64(time.Second), StepSize: 20}
+	if diff := cmp.Diff([]*ConfigurationRollout{wantDef, tagged("c", "next", rev("c-2", 100))}, ro.Configurations); diff != "" {
+		t.Error("(-want +got)\n", diff)
+	}
+	if !next.Equal(time.Unix(0, wantDef.StepParams.NextStepTime)) {
+		t.Errorf("next = %v", next)
+	}
+	want := []v1.TrafficTarget{
+		{RevisionName: "c-1", LatestRevision: ptr(true), Percent: ptr[int64](40)},
+		{RevisionName: "c-2", LatestRevision: ptr(true), Percent: ptr[int64](60)},
+		{Tag: "next", RevisionName: "c-2", LatestRevision: ptr(true), Percent: ptr[int64](0)},
+	}
+	if diff := cmp.Diff(want, Served(spec, resolved, ro)); diff != "" {
+		t.Error("status (-want +got)\n", diff)
 	}
 }
