@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -13,7 +12,7 @@ import (
 // podLoads exports each pod's latest load as the gateways report it, read from the
 // live Autoscalers at scrape time: a pod that is no longer reported has no series,
 // with nothing to delete, so the series follow the pods that carry load.
-var podLoads = &podLoadCollector{live: map[*autoscaler.Autoscaler]struct{}{}}
+var podLoads = &podLoadCollector{}
 
 var (
 	podConcurrency = prometheus.NewDesc("ferry_autoscaler_pod_concurrency",
@@ -26,23 +25,12 @@ var (
 
 func init() { ctrlmetrics.Registry.MustRegister(podLoads) }
 
-type podLoadCollector struct {
-	mu   sync.Mutex
-	live map[*autoscaler.Autoscaler]struct{}
-}
+type podLoadCollector struct{ live live[*autoscaler.Autoscaler] }
 
 // ExportPodLoads exports a's per-pod loads until ctx is done. Run it on the leader
 // only, like ExportTracker: every replica takes the reports, and one is enough to
 // export them.
-func ExportPodLoads(ctx context.Context, a *autoscaler.Autoscaler) {
-	podLoads.mu.Lock()
-	podLoads.live[a] = struct{}{}
-	podLoads.mu.Unlock()
-	<-ctx.Done()
-	podLoads.mu.Lock()
-	delete(podLoads.live, a)
-	podLoads.mu.Unlock()
-}
+func ExportPodLoads(ctx context.Context, a *autoscaler.Autoscaler) { podLoads.live.while(ctx, a) }
 
 func (c *podLoadCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- podConcurrency
@@ -50,14 +38,12 @@ func (c *podLoadCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *podLoadCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for a := range c.live {
+	c.live.each(func(a *autoscaler.Autoscaler) {
 		for _, p := range a.PodLoads() {
 			ch <- prometheus.MustNewConstMetric(podConcurrency, prometheus.GaugeValue, p.AverageConcurrency,
 				p.Revision.Namespace, p.Revision.Name, p.Pod)
 			ch <- prometheus.MustNewConstMetric(podRequests, prometheus.GaugeValue, p.RequestsPerSecond,
 				p.Revision.Namespace, p.Revision.Name, p.Pod)
 		}
-	}
+	})
 }
