@@ -39,6 +39,7 @@ cpu() { awk -v hz=$(getconf CLK_TCK) '{print ($14 + $15) / hz}' /proc/$1/stat; }
 declare -A before at_floor
 for p in $UP $CONTROLLER $GATEWAY; do before[$p]=$(cpu $p); done
 start=$(date +%s.%N)
+touch $D/processes.out
 $B scale -n $N --floor --kubeconfig $K --gateway http://127.0.0.1:19180 \
   --controller-metrics http://127.0.0.1:19090/metrics --report-dir $D/processes > $D/processes.out 2>&1 &
 SCALE=$!

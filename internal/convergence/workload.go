@@ -86,11 +86,14 @@ func newWorkload(s *Sim) *workload {
 					})
 				})
 				// A new Revision once the split is served rolls into the default split and
-				// the tag's host; the user waits for that before going back.
+				// the tag's host; the user waits for that before going back. Waiting for a
+				// settled status, not Ready: the split names the first Revision, which never
+				// exists when the template changed before it was made (RevisionMissing,
+				// rightly), and the user must still get to send the traffic back.
 				version++
 				image := fmt.Sprintf("v%d", version)
-				w.add("change the template of "+name+" to "+image+" while split", w.ready(name), func() { w.updateService(name, func(svc *v1.Service) { setImage(svc, image) }) })
-				w.add("send all of "+name+"'s traffic to its latest Revision again", w.ready(name), func() {
+				w.add("change the template of "+name+" to "+image+" while split", w.settled(name), func() { w.updateService(name, func(svc *v1.Service) { setImage(svc, image) }) })
+				w.add("send all of "+name+"'s traffic to its latest Revision again", w.settled(name), func() {
 					w.updateService(name, func(svc *v1.Service) { svc.Spec.Traffic = nil })
 				})
 			case 3:
@@ -142,6 +145,18 @@ func (w *workload) ready(name string) func() bool {
 		}
 		svc := o.(*v1.Service)
 		return svc.Status.ObservedGeneration == svc.Generation && svc.Status.GetCondition(v1.ServiceConditionReady).IsTrue()
+	}
+}
+
+// settled says the Service's status is for its spec and Ready is True or False.
+func (w *workload) settled(name string) func() bool {
+	return func() bool {
+		o, ok := w.sim.store.get(ref{kind: serviceKind, key: key(name)})
+		if !ok {
+			return false
+		}
+		svc := o.(*v1.Service)
+		return svc.Status.Settled(svc.Generation)
 	}
 }
 

@@ -69,7 +69,7 @@ func Ensure[T client.Object](ctx context.Context, w Writer, owner metav1.Object,
 	case !update(desired, have):
 		return have, nil
 	}
-	return have, w.Refused.Update(desired, func() error { return w.Client.Update(ctx, have) })
+	return have, w.Refused.Update(desired, func() error { return w.Children.Update(ctx, w.Client, have) })
 }
 
 // Together runs a and b side by side and returns when both are done: two children

@@ -1,8 +1,14 @@
-// Package created remembers the children a reconciler has just created until its cache
-// shows them. Without it, a reconcile that runs between a create and the watch event
-// that brings the child into the cache (the child's own create event wakes the parent,
-// and often arrives first) finds no child and creates it again: a wasted write that
-// fails with AlreadyExists and a retry.
+// Package created remembers the children a reconciler has just created or updated until
+// its cache shows them. Without it, a reconcile that runs between a create and the watch
+// event that brings the child into the cache (the child's own create event wakes the
+// parent, and often arrives first) finds no child and creates it again: a wasted write
+// that fails with AlreadyExists and a retry. After an update it is worse: the cache
+// still holds the child as it was before, and when the owner's spec went back to what
+// that old child says (a traffic split, then back within a few milliseconds), the
+// reconcile finds nothing to write and reports the child's old, Ready status as the
+// owner's, while the child serves the split (the convergence simulation, seed
+// unobserved:2114). So an update's result is read instead of any older copy the cache
+// holds, by resourceVersion order (comparable, KEP-5504).
 package created
 
 import (
@@ -15,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,6 +44,9 @@ type Children struct {
 type pending struct {
 	obj client.Object
 	at  time.Time
+	// updated: obj is what an update returned, and the cache holds the child, maybe
+	// older than that.
+	updated bool
 }
 
 // New returns Children reading through cache.
@@ -51,7 +61,8 @@ func (c *Children) WithClock(clk clock.PassiveClock) *Children {
 }
 
 // Get reads key into obj from the cache or, while the cache does not show it yet, from
-// the copy Create kept for the same owner (owner is its UID). A copy made for another
+// the copy Create kept for the same owner (owner is its UID), or, while the cache
+// holds an older version, from the copy Update kept. A copy made for another
 // owner of the same name — one deleted and created again before the cache showed the
 // child — is dropped: that child is garbage, and taking it for the new owner's would
 // report the name taken until the copy expired, with nothing to wake the owner then.
@@ -63,6 +74,14 @@ func (c *Children) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	p, ok := c.pending[k]
 	switch {
 	case !ok:
+		return err
+	case p.updated:
+		// Not found: deleted since, or never seen; either way the cache decides, at
+		// worst at the cost of a create refused as AlreadyExists.
+		if err == nil && obj.GetUID() == p.obj.GetUID() && older(obj, p.obj) && c.now().Sub(p.at) <= forgetAfter {
+			return copyInto(p.obj, obj)
+		}
+		delete(c.pending, k)
 		return err
 	case err == nil || !apierrors.IsNotFound(err) || c.now().Sub(p.at) > forgetAfter || !controlledBy(p.obj, owner):
 		delete(c.pending, k)
@@ -76,11 +95,33 @@ func controlledBy(obj client.Object, owner types.UID) bool {
 	return ref != nil && ref.UID == owner
 }
 
+// older says the cache's copy of a child comes before the one written: a
+// resourceVersion that cannot be compared never does, and the cache is read.
+func older(cached, written client.Object) bool {
+	n, err := resourceversion.CompareResourceVersion(cached.GetResourceVersion(), written.GetResourceVersion())
+	return err == nil && n < 0
+}
+
 // Create creates obj through w and, if it succeeds, keeps a copy until the cache shows it.
 func (c *Children) Create(ctx context.Context, w client.Writer, obj client.Object) error {
 	if err := w.Create(ctx, obj); err != nil {
 		return err
 	}
+	c.remember(obj, false)
+	return nil
+}
+
+// Update updates obj through w and, if it succeeds, keeps what the API server returned
+// until the cache shows that version or a later one.
+func (c *Children) Update(ctx context.Context, w client.Writer, obj client.Object) error {
+	if err := w.Update(ctx, obj); err != nil {
+		return err
+	}
+	c.remember(obj, true)
+	return nil
+}
+
+func (c *Children) remember(obj client.Object, updated bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -92,8 +133,7 @@ func (c *Children) Create(ctx context.Context, w client.Writer, obj client.Objec
 		}
 		c.nextSweep = now.Add(forgetAfter)
 	}
-	c.pending[id(obj, client.ObjectKeyFromObject(obj))] = pending{obj: obj.DeepCopyObject().(client.Object), at: now}
-	return nil
+	c.pending[id(obj, client.ObjectKeyFromObject(obj))] = pending{obj: obj.DeepCopyObject().(client.Object), at: now, updated: updated}
 }
 
 func id(obj client.Object, key client.ObjectKey) string {
