@@ -81,6 +81,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		answerSimulated(w, r, rr)
 		return
 	}
+	if direct(r, rr) {
+		p.forwarder.forwardDirect(w, r, rr)
+		return
+	}
 	p.forwarder.ServeHTTP(w, r)
 }
 
@@ -122,7 +126,9 @@ func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 // upstream connections.
 type forwarder struct {
 	httputil.ReverseProxy
-	metrics *metrics
+	// upstream is ReverseProxy's Transport, which the direct path uses itself.
+	upstream *upstream
+	metrics  *metrics
 }
 
 func newForwarder(opts Options, m *metrics) *forwarder {
@@ -132,18 +138,18 @@ func newForwarder(opts Options, m *metrics) *forwarder {
 		defer cancel()
 		return opts.DialContext(ctx, network, addr)
 	}
-	f := &forwarder{metrics: m}
+	f := &forwarder{metrics: m, upstream: &upstream{
+		fallback:    newFallbackTransport(opts, dial),
+		h2c:         newH2CTransport(opts, dial),
+		dial:        dial,
+		idleTimeout: opts.IdleTimeout,
+	}}
 	f.ReverseProxy = httputil.ReverseProxy{
 		Rewrite:        f.rewrite,
 		ModifyResponse: f.received,
 		ErrorHandler:   f.failed,
 		BufferPool:     newBufferPool(),
-		Transport: &upstream{
-			fallback:    newFallbackTransport(opts, dial),
-			h2c:         newH2CTransport(opts, dial),
-			dial:        dial,
-			idleTimeout: opts.IdleTimeout,
-		},
+		Transport:      f.upstream,
 	}
 	return f
 }
@@ -203,7 +209,13 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (f *forwarder) received(res *http.Response) error {
-	rr := res.Request.Context().Value(routedRequestKey{}).(*routedRequest)
+	f.receivedBy(res.Request.Context().Value(routedRequestKey{}).(*routedRequest), res)
+	return nil
+}
+
+// receivedBy notes the response headers' arrival for rr and wraps the body for the
+// idle timeout.
+func (f *forwarder) receivedBy(rr *routedRequest, res *http.Response) {
 	rr.code = res.StatusCode
 	rr.timer.responseStarted()
 	if rr.timer.limits.idle > 0 {
@@ -214,7 +226,6 @@ func (f *forwarder) received(res *http.Response) error {
 		}
 	}
 	f.metrics.observeUpstream(rr.split.service, rr.revision, time.Since(rr.sent).Seconds())
-	return nil
 }
 
 func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
