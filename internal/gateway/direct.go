@@ -254,6 +254,12 @@ func (f *forwarder) forwardDirect(w http.ResponseWriter, r *http.Request, rr *ro
 	f.receivedBy(rr, res)
 	h := w.Header()
 	for k, vv := range res.Header {
+		// As Header.Add of each value, which ReverseProxy does, without copying the
+		// values the response no longer needs.
+		if _, ok := h[k]; !ok && len(vv) > 0 {
+			h[k] = vv
+			continue
+		}
 		for _, v := range vv {
 			h.Add(k, v)
 		}
