@@ -235,19 +235,20 @@ func removeHopByHop(h http.Header) {
 		}
 	}
 	for _, f := range hopHeaders {
-		h.Del(f)
+		delete(h, f) // Header.Del without canonicalizing names that are canonical
 	}
 }
 
 // forwardDirect forwards r to rr's pod on the direct path and copies the answer
 // back, with ReverseProxy's handling of the response (ServeHTTP after RoundTrip).
-func (f *forwarder) forwardDirect(w http.ResponseWriter, r *http.Request, rr *routedRequest) {
+// ctx is r's context with rr's timer and rr.
+func (f *forwarder) forwardDirect(ctx context.Context, w http.ResponseWriter, r *http.Request, rr *routedRequest) {
 	rr.sent = time.Now()
-	res, err := f.upstream.send(r.Context(), rr.target.addr, r, true, func(bw *bufio.Writer) error {
+	res, err := f.upstream.send(ctx, rr.target.addr, r, true, func(bw *bufio.Writer) error {
 		return writeRequest(bw, r, rr)
 	})
 	if err != nil {
-		f.failed(w, r, err)
+		f.failed(w, r.WithContext(ctx), err)
 		return
 	}
 	removeHopByHop(res.Header)

@@ -49,19 +49,19 @@ func newTwoWays(t *testing.T, rt *route, sp *split, answer http.HandlerFunc) *tw
 			rr := &routedRequest{route: rt, split: sp, revision: "rev-1", start: start,
 				target: &target{addr: tw.backend.Listener.Addr().String(), ip: "127.0.0.1"}}
 			rr.timer.limits, rr.timer.start = timeouts{total: 10 * time.Second}, start
-			r = r.WithContext(context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr))
+			ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 			defer func() {
 				rr.timer.stop()
 				rr.timer.cancel(nil)
 			}()
 			if !viaDirect {
-				f.ServeHTTP(w, r)
+				f.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
 			if !direct(r, rr) {
 				t.Errorf("%s %s: not on the direct path", r.Method, r.RequestURI)
 			}
-			f.forwardDirect(w, r, rr)
+			f.forwardDirect(ctx, w, r, rr)
 		}
 	}
 	tw.direct = httptest.NewServer(handler(true))

@@ -70,22 +70,23 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// panic when the upstream body breaks off after the headers went out.
 	svc.load.begin(micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
-	r = r.WithContext(context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr))
+	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 	targets := se.targets(sp.port)
 	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target != nil {
 		rr.target.pod.began(micros(start))
-	} else if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
+	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.empty()); rr.target == nil {
 		return
 	}
-	if rr.target.simulated {
-		answerSimulated(w, r, rr)
-		return
+	switch {
+	case rr.target.simulated:
+		answerSimulated(w, r.WithContext(ctx), rr)
+	case direct(r, rr):
+		// With the context apart: the request's copy that WithContext makes is one
+		// allocation of the few left on this path.
+		p.forwarder.forwardDirect(ctx, w, r, rr)
+	default:
+		p.forwarder.ServeHTTP(w, r.WithContext(ctx))
 	}
-	if direct(r, rr) {
-		p.forwarder.forwardDirect(w, r, rr)
-		return
-	}
-	p.forwarder.ServeHTTP(w, r)
 }
 
 // finish ends a routed request: its slot on the endpoint is given back (waking a
