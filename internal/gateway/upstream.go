@@ -18,7 +18,8 @@ import (
 // a pooled keep-alive connection. http.Transport, which passes every request through
 // two more goroutines per connection, takes the rest: bodies, upgrades, other
 // methods. On a small machine the goroutine handoffs cost as much as the proxying
-// (docs/gateway.md). Pods that speak h2c get everything but upgrades over h2c.
+// (docs/gateway.md). Pods that speak h2c get everything but upgrades over h2c. The
+// direct path (direct.go) uses the pooled exchange itself, through send.
 // Timeouts are the request's timer's, which cancels the request's context.
 type upstream struct {
 	fallback    *http.Transport
