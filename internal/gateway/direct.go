@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func direct(r *http.Request, rr *routedRequest) bool {
 // plainQuery reports that httputil's cleanQueryParams leaves q as it is: no ';', no
 // malformed escape, and well below its limit of parameters.
 func plainQuery(q string) bool {
-	if strings.Count(q, "&") >= 1000 {
+	if q != "" && reencodeQueries || strings.Count(q, "&") >= 1000 {
 		return false
 	}
 	for i := 0; i < len(q); i++ {
@@ -63,6 +64,10 @@ func plainQuery(q string) bool {
 	}
 	return true
 }
+
+// reencodeQueries: with GODEBUG's urlmaxqueryparams set, cleanQueryParams re-encodes
+// every query, so those requests keep ReverseProxy.
+var reencodeQueries = strings.Contains(os.Getenv("GODEBUG"), "urlmaxqueryparams=")
 
 func ishex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

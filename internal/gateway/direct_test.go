@@ -308,7 +308,7 @@ func TestDirectSelection(t *testing.T) {
 		h2c  bool
 		want bool
 	}{
-		{raw: "GET /?a=1&b=%41 HTTP/1.1\r\nHost: a\r\n\r\n", want: true},
+		{raw: "GET /?a=1&b=%41 HTTP/1.1\r\nHost: a\r\n\r\n", want: !reencodeQueries},
 		{raw: "HEAD / HTTP/1.1\r\nHost: a\r\n\r\n", want: true},
 		{raw: "OPTIONS / HTTP/1.1\r\nHost: a\r\n\r\n", want: true},
 		{raw: "GET / HTTP/1.1\r\nHost: a\r\n\r\n", h2c: true},
