@@ -70,18 +70,23 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// panic when the upstream body breaks off after the headers went out.
 	svc.load.begin(micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
-	r = r.WithContext(context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr))
+	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 	targets := se.targets(sp.port)
 	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target != nil {
 		rr.target.pod.began(micros(start))
-	} else if rr.target = p.activator.hold(w, r, rr, targets.empty()); rr.target == nil {
+	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.empty()); rr.target == nil {
 		return
 	}
-	if rr.target.simulated {
-		answerSimulated(w, r, rr)
-		return
+	switch {
+	case rr.target.simulated:
+		answerSimulated(w, r.WithContext(ctx), rr)
+	case direct(r, rr):
+		// With the context apart: the request's copy that WithContext makes is one
+		// allocation of the few left on this path.
+		p.forwarder.forwardDirect(ctx, w, r, rr)
+	default:
+		p.forwarder.ServeHTTP(w, r.WithContext(ctx))
 	}
-	p.forwarder.ServeHTTP(w, r)
 }
 
 // finish ends a routed request: its slot on the endpoint is given back (waking a
@@ -122,7 +127,9 @@ func writeError(w http.ResponseWriter, code int, format string, args ...any) {
 // upstream connections.
 type forwarder struct {
 	httputil.ReverseProxy
-	metrics *metrics
+	// upstream is ReverseProxy's Transport, which the direct path uses itself.
+	upstream *upstream
+	metrics  *metrics
 }
 
 func newForwarder(opts Options, m *metrics) *forwarder {
@@ -132,18 +139,18 @@ func newForwarder(opts Options, m *metrics) *forwarder {
 		defer cancel()
 		return opts.DialContext(ctx, network, addr)
 	}
-	f := &forwarder{metrics: m}
+	f := &forwarder{metrics: m, upstream: &upstream{
+		fallback:    newFallbackTransport(opts, dial),
+		h2c:         newH2CTransport(opts, dial),
+		dial:        dial,
+		idleTimeout: opts.IdleTimeout,
+	}}
 	f.ReverseProxy = httputil.ReverseProxy{
 		Rewrite:        f.rewrite,
 		ModifyResponse: f.received,
 		ErrorHandler:   f.failed,
 		BufferPool:     newBufferPool(),
-		Transport: &upstream{
-			fallback:    newFallbackTransport(opts, dial),
-			h2c:         newH2CTransport(opts, dial),
-			dial:        dial,
-			idleTimeout: opts.IdleTimeout,
-		},
+		Transport:      f.upstream,
 	}
 	return f
 }
@@ -203,7 +210,13 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (f *forwarder) received(res *http.Response) error {
-	rr := res.Request.Context().Value(routedRequestKey{}).(*routedRequest)
+	f.receivedBy(res.Request.Context().Value(routedRequestKey{}).(*routedRequest), res)
+	return nil
+}
+
+// receivedBy notes the response headers' arrival for rr and wraps the body for the
+// idle timeout.
+func (f *forwarder) receivedBy(rr *routedRequest, res *http.Response) {
 	rr.code = res.StatusCode
 	rr.timer.responseStarted()
 	if rr.timer.limits.idle > 0 {
@@ -214,7 +227,6 @@ func (f *forwarder) received(res *http.Response) error {
 		}
 	}
 	f.metrics.observeUpstream(rr.split.service, rr.revision, time.Since(rr.sent).Seconds())
-	return nil
 }
 
 func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {

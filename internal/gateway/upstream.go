@@ -18,7 +18,8 @@ import (
 // a pooled keep-alive connection. http.Transport, which passes every request through
 // two more goroutines per connection, takes the rest: bodies, upgrades, other
 // methods. On a small machine the goroutine handoffs cost as much as the proxying
-// (docs/gateway.md). Pods that speak h2c get everything but upgrades over h2c.
+// (docs/gateway.md). Pods that speak h2c get everything but upgrades over h2c. The
+// direct path (direct.go) uses the pooled exchange itself, through send.
 // Timeouts are the request's timer's, which cancels the request's context.
 type upstream struct {
 	fallback    *http.Transport
@@ -51,19 +52,26 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fastPath(req) {
 		return u.fallback.RoundTrip(req)
 	}
+	return u.send(req.Context(), req.URL.Host, req, !req.Close, func(bw *bufio.Writer) error { return req.Write(bw) })
+}
+
+// send writes a replayable request with write over a pooled connection to addr and
+// reads the response headers; req gives the method to ReadResponse. The connection
+// goes back to the pool after the body if reusable and the pod keeps it alive.
+func (u *upstream) send(ctx context.Context, addr string, req *http.Request, reusable bool, write func(*bufio.Writer) error) (*http.Response, error) {
 	for {
-		c, reused, err := u.conn(req.Context(), req.URL.Host)
+		c, reused, err := u.conn(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
-		res, err := u.exchange(c, req)
+		res, err := u.exchange(ctx, c, req, reusable, write)
 		if err == nil {
 			return res, nil
 		}
 		c.Close()
 		// A kept-alive connection that the backend closed while it sat idle fails
 		// before any answer; the request is replayable, so a fresh connection gets it.
-		if !reused || !closedWhileIdle(err) || req.Context().Err() != nil {
+		if !reused || !closedWhileIdle(err) || ctx.Err() != nil {
 			return nil, err
 		}
 	}
@@ -156,22 +164,22 @@ func (u *upstream) setIdleLocked(addr string, conns []*upstreamConn) {
 
 // exchange writes req and reads the response headers; the body streams from c until
 // the caller closes it.
-func (u *upstream) exchange(c *upstreamConn, req *http.Request) (*http.Response, error) {
+func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error) (*http.Response, error) {
 	// A client that goes away aborts the exchange, body included.
-	stop := context.AfterFunc(req.Context(), func() { c.SetDeadline(time.Unix(1, 0)) })
-	res, err := u.writeAndRead(c, req)
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	res, err := u.writeAndRead(c, req, write)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	body := &upstreamBody{ReadCloser: res.Body, conn: c, upstream: u, stop: stop,
-		reusable: !res.Close && !req.Close, eof: res.Body == http.NoBody}
+		reusable: !res.Close && reusable, eof: res.Body == http.NoBody}
 	res.Body = body
 	return res, nil
 }
 
-func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request) (*http.Response, error) {
-	if err := req.Write(c.bw); err != nil {
+func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error) (*http.Response, error) {
+	if err := write(c.bw); err != nil {
 		return nil, err
 	}
 	if err := c.bw.Flush(); err != nil {
