@@ -186,6 +186,7 @@ func TestFoundBugs(t *testing.T) {
 		{"ordering", 7, "a Service deleted and created again stayed NotOwned: created.Children took its predecessor's Configuration for its own"},
 		{"ordering", 42, "a status computed for a deleted Service landed on its successor: the status patch did not test the UID"},
 		{"stale", 5039, "a Configuration stayed Unknown by its own write from a stale cache: the cache showed a deposed leader's version, newer than the write's origin, older than the write, and the writer took itself to be caught up"},
+		{"unobserved", 2114, "a Service said Ready for a spec its Route did not serve yet: right after updating the Route, a reconcile read the Route as it was before the update, found it equal to the new spec, and copied its old Ready status up"},
 	} {
 		sc, _ := familyNamed(c.family)
 		if r := Run(c.seed, sc, Weaken{}); len(r.Violations) > 0 {
