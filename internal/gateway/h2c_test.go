@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,5 +117,81 @@ func TestSpeaksH2C(t *testing.T) {
 	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
 	if ts := se.targets(intstr.FromInt32(80)); ts.empty() || !ts.targets[0].h2c {
 		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
+	}
+}
+
+// A gRPC pod resets the stream at the deadline its client sent (grpc-timeout), often
+// before the client's own timer fires: the client must read DEADLINE_EXCEEDED, not a
+// 502. A reset before the deadline, or with no deadline, is still a 502.
+func TestGRPCDeadlineReachedByThePod(t *testing.T) {
+	g := startGateway(t, Options{})
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d := r.Header.Get("X-Wait"); d != "" {
+			wait, _ := time.ParseDuration(d)
+			time.Sleep(wait)
+		}
+		panic(http.ErrAbortHandler) // RST_STREAM, as grpc-go at a deadline
+	}))
+	s.Config.Protocols = new(http.Protocols)
+	s.Config.Protocols.SetUnencryptedHTTP2(true)
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Start()
+	t.Cleanup(s.Close)
+	g.serveRevisionSpec("grpc-1", servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{
+		Image: "img", Ports: []corev1.ContainerPort{{Name: "h2c"}}}}}}, s)
+	g.route("grpc.example.com", "grpc-1")
+	client := &http.Client{Transport: &http.Transport{Protocols: new(http.Protocols)}}
+	client.Transport.(*http.Transport).Protocols.SetUnencryptedHTTP2(true)
+	for _, tc := range []struct {
+		name, timeout, wait string
+		code                int
+		status              string
+	}{
+		{"reset at the deadline", "50m", "60ms", http.StatusOK, "4"},
+		{"reset before the deadline", "10S", "", http.StatusBadGateway, ""},
+		{"reset with no deadline", "", "60ms", http.StatusBadGateway, ""},
+	} {
+		req, _ := http.NewRequest("POST", g.externalURL("/grpc.testing.TestService/StreamingOutputCall"), strings.NewReader("x"))
+		req.Host = "grpc.example.com"
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("X-Wait", tc.wait)
+		if tc.timeout != "" {
+			req.Header.Set("Grpc-Timeout", tc.timeout)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.code || res.Header.Get("Grpc-Status") != tc.status {
+			t.Errorf("%s: %d, grpc-status %q; want %d, %q", tc.name, res.StatusCode, res.Header.Get("Grpc-Status"), tc.code, tc.status)
+		}
+	}
+}
+
+func TestGRPCDeadlinePassed(t *testing.T) {
+	start := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		timeout string
+		after   time.Duration
+		want    bool
+	}{
+		{"100m", 100 * time.Millisecond, true},
+		{"100m", 99 * time.Millisecond, false},
+		{"1S", 2 * time.Second, true},
+		{"2M", time.Minute, false},
+		{"1H", 2 * time.Hour, true},
+		{"5u", time.Millisecond, true},
+		{"5n", 0, false},
+		{"", time.Hour, false},
+		{"m", time.Hour, false},
+		{"100x", time.Hour, false},
+		{"123456789m", time.Hour, false}, // over 8 digits
+		{"-1S", time.Hour, false},
+	} {
+		if got := grpcDeadlinePassed(tc.timeout, start, start.Add(tc.after)); got != tc.want {
+			t.Errorf("grpc-timeout %q after %v: %v, want %v", tc.timeout, tc.after, got, tc.want)
+		}
 	}
 }

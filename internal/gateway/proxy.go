@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -239,6 +240,16 @@ func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads an answer. 499 is nginx's code for it.
 		rr.code = 499
+	case grpcDeadlinePassed(r.Header.Get("Grpc-Timeout"), rr.start, time.Now()):
+		// A gRPC server ends a call at the deadline its client sent (grpc-timeout) by
+		// resetting the stream, often a moment before the client's own timer fires:
+		// the client gets what the pod would have said, not a 502 it cannot read.
+		rr.code = http.StatusOK
+		h := w.Header()
+		h.Set("Content-Type", "application/grpc")
+		h.Set("Grpc-Status", "4") // DEADLINE_EXCEEDED
+		h.Set("Grpc-Message", "ferry: revision "+rr.revision+" ended the call at its deadline")
+		w.WriteHeader(http.StatusOK)
 	default:
 		rr.code = http.StatusBadGateway
 		writeError(w, rr.code, "ferry: revision %s: upstream %s failed: %v\n", rr.revision, rr.target.addr, err)
@@ -259,4 +270,34 @@ func (b *bufferPool) Put(buf []byte) {
 	if len(buf) == 32<<10 {
 		b.pool.Put((*[32 << 10]byte)(buf))
 	}
+}
+
+// grpcDeadlinePassed says a gRPC call with the grpc-timeout header timeout, sent at
+// start, is past its deadline at now. The header is at most 8 digits and a unit.
+func grpcDeadlinePassed(timeout string, start, now time.Time) bool {
+	if len(timeout) < 2 || len(timeout) > 9 {
+		return false
+	}
+	n, err := strconv.ParseInt(timeout[:len(timeout)-1], 10, 64)
+	if err != nil || n < 0 {
+		return false
+	}
+	var unit time.Duration
+	switch timeout[len(timeout)-1] {
+	case 'H':
+		unit = time.Hour
+	case 'M':
+		unit = time.Minute
+	case 'S':
+		unit = time.Second
+	case 'm':
+		unit = time.Millisecond
+	case 'u':
+		unit = time.Microsecond
+	case 'n':
+		unit = time.Nanosecond
+	default:
+		return false
+	}
+	return !now.Before(start.Add(time.Duration(n) * unit))
 }

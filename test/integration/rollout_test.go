@@ -47,56 +47,9 @@ func TestRollout(t *testing.T) {
 		s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: "2"}}
 	})
 
-	// A sample is the Route's status.traffic and the KIngress on both sides of a
-	// batch of requests: when neither changed and the gateway had programmed the
-	// KIngress, the batch was served by that split.
-	const requests, tolerance = 100, 15
-	var seen []int64 // rev2's percent in status.traffic, each new value
-	matched := 0
-	eventually(t, 3*readyTimeout, func() (bool, string) {
-		rt, ing := &v1.Route{}, &netv1alpha1.Ingress{}
-		if !get(t, testClient, ns, "roll", rt) || !get(t, testClient, ns, "roll", ing) {
-			return false, "no Route or KIngress"
-		}
-		p2, err := rev2Percent(rt.Status.Traffic, rev1, rev2)
-		if err != nil {
-			t.Fatalf("status.traffic %+v: %v", rt.Status.Traffic, err)
-		}
-		if n := len(seen); n == 0 || seen[n-1] != p2 {
-			if n > 0 && p2 < seen[n-1] {
-				t.Fatalf("status.traffic moved back from %d %% to %d %% on %s", seen[n-1], p2, rev2)
-			}
-			seen = append(seen, p2)
-			t.Logf("status.traffic %s; rollout state %s", split(rt.Status.Traffic), ing.Annotations[rollout.Annotation])
-		}
-		served := map[string]int{}
-		for range requests {
-			got, why := revisionAnswering(t, listener, host, "")
-			if got == "" {
-				t.Fatalf("a request was not answered by a Revision: %s", why)
-			}
-			served[got]++
-		}
-		rtAfter, ingAfter := &v1.Route{}, &netv1alpha1.Ingress{}
-		get(t, testClient, ns, "roll", rtAfter)
-		get(t, testClient, ns, "roll", ingAfter)
-		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady()
-		if programmed && ingAfter.Generation == ing.Generation && reflect.DeepEqual(rt.Status.Traffic, rtAfter.Status.Traffic) {
-			if got := int64(served[rev2]) * 100 / requests; got < p2-tolerance || got > p2+tolerance {
-				t.Errorf("the gateway served %v for status.traffic %d %% on %s", served, p2, rev2)
-			}
-			matched++
-		}
-		done := p2 == 100 && rt.Status.GetCondition(v1.RouteConditionReady).IsTrue()
-		return done, fmt.Sprintf("%s at %d %%, served %v", rev2, p2, served)
+	followRollout(t, ns, "roll", listener, host, rev2, "", func(rt *v1.Route) (int64, error) {
+		return rev2Percent(rt.Status.Traffic, rev1, rev2)
 	})
-	t.Logf("%s's percent in status.traffic: %v; %d samples matched the gateway", rev2, seen, matched)
-	if len(seen) < 3 || seen[0] != 0 || seen[1] != 1 {
-		t.Errorf("status.traffic went %v on %s, want 0, 1 and the steps to 100", seen, rev2)
-	}
-	if matched < 3 {
-		t.Errorf("only %d samples matched the gateway's split", matched)
-	}
 
 	ing := &netv1alpha1.Ingress{}
 	get(t, testClient, ns, "roll", ing)
@@ -120,6 +73,63 @@ func TestRollout(t *testing.T) {
 	splits := 1 + (99+w.stepSize-1)/w.stepSize
 	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
 		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
+	}
+}
+
+// followRollout follows, until it ends, the rollout of rev2 on the Route and KIngress
+// name, whose status.traffic gives rev2's percent on host by percent. A sample is
+// the Route's status.traffic and the KIngress on both sides of a batch of requests
+// to host: when neither changed and the gateway had programmed the KIngress, the
+// batch was served by that split, within a tolerance. The percent must go 0, 1 and
+// up by steps to 100, never back, and at least three samples must match.
+func followRollout(t *testing.T, ns, name, listener, host, rev2, where string, percent func(*v1.Route) (int64, error)) {
+	t.Helper()
+	const requests, tolerance = 100, 15
+	var seen []int64 // rev2's percent in status.traffic, each new value
+	matched := 0
+	eventually(t, 3*readyTimeout, func() (bool, string) {
+		rt, ing := &v1.Route{}, &netv1alpha1.Ingress{}
+		if !get(t, testClient, ns, name, rt) || !get(t, testClient, ns, name, ing) {
+			return false, "no Route or KIngress"
+		}
+		p2, err := percent(rt)
+		if err != nil {
+			t.Fatalf("status.traffic %s: %v", split(rt.Status.Traffic), err)
+		}
+		if n := len(seen); n == 0 || seen[n-1] != p2 {
+			if n > 0 && p2 < seen[n-1] {
+				t.Fatalf("status.traffic moved back from %d %% to %d %% on %s%s", seen[n-1], p2, rev2, where)
+			}
+			seen = append(seen, p2)
+			t.Logf("status.traffic %s; rollout state %s", split(rt.Status.Traffic), ing.Annotations[rollout.Annotation])
+		}
+		served := map[string]int{}
+		for range requests {
+			got, why := revisionAnswering(t, listener, host, "")
+			if got == "" {
+				t.Fatalf("a request to %s was not answered by a Revision: %s", host, why)
+			}
+			served[got]++
+		}
+		rtAfter, ingAfter := &v1.Route{}, &netv1alpha1.Ingress{}
+		get(t, testClient, ns, name, rtAfter)
+		get(t, testClient, ns, name, ingAfter)
+		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady()
+		if programmed && ingAfter.Generation == ing.Generation && reflect.DeepEqual(rt.Status.Traffic, rtAfter.Status.Traffic) {
+			if got := int64(served[rev2]) * 100 / requests; got < p2-tolerance || got > p2+tolerance {
+				t.Errorf("%s served %v for status.traffic %d %% on %s", host, served, p2, rev2)
+			}
+			matched++
+		}
+		done := p2 == 100 && rt.Status.GetCondition(v1.RouteConditionReady).IsTrue()
+		return done, fmt.Sprintf("%s at %d %%%s, served %v", rev2, p2, where, served)
+	})
+	t.Logf("%s's percent%s in status.traffic: %v; %d samples matched the gateway", rev2, where, seen, matched)
+	if len(seen) < 3 || seen[0] != 0 || seen[1] != 1 {
+		t.Errorf("status.traffic went %v on %s%s, want 0, 1 and the steps to 100", seen, rev2, where)
+	}
+	if matched < 3 {
+		t.Errorf("only %d samples matched the gateway's split%s", matched, where)
 	}
 }
 
@@ -244,14 +254,7 @@ func TestRolloutTag(t *testing.T) {
 		s.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "V", Value: "2"}}
 	})
 
-	const requests, tolerance = 100, 15
-	var seen []int64 // rev2's percent on the tag's host in status.traffic, each new value
-	matched := 0
-	eventually(t, 3*readyTimeout, func() (bool, string) {
-		rt, ing := &v1.Route{}, &netv1alpha1.Ingress{}
-		if !get(t, testClient, ns, "rolltag", rt) || !get(t, testClient, ns, "rolltag", ing) {
-			return false, "no Route or KIngress"
-		}
+	followRollout(t, ns, "rolltag", listener, host, rev2, " on the tag's host", func(rt *v1.Route) (int64, error) {
 		var def, tag []v1.TrafficTarget
 		for _, tt := range rt.Status.Traffic {
 			if tt.Tag == "latest" {
@@ -266,47 +269,14 @@ func TestRolloutTag(t *testing.T) {
 		}
 		p2, err := rev2Percent(tag, rev1, rev2)
 		if err != nil {
-			t.Fatalf("status.traffic %+v for the tag: %v", rt.Status.Traffic, err)
+			return 0, fmt.Errorf("for the tag: %w", err)
 		}
 		// Both hosts started on the same reconcile and step on the same clock.
 		if d2, err := rev2Percent(def, rev1, rev2); err != nil || d2 != p2 {
-			t.Fatalf("status.traffic %s: the default split at %d %% (%v), the tag's host at %d %%", split(rt.Status.Traffic), d2, err, p2)
+			return 0, fmt.Errorf("the default split at %d %% (%v), the tag's host at %d %%", d2, err, p2)
 		}
-		if n := len(seen); n == 0 || seen[n-1] != p2 {
-			if n > 0 && p2 < seen[n-1] {
-				t.Fatalf("the tag's status.traffic moved back from %d %% to %d %% on %s", seen[n-1], p2, rev2)
-			}
-			seen = append(seen, p2)
-			t.Logf("status.traffic %s; rollout state %s", split(rt.Status.Traffic), ing.Annotations[rollout.Annotation])
-		}
-		served := map[string]int{}
-		for range requests {
-			got, why := revisionAnswering(t, listener, host, "")
-			if got == "" {
-				t.Fatalf("a request to the tag's host was not answered by a Revision: %s", why)
-			}
-			served[got]++
-		}
-		rtAfter, ingAfter := &v1.Route{}, &netv1alpha1.Ingress{}
-		get(t, testClient, ns, "rolltag", rtAfter)
-		get(t, testClient, ns, "rolltag", ingAfter)
-		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady()
-		if programmed && ingAfter.Generation == ing.Generation && reflect.DeepEqual(rt.Status.Traffic, rtAfter.Status.Traffic) {
-			if got := int64(served[rev2]) * 100 / requests; got < p2-tolerance || got > p2+tolerance {
-				t.Errorf("the tag's host served %v for status.traffic %d %% on %s", served, p2, rev2)
-			}
-			matched++
-		}
-		done := p2 == 100 && rt.Status.GetCondition(v1.RouteConditionReady).IsTrue()
-		return done, fmt.Sprintf("%s at %d %% on the tag's host, served %v", rev2, p2, served)
+		return p2, nil
 	})
-	t.Logf("%s's percent on the tag's host in status.traffic: %v; %d samples matched the gateway", rev2, seen, matched)
-	if len(seen) < 3 || seen[0] != 0 || seen[1] != 1 {
-		t.Errorf("the tag's status.traffic went %v on %s, want 0, 1 and the steps to 100", seen, rev2)
-	}
-	if matched < 3 {
-		t.Errorf("only %d samples matched the tag's host's split", matched)
-	}
 
 	ing := &netv1alpha1.Ingress{}
 	get(t, testClient, ns, "rolltag", ing)
