@@ -138,25 +138,21 @@ func (w *workload) exists(name string) func() bool {
 // ready: the Service is Ready in its current generation, as a user waiting for it
 // sees.
 func (w *workload) ready(name string) func() bool {
-	return func() bool {
-		o, ok := w.sim.store.get(ref{kind: serviceKind, key: key(name)})
-		if !ok {
-			return false
-		}
-		svc := o.(*v1.Service)
+	return w.service(name, func(svc *v1.Service) bool {
 		return svc.Status.ObservedGeneration == svc.Generation && svc.Status.GetCondition(v1.ServiceConditionReady).IsTrue()
-	}
+	})
 }
 
-// settled says the Service's status is for its spec and Ready is True or False.
+// settled: the Service's status is for its spec and Ready is True or False.
 func (w *workload) settled(name string) func() bool {
+	return w.service(name, func(svc *v1.Service) bool { return svc.Status.Settled(svc.Generation) })
+}
+
+// service: the Service exists and is as is says.
+func (w *workload) service(name string, is func(*v1.Service) bool) func() bool {
 	return func() bool {
 		o, ok := w.sim.store.get(ref{kind: serviceKind, key: key(name)})
-		if !ok {
-			return false
-		}
-		svc := o.(*v1.Service)
-		return svc.Status.Settled(svc.Generation)
+		return ok && is(o.(*v1.Service))
 	}
 }
 
