@@ -32,8 +32,8 @@ func TestConfigMapsLive(t *testing.T) {
 	c := testClient
 	setAsideConfigMaps(t)
 	store := startConfigStore(t)
-	startFerry(t, reconciler.Options{Config: store.Load, OnConfigChange: store.OnChange})
 	ns := testNamespace(t)
+	startFerry(t, ns, reconciler.Options{Config: store.Load, OnConfigChange: store.OnChange})
 	dumpOnFailure(t, c, ns)
 
 	hello := ksvc(ns, "hello", "ferry.test/hello")

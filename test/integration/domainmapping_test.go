@@ -32,12 +32,12 @@ import (
 // startFerryForDomainMappings runs the reconcilers, with config-network's
 // autocreate-cluster-domain-claims as given, and the gateway in one manager until the
 // test ends.
-func startFerryForDomainMappings(t *testing.T, autocreate bool) *gateway.Gateway {
+func startFerryForDomainMappings(t *testing.T, autocreate bool, namespaces ...string) *gateway.Gateway {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	cfg := config.Default()
 	cfg.Network.AutocreateClusterDomainClaims = autocreate
-	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	mgr := newTestManager(t, rest.CopyConfig(testConfig), namespaces...)
 	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{Config: func() *config.Config { return cfg }})
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +90,8 @@ func deleteClaimAtEnd(t *testing.T, domain string) {
 // refused with DomainAlreadyClaimed, and serves nothing of the other namespace, until
 // the first mapping is deleted and its claim with it.
 func TestDomainMapping(t *testing.T) {
-	gw := startFerryForDomainMappings(t, true)
 	ns, other := testNamespace(t), testNamespace(t)
+	gw := startFerryForDomainMappings(t, true, ns, other)
 	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 	domain := ns + ".example.org"
@@ -177,8 +177,8 @@ func TestDomainMapping(t *testing.T) {
 // with Knative's error), and the claim an administrator then creates for the namespace
 // makes the DomainMapping Ready.
 func TestDomainMappingWithoutClaim(t *testing.T) {
-	startFerryForDomainMappings(t, false)
 	ns := testNamespace(t)
+	startFerryForDomainMappings(t, false, ns)
 	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 	domain := ns + ".example.org"
@@ -227,8 +227,8 @@ func TestDomainMappingHTTPSThroughLocalCA(t *testing.T) {
 	setAsideConfigMaps(t)
 	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "autocreate-cluster-domain-claims": "true"})
 	caDir := t.TempDir()
-	gw := startFerryWithTLS(t, caDir)
 	ns := testNamespace(t)
+	gw := startFerryWithTLS(t, caDir, ns)
 	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 	domain := ns + ".example.org"
@@ -305,8 +305,8 @@ func TestDomainMappingCertificateNotReady(t *testing.T) {
 	setAsideConfigMaps(t)
 	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "autocreate-cluster-domain-claims": "true",
 		"http-protocol": "Redirected", "certificate-class": "nobody.certificate.example.com"})
-	gw := startFerryWithTLS(t, t.TempDir())
 	ns := testNamespace(t)
+	gw := startFerryWithTLS(t, t.TempDir(), ns)
 	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 	domain := ns + ".example.org"

@@ -21,12 +21,12 @@ import (
 
 // startFerryAndGateway runs Ferry's reconcilers and, with withGateway, the real
 // gateway with kwok's pods simulated (as `ferry up` does), in a manager of their own
-// until the test ends. It returns the gateway's external URL ("" without one):
+// that sees namespaces (every namespace if none) until the test ends. It returns the gateway's external URL ("" without one):
 // without a gateway nobody marks a KIngress Ready.
-func startFerryAndGateway(t *testing.T, withGateway bool) string {
+func startFerryAndGateway(t *testing.T, withGateway bool, namespaces ...string) string {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
-	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	mgr := newTestManager(t, rest.CopyConfig(testConfig), namespaces...)
 	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +77,8 @@ func wantInReport(t *testing.T, r explain.Report, subs ...string) {
 // gateway; one whose image cannot be pulled is explained down to the pod, with the
 // Revision's condition and the kubelet's reason.
 func TestExplainReadyAndBroken(t *testing.T) {
-	gatewayURL := startFerryAndGateway(t, true)
 	ns := testNamespace(t)
+	gatewayURL := startFerryAndGateway(t, true, ns)
 	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 
@@ -128,8 +128,8 @@ func TestExplainReadyAndBroken(t *testing.T) {
 // TestExplainIngressNotReady: with no gateway running, nobody programs the KIngress;
 // the report names that step and asks whether the gateway runs.
 func TestExplainIngressNotReady(t *testing.T) {
-	startFerryAndGateway(t, false)
 	ns := testNamespace(t)
+	startFerryAndGateway(t, false, ns)
 	dumpOnFailure(t, testClient, ns)
 	if err := testClient.Create(context.Background(), ksvc(ns, "lonely", "ferry.test/lonely")); err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestExplainRouteMissing(t *testing.T) {
 	if err := testClient.Create(ctx, squatter); err != nil {
 		t.Fatal(err)
 	}
-	startFerryAndGateway(t, true)
+	startFerryAndGateway(t, true, ns)
 	if err := testClient.Create(ctx, ksvc(ns, "taken", "ferry.test/taken")); err != nil {
 		t.Fatal(err)
 	}

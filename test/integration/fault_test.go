@@ -95,8 +95,8 @@ func TestFaultEtcdCompaction(t *testing.T) {
 // would.
 func TestFaultControllerKill(t *testing.T) {
 	n := faultSetup(t)
-	startStandInGateway(t, testConfig)
 	ns := testNamespace(t)
+	startStandInGateway(t, testConfig, ns)
 	args := []string{"controller", "--kubeconfig", testCluster.KubeconfigPath(), "--metrics-addr", "0", "--stats-addr", "0"}
 	p := startProcess(t, "ferry controller", nil, args...)
 
@@ -172,9 +172,9 @@ func logReady(t *testing.T, n int, start time.Time, wait time.Duration) {
 
 // startStandInGateway runs only the stand-in gateway in this process, for a
 // controller running as a process of its own.
-func startStandInGateway(t *testing.T, cfg *rest.Config) {
+func startStandInGateway(t *testing.T, cfg *rest.Config, ns string) {
 	t.Helper()
-	mgr := newTestManager(t, cfg)
+	mgr := newTestManager(t, cfg, ns)
 	if err := ctrl.NewControllerManagedBy(mgr).Named("fault-gateway").For(&netv1alpha1.Ingress{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: reconciler.DefaultWorkers}).
 		Complete(&fakeGateway{client: mgr.GetClient()}); err != nil {

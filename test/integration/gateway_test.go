@@ -31,9 +31,9 @@ import (
 
 // startGateway runs the gateway alone in a manager of its own, listening on free
 // loopback ports, until the test ends.
-func startGateway(t *testing.T) *gateway.Gateway {
+func startGateway(t *testing.T, ns string) *gateway.Gateway {
 	t.Helper()
-	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	mgr := newTestManager(t, rest.CopyConfig(testConfig), ns)
 	gw := gateway.New(gateway.Options{
 		ExternalAddr: "127.0.0.1:0",
 		LocalAddr:    "127.0.0.1:0",
@@ -229,7 +229,7 @@ func tally(t *testing.T, listener, host string, n int) map[string]int {
 
 func TestGatewaySplitsTrafficAndRoutesTags(t *testing.T) {
 	ns := testNamespace(t)
-	gw := startGateway(t)
+	gw := startGateway(t, ns)
 	exposeRevision(t, ns, "hello-00001", revisionBackend(t, "hello-00001"))
 	exposeRevision(t, ns, "hello-00002", revisionBackend(t, "hello-00002"))
 	host := "hello." + ns + ".example.com"
@@ -256,7 +256,7 @@ func TestGatewaySplitsTrafficAndRoutesTags(t *testing.T) {
 
 func TestGatewayReadyMeansProgrammed(t *testing.T) {
 	ns := testNamespace(t)
-	gw := startGateway(t)
+	gw := startGateway(t, ns)
 	exposeRevision(t, ns, "app-00001", revisionBackend(t, "app-00001"))
 	exposeRevision(t, ns, "app-00002", revisionBackend(t, "app-00002"))
 	host := "app." + ns + ".example.com"
@@ -283,7 +283,7 @@ func TestGatewayReadyMeansProgrammed(t *testing.T) {
 
 func TestGatewayReprogramsUnderLoadWithoutDroppingRequests(t *testing.T) {
 	ns := testNamespace(t)
-	gw := startGateway(t)
+	gw := startGateway(t, ns)
 	exposeRevision(t, ns, "load-00001", revisionBackend(t, "load-00001"))
 	exposeRevision(t, ns, "load-00002", revisionBackend(t, "load-00002"))
 	host := "load." + ns + ".example.com"
@@ -344,7 +344,7 @@ func TestGatewayReprogramsUnderLoadWithoutDroppingRequests(t *testing.T) {
 
 func TestGatewayErrorsAndVisibility(t *testing.T) {
 	ns := testNamespace(t)
-	gw := startGateway(t)
+	gw := startGateway(t, ns)
 	exposeRevision(t, ns, "web-00001", revisionBackend(t, "web-00001"))
 	exposeRevision(t, ns, "idle-00001") // a Service without endpoints: requests are held, then 504
 	external := "web." + ns + ".example.com"
@@ -398,7 +398,7 @@ func TestGatewayErrorsAndVisibility(t *testing.T) {
 
 func TestGatewaySimulatedPod(t *testing.T) {
 	ns := testNamespace(t)
-	gw := startGateway(t)
+	gw := startGateway(t, ns)
 	exposeRevision(t, ns, "sim-00001")
 	// An endpoint on kwok's node: nothing listens there, and the gateway must not try.
 	node := localcluster.NodeName
@@ -423,7 +423,7 @@ func TestGatewaySimulatedPod(t *testing.T) {
 
 func TestGatewayWebSocket(t *testing.T) {
 	ns := testNamespace(t)
-	gw := startGateway(t)
+	gw := startGateway(t, ns)
 	exposeRevision(t, ns, "ws-00001", revisionBackend(t, "ws-00001"))
 	host := "ws." + ns + ".example.com"
 	waitIngress(t, createIngress(t, ns, "ws", gwRule(netv1alpha1.IngressVisibilityExternalIP, host, gwPath(gwSplit{"ws-00001", 100}))), "")

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -134,10 +135,10 @@ func testNamespace(t testing.TB) string {
 }
 
 // awaitNamespaceGone makes the end of a test that made hundreds of objects in ns wait
-// (up to three minutes) until the namespace is deleted. Every test's controllers
-// reconcile every namespace: left to the namespace controller and the garbage
-// collector, which took over three minutes on a loaded machine, the objects loaded the
-// next tests' controllers and API server long after the test that made them.
+// (up to three minutes) until the namespace is deleted. Left to the namespace
+// controller and the garbage collector, which took over three minutes on a loaded
+// machine, the objects loaded the API server (and the controllers of tests that watch
+// every namespace) long after the test that made them.
 func awaitNamespaceGone(t *testing.T, ns string) {
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -163,16 +164,28 @@ func clientFromKubeconfig(path string) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: testScheme})
 }
 
-// newTestManager returns a controller manager on cfg for one test. Tests run the same
-// controllers in managers of their own, so controller names need not be unique.
-func newTestManager(t testing.TB, cfg *rest.Config) ctrl.Manager {
+// newTestManager returns a controller manager on cfg for one test, which sees only the
+// objects in namespaces (every namespace when none is given, for a test that makes its
+// namespaces as it goes). Tests run the same controllers in managers of their own, so
+// controller names need not be unique; and the namespaces keep them apart: a test's
+// reconcilers and gateway must not write another test's objects (its KIngresses'
+// status, say, which says what its gateway has programmed).
+func newTestManager(t testing.TB, cfg *rest.Config, namespaces ...string) ctrl.Manager {
 	t.Helper()
 	skipNameValidation := true
+	var cacheOpts cache.Options
+	if len(namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skipNameValidation},
+		Cache:                  cacheOpts,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,8 @@ import (
 // the Deployment get Knative's hashed names (kmeta.ChildName); the literal names are
 // Knative's for this Service.
 func TestLongestServiceNameServes(t *testing.T) {
-	gatewayURL := startFerryAndGateway(t, true)
 	ns := testNamespace(t)
+	gatewayURL := startFerryAndGateway(t, true, ns)
 	dumpOnFailure(t, testClient, ns)
 	const (
 		name       = "the-longest-name-knative-accepts-for-a-service-is-63-characters"

@@ -43,14 +43,14 @@ type ferry struct {
 
 // startFerry runs Ferry's reconcilers, plus a stand-in for the gateway that marks every
 // KIngress Ready, in a manager of their own until the test ends.
-func startFerry(t *testing.T, opts reconciler.Options) *ferry {
+func startFerry(t *testing.T, ns string, opts reconciler.Options) *ferry {
 	t.Helper()
-	return startFerryWith(t, testConfig, opts)
+	return startFerryWith(t, testConfig, ns, opts)
 }
 
 // startFerryWith is startFerry with the reconcilers talking to the API server as
 // config says (another identity, say).
-func startFerryWith(t *testing.T, config *rest.Config, opts reconciler.Options) *ferry {
+func startFerryWith(t *testing.T, config *rest.Config, ns string, opts reconciler.Options) *ferry {
 	t.Helper()
 	setLoggerOnce.Do(func() {
 		// Reconcile errors are worth seeing in a failing test's output; the rest is noise.
@@ -61,7 +61,7 @@ func startFerryWith(t *testing.T, config *rest.Config, opts reconciler.Options) 
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return wc.wrap(rt) })
 	cfg.QPS, cfg.Burst = -1, -1
 
-	mgr := newTestManager(t, cfg)
+	mgr := newTestManager(t, cfg, ns)
 	ctrls, err := reconciler.SetupWithManager(mgr, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -60,8 +60,8 @@ func condition(s *duck.Status, typ duck.ConditionType) duck.Condition {
 // that leave traffic on the last good Revision.
 func TestServiceLifecycle(t *testing.T) {
 	c := testClient
-	f := startFerry(t, reconciler.Options{})
 	ns := testNamespace(t)
+	f := startFerry(t, ns, reconciler.Options{})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -190,8 +190,8 @@ func waitEvent(t *testing.T, c client.Client, ns, name, reason string) {
 // yet says so, and becomes Ready when the Configuration appears, woken by the tracker.
 func TestRouteBeforeConfiguration(t *testing.T) {
 	c := testClient
-	f := startFerry(t, reconciler.Options{})
 	ns := testNamespace(t)
+	f := startFerry(t, ns, reconciler.Options{})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -222,8 +222,8 @@ func TestRouteBeforeConfiguration(t *testing.T) {
 // TestTrafficSplit: tags, a pinned Revision and a split, then a cluster-local Service.
 func TestTrafficSplit(t *testing.T) {
 	c := testClient
-	startFerry(t, reconciler.Options{Domain: "ferry.test"})
 	ns := testNamespace(t)
+	startFerry(t, ns, reconciler.Options{Domain: "ferry.test"})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -288,8 +288,8 @@ func TestTrafficSplit(t *testing.T) {
 // forgets the Route.
 func TestDeleteService(t *testing.T) {
 	c := testClient
-	f := startFerry(t, reconciler.Options{})
 	ns := testNamespace(t)
+	f := startFerry(t, ns, reconciler.Options{})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -330,8 +330,8 @@ func TestDeleteService(t *testing.T) {
 // Event, and leaves the other object alone.
 func TestNotOwned(t *testing.T) {
 	c := testClient
-	startFerry(t, reconciler.Options{})
 	ns := testNamespace(t)
+	startFerry(t, ns, reconciler.Options{})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -404,8 +404,8 @@ func TestManyServices(t *testing.T) {
 			if tc.delay > 0 {
 				opts.AfterRead = func() { time.Sleep(rand.N(tc.delay)) }
 			}
-			f := startFerry(t, opts)
 			ns := testNamespace(t)
+			f := startFerry(t, ns, opts)
 			awaitNamespaceGone(t, ns)
 			dumpOnFailure(t, c, ns)
 			manyServices(t, c, f, ns, 200, 3*time.Minute)
@@ -555,8 +555,8 @@ func logStages(t *testing.T, c client.Client, ns string) {
 // soon as it is neither the latest created, the latest ready, routed nor marked no-gc.
 func TestRevisionGC(t *testing.T) {
 	c := testClient
-	startFerry(t, reconciler.Options{GC: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled}})
 	ns := testNamespace(t)
+	startFerry(t, ns, reconciler.Options{GC: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled}})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -594,9 +594,9 @@ func TestRevisionGC(t *testing.T) {
 func TestTwoControllers(t *testing.T) {
 	c := testClient
 	delay := reconciler.Options{AfterRead: func() { time.Sleep(rand.N(20 * time.Millisecond)) }}
-	startFerry(t, delay)
-	startFerry(t, delay)
 	ns := testNamespace(t)
+	startFerry(t, ns, delay)
+	startFerry(t, ns, delay)
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 

@@ -74,7 +74,7 @@ func TestRefusedChildren(t *testing.T) {
 			if tc.user != "" {
 				cfg.Impersonate = rest.ImpersonationConfig{UserName: tc.user}
 			}
-			f := startFerryWith(t, cfg, reconciler.Options{})
+			f := startFerryWith(t, cfg, ns, reconciler.Options{})
 			ctx := context.Background()
 
 			start := time.Now()

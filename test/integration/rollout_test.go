@@ -27,7 +27,7 @@ func TestRollout(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
-	listener := strings.TrimPrefix(startFerryAndGateway(t, true), "http://")
+	listener := strings.TrimPrefix(startFerryAndGateway(t, true, ns), "http://")
 	ctx := context.Background()
 
 	svc := ksvc(ns, "roll", "ferry.test/roll")
@@ -228,7 +228,7 @@ func TestRolloutTag(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
 	dumpOnFailure(t, testClient, ns)
-	listener := strings.TrimPrefix(startFerryAndGateway(t, true), "http://")
+	listener := strings.TrimPrefix(startFerryAndGateway(t, true, ns), "http://")
 	ctx := context.Background()
 
 	svc := ksvc(ns, "rolltag", "ferry.test/rolltag")

@@ -26,11 +26,11 @@ import (
 // startFerryOnConfigMaps runs the reconcilers on a Store of ferry-system's ConfigMaps
 // and the gateway (answering for kwok's pods) in one manager until the test ends, and
 // returns the gateway.
-func startFerryOnConfigMaps(t *testing.T) *gateway.Gateway {
+func startFerryOnConfigMaps(t *testing.T, ns string) *gateway.Gateway {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	store := startConfigStore(t)
-	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	mgr := newTestManager(t, rest.CopyConfig(testConfig), ns)
 	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{Config: store.Load, OnConfigChange: store.OnChange})
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +113,8 @@ func mainRulePaths(want int) func(*netv1alpha1.Ingress) (bool, string) {
 // Disabled again, the header is ignored again. Not parallel: it changes ferry-system.
 func TestTagHeaderRouting(t *testing.T) {
 	setAsideConfigMaps(t)
-	gw := startFerryOnConfigMaps(t)
 	ns := testNamespace(t)
+	gw := startFerryOnConfigMaps(t, ns)
 	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 
@@ -210,8 +210,8 @@ func TestTagHeaderRouting(t *testing.T) {
 // changes ferry-system.
 func TestDomainChangeMovesHostServed(t *testing.T) {
 	setAsideConfigMaps(t)
-	gw := startFerryOnConfigMaps(t)
 	ns := testNamespace(t)
+	gw := startFerryOnConfigMaps(t, ns)
 	dumpOnFailure(t, testClient, ns)
 
 	svc := ksvc(ns, "moving", "ferry.test/moving")

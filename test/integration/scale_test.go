@@ -24,7 +24,7 @@ import (
 // startScaleFerry runs Ferry as `ferry scale` does in-process — the reconcilers and
 // the gateway with kwok's pods simulated, on free loopback ports — in a manager of its
 // own until the test ends, its writes counted. It returns the gateway's URL.
-func startScaleFerry(t *testing.T) (string, *scale.WriteCounter) {
+func startScaleFerry(t *testing.T, ns string) (string, *scale.WriteCounter) {
 	t.Helper()
 	cfg := rest.CopyConfig(testConfig)
 	writes := scale.NewWriteCounter()
@@ -32,7 +32,7 @@ func startScaleFerry(t *testing.T) (string, *scale.WriteCounter) {
 	// Reconcile errors are worth seeing when a Service is stuck; controller-runtime
 	// keeps the first logger set in the process, whichever test sets it.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	mgr := newTestManager(t, cfg)
+	mgr := newTestManager(t, cfg, ns)
 	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +59,8 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 // sample. No timing is asserted: machines are noisy.
 func TestScale(t *testing.T) {
 	const n = 200
-	gatewayURL, ferryWrites := startScaleFerry(t)
 	ns := testNamespace(t)
+	gatewayURL, ferryWrites := startScaleFerry(t, ns)
 	awaitNamespaceGone(t, ns)
 	res, err := scale.Run(context.Background(), scale.Options{
 		Config: testConfig, Namespace: ns, N: n, Concurrency: 50, TimeoutPerService: 3 * time.Minute,
@@ -154,8 +154,8 @@ func TestScale(t *testing.T) {
 // deadline and is explained down to its Revision's failing container. The floor
 // and the cleanup run on the same small run.
 func TestScaleStuck(t *testing.T) {
-	gatewayURL, _ := startScaleFerry(t)
 	ns := testNamespace(t)
+	gatewayURL, _ := startScaleFerry(t, ns)
 	ctx := context.Background()
 	res, err := scale.Run(ctx, scale.Options{
 		Config: testConfig, Namespace: ns, N: 3, TimeoutPerService: 15 * time.Second,

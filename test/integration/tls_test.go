@@ -40,11 +40,11 @@ import (
 // startFerryWithTLS runs, on ferry-system's ConfigMaps, the reconcilers with the local
 // CA's class as the default certificate class, the local CA with its CA in caDir, and
 // the gateway with an HTTPS listener, as ferry up does.
-func startFerryWithTLS(t *testing.T, caDir string) *gateway.Gateway {
+func startFerryWithTLS(t *testing.T, caDir, ns string) *gateway.Gateway {
 	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	store := startConfigStore(t)
-	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	mgr := newTestManager(t, rest.CopyConfig(testConfig), ns)
 	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{Config: store.Load, OnConfigChange: store.OnChange,
 		CertificateClass: netv1alpha1.LocalCACertificateClass})
 	if err != nil {
@@ -154,8 +154,8 @@ func TestHTTPSThroughLocalCA(t *testing.T) {
 	setAsideConfigMaps(t)
 	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled"})
 	caDir := t.TempDir()
-	gw := startFerryWithTLS(t, caDir)
 	ns := testNamespace(t)
+	gw := startFerryWithTLS(t, caDir, ns)
 	dumpOnFailure(t, testClient, ns)
 
 	svc := ksvc(ns, "hello", "ferry.test/hello")
@@ -218,8 +218,8 @@ func TestCertificateNotReady(t *testing.T) {
 	setAsideConfigMaps(t)
 	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled", "http-protocol": "Redirected",
 		"certificate-class": "nobody.certificate.example.com"})
-	gw := startFerryWithTLS(t, t.TempDir())
 	ns := testNamespace(t)
+	gw := startFerryWithTLS(t, t.TempDir(), ns)
 	dumpOnFailure(t, testClient, ns)
 
 	svc := ksvc(ns, "hello", "ferry.test/hello")
@@ -315,7 +315,9 @@ func TestCertManagerProvider(t *testing.T) {
 	applyConfigMap(t, config.CertManagerConfigName, map[string]string{"issuerRef": "kind: ClusterIssuer\nname: test-issuer"})
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	store := startConfigStore(t)
-	mgr := newTestManager(t, rest.CopyConfig(testConfig))
+	ns := testNamespace(t)
+	dumpOnFailure(t, testClient, ns)
+	mgr := newTestManager(t, rest.CopyConfig(testConfig), ns)
 	ctrls, err := reconciler.SetupWithManager(mgr, reconciler.Options{Config: store.Load, OnConfigChange: store.OnChange})
 	if err != nil {
 		t.Fatal(err)
@@ -329,8 +331,6 @@ func TestCertManagerProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	runTestManager(t, mgr)
-	ns := testNamespace(t)
-	dumpOnFailure(t, testClient, ns)
 	ctx := context.Background()
 
 	if err := testClient.Create(ctx, ksvc(ns, "hello", "ferry.test/hello")); err != nil {

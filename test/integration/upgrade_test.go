@@ -70,7 +70,7 @@ func TestUpgradeAdoptsRecordedObjects(t *testing.T) {
 			// already running when the new Ferry starts.
 			waitDeploymentsAvailable(t, ns)
 			before := snapshot(t, ns)
-			f := startFerry(t, reconciler.Options{})
+			f := startFerry(t, ns, reconciler.Options{})
 			// Ferry's reconcilers are running: give them time to act on every object,
 			// then compare. Anything they would change, they change within this.
 			time.Sleep(5 * time.Second)
@@ -224,8 +224,8 @@ func recordUpgradeFixture(t *testing.T, name string) {
 	c := testClient
 	_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixtureNamespace}})
 	t.Cleanup(func() { _ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixtureNamespace}}) })
-	startFerry(t, reconciler.Options{})
 	ns := fixtureNamespace
+	startFerry(t, ns, reconciler.Options{})
 
 	for _, path := range []string{"../../config/samples/hello-world.yaml", "../../config/samples/traffic-split.yaml"} {
 		for _, obj := range readManifests(t, path) {
