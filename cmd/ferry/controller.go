@@ -139,7 +139,7 @@ func newControllerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&webhookAddr, "webhook-addr", "", "serve Knative's validation and defaulting webhooks here (e.g. :8443) and register them by the Service ferry-webhook in ferry-system; only for a controller running in that cluster (config/webhook)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, "with --webhook-addr: "+inProgressLimitUsage)
 	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")
-	cmd.Flags().BoolVar(&certManager, "cert-manager", false, "fulfil Certificates of cert-manager's class with cert-manager.io Certificates (config-certmanager issuerRef); cert-manager's CRDs must be installed, and config/rbac/controller-cert-manager.yaml applied")
+	cmd.Flags().BoolVar(&certManager, "cert-manager", false, "fulfil Certificates of cert-manager's class with cert-manager.io Certificates (config-certmanager issuerRef); cert-manager's CRDs must be installed, and config/https/controller-cert-manager-rbac.yaml applied (the component config/https applies it and sets this flag)")
 	cmd.Flags().StringVar(&statsAddr, "stats-addr", ":8083", "where the autoscaler takes the gateways' load reports (every replica serves; 0 turns it off)")
 	return cmd
 }

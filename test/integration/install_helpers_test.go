@@ -56,20 +56,10 @@ type install struct {
 // legacy order, Namespace and CRDs first.
 func buildInstall(t *testing.T) install {
 	t.Helper()
-	opts := krusty.MakeDefaultOptions()
-	opts.Reorder = krusty.ReorderOptionLegacy
-	resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), "../../config")
-	if err != nil {
-		t.Fatalf("kustomize build config/: %v", err)
-	}
 	in := install{serviceAccount: map[string]string{}}
 	accounts := map[string]bool{}
-	for _, r := range resources.Resources() {
-		m, err := r.Map()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := &unstructured.Unstructured{Object: m}
+	for _, obj := range kustomize(t, "../../config") {
+		m := obj.Object
 		switch kind := obj.GetKind(); {
 		case slices.Contains(installKinds, kind):
 			in.objects = append(in.objects, obj)
@@ -89,6 +79,27 @@ func buildInstall(t *testing.T) install {
 		}
 	}
 	return in
+}
+
+// kustomize builds dir as `kubectl apply -k` does: in kustomize's legacy order,
+// Namespace and CRDs first.
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	resources, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", dir, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
 }
 
 // applyInstall server-side applies the objects, as `kubectl apply --server-side`
