@@ -35,6 +35,9 @@ import (
 
 const systemNamespace = "ferry-system"
 
+// gatewayLeaseNamespace is where config/deploy's gateway keeps its replica Leases.
+const gatewayLeaseNamespace = "ferry-gateway-replicas"
+
 // installKinds are what TestInstall applies from config/; skippedKinds need a network
 // the test cluster does not have (a Service in front of pods): webhook configurations
 // pointing at it would refuse every other test's writes. A kind in neither list fails
@@ -285,8 +288,8 @@ var gatewayMay = []accessCheck{
 		_, err := id.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}},
-	{"create a Lease in ferry-system", func(ctx context.Context, id *identity) error {
-		_, err := id.cs.CoordinationV1().Leases(systemNamespace).Create(ctx,
+	{"create a Lease in " + gatewayLeaseNamespace, func(ctx context.Context, id *identity) error {
+		_, err := id.cs.CoordinationV1().Leases(gatewayLeaseNamespace).Create(ctx,
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{GenerateName: "ferry-gateway-"}}, dryRun)
 		return err
 	}},
@@ -343,7 +346,7 @@ func controllerMayNot(ns string) []accessCheck {
 }
 
 // gatewayMayNot: the gateway only reads what it routes, writes KIngress status and
-// keeps its replica Lease in ferry-system.
+// keeps its replica Lease in a namespace of their own.
 func gatewayMayNot(ns, route string) []accessCheck {
 	return []accessCheck{
 		{"create a Deployment in " + ns, func(ctx context.Context, id *identity) error {
@@ -365,8 +368,13 @@ func gatewayMayNot(ns, route string) []accessCheck {
 			_, err := id.cs.CoreV1().ConfigMaps(systemNamespace).List(ctx, metav1.ListOptions{})
 			return err
 		}},
-		{"create a Lease in " + ns + " (its replica Leases live in ferry-system)", func(ctx context.Context, id *identity) error {
+		{"create a Lease in " + ns + " (its replica Leases live in " + gatewayLeaseNamespace + ")", func(ctx context.Context, id *identity) error {
 			_, err := id.cs.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "not-ferry"}}, dryRun)
+			return err
+		}},
+		{"patch the controller's leader election Lease in ferry-system", func(ctx context.Context, id *identity) error {
+			_, err := id.cs.CoordinationV1().Leases(systemNamespace).Patch(ctx, "ferry-controller", types.MergePatchType,
+				[]byte(`{"spec":{"holderIdentity":"not-ferry"}}`), metav1.PatchOptions{DryRun: dryRun.DryRun})
 			return err
 		}},
 		{"create an Event in " + ns, func(ctx context.Context, id *identity) error {

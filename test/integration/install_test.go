@@ -50,7 +50,7 @@ func TestInstall(t *testing.T) {
 	// The gateway reports load to the controller over the network, as in a cluster.
 	gw := startProcess(t, "ferry gateway", nil, "gateway", "--kubeconfig", gateway.path,
 		"--simulated-pods", "--addr", addrs[0], "--local-addr", addrs[1], "--metrics-addr", "0", "--health-addr", "0",
-		"--autoscaler", addrs[2], "--lease-namespace", systemNamespace)
+		"--autoscaler", addrs[2], "--lease-namespace", gatewayLeaseNamespace)
 	ctl := startProcess(t, "ferry controller", nil, "controller", "--kubeconfig", controller.path,
 		"--metrics-addr", "0", "--health-addr", "0", "--stats-addr", addrs[2], "--leader-elect", "--leader-election-namespace", systemNamespace)
 	procs := []namedProcess{{"ferry controller", ctl}, {"ferry gateway", gw}}
