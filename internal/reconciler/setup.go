@@ -30,6 +30,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
+	"github.com/ferry-serving/ferry/internal/reconciler/routingstate"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
@@ -122,8 +123,8 @@ type Controllers struct {
 	Autoscaler *autoscaler.Autoscaler
 }
 
-// SetupWithManager registers the Service, Configuration, Revision, Route, Revision GC
-// and DomainMapping controllers with mgr.
+// SetupWithManager registers the Service, Configuration, Revision, Route, Revision GC,
+// DomainMapping and routing state controllers with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	opts = withDefaults(opts)
 	c := mgr.GetClient()
@@ -163,6 +164,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	dm.Sources = append(dm.Sources,
 		onChange("domainmapping", domainMappingChanged, func() client.ObjectList { return &v1beta1.DomainMappingList{} }))
 	if err := dm.Register(mgr, opts.Workers); err != nil {
+		return nil, err
+	}
+	// So do the routingState labels, which only the PodAutoscalers and the Revision GC
+	// read.
+	if err := (&routingstate.Reconciler{Client: c}).Controller().Register(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	// Exported while the controllers run: on the leader only, like them.

@@ -6,6 +6,7 @@ package index
 
 import (
 	"context"
+	"slices"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,9 @@ const (
 	RevisionsByConfiguration = "ferry.index.revision.configuration"
 	// PodsByRevision keys Pods by their revision label.
 	PodsByRevision = "ferry.index.pod.revision"
+	// RoutesByRevision keys Routes by the Revisions their status.traffic sends
+	// traffic to.
+	RoutesByRevision = "ferry.index.route.revision"
 )
 
 // Register adds the indexes to a manager's cache; call it once per manager.
@@ -25,7 +29,27 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &v1.Revision{}, RevisionsByConfiguration, byLabel(v1.ConfigurationLabelKey)); err != nil {
 		return err
 	}
-	return indexer.IndexField(ctx, &corev1.Pod{}, PodsByRevision, byLabel(v1.RevisionLabelKey))
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodsByRevision, byLabel(v1.RevisionLabelKey)); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &v1.Route{}, RoutesByRevision, func(o client.Object) []string {
+		if rt, ok := o.(*v1.Route); ok {
+			return RoutedRevisions(rt)
+		}
+		return nil
+	})
+}
+
+// RoutedRevisions are the Revisions a Route's status.traffic names, each once, in
+// order: its keys in RoutesByRevision.
+func RoutedRevisions(rt *v1.Route) []string {
+	var names []string
+	for _, t := range rt.Status.Traffic {
+		if t.RevisionName != "" && !slices.Contains(names, t.RevisionName) {
+			names = append(names, t.RevisionName)
+		}
+	}
+	return names
 }
 
 func byLabel(key string) client.IndexerFunc {

@@ -1,0 +1,131 @@
+package routingstate
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+)
+
+// Reconciler labels one Revision per call.
+type Reconciler struct {
+	// Client reads from the manager's cache (with package index's indexes) and writes
+	// through the API server.
+	Client client.Client
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Controller is what wakes the reconciler: a Revision created or relabelled, the
+// Revisions a Route's status.traffic gains or loses, and the latest Revisions a
+// Configuration had and has.
+func (r *Reconciler) Controller() watches.Controller {
+	return watches.Controller{
+		Name: "routingstate",
+		Watches: []watches.Watch{
+			{Object: &v1.Revision{}, Handler: &handler.EnqueueRequestForObject{}, Predicates: []predicate.Predicate{predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return e.ObjectOld.GetLabels()[v1.RoutingStateLabelKey] != e.ObjectNew.GetLabels()[v1.RoutingStateLabelKey]
+				},
+				DeleteFunc: func(event.DeleteEvent) bool { return false },
+			}}},
+			// controller-runtime maps both the old and the new object of an update.
+			{Object: &v1.Route{}, Handler: handler.EnqueueRequestsFromMapFunc(routedRevisions), Predicates: []predicate.Predicate{predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return !slices.Equal(index.RoutedRevisions(e.ObjectOld.(*v1.Route)), index.RoutedRevisions(e.ObjectNew.(*v1.Route)))
+				},
+			}}},
+			{Object: &v1.Configuration{}, Handler: handler.EnqueueRequestsFromMapFunc(latestRevisions), Predicates: []predicate.Predicate{predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					o, n := e.ObjectOld.(*v1.Configuration), e.ObjectNew.(*v1.Configuration)
+					return o.Status.LatestCreatedRevisionName != n.Status.LatestCreatedRevisionName ||
+						o.Status.LatestReadyRevisionName != n.Status.LatestReadyRevisionName ||
+						o.Status.ObservedGeneration != n.Status.ObservedGeneration
+				},
+				CreateFunc: func(event.CreateEvent) bool { return false },
+				DeleteFunc: func(event.DeleteEvent) bool { return false },
+			}}},
+		},
+		Reconciler: r,
+	}
+}
+
+// Reconcile sets the Revision's routingState label when it should change, with the
+// time in routingStateModified.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	rev := &v1.Revision{}
+	if err := r.Client.Get(ctx, req.NamespacedName, rev); err != nil || rev.DeletionTimestamp != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	cfg := &v1.Configuration{}
+	key := types.NamespacedName{Namespace: rev.Namespace, Name: rev.Labels[v1.ConfigurationLabelKey]}
+	if err := r.Client.Get(ctx, key, cfg); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// Until the Configuration has reported on its current generation, its latest
+	// Revisions are not known; its next status wakes this one.
+	if cfg.Status.ObservedGeneration != cfg.Generation {
+		return reconcile.Result{}, nil
+	}
+	routes := &v1.RouteList{}
+	if err := r.Client.List(ctx, routes, client.InNamespace(rev.Namespace), client.MatchingFields{index.RoutesByRevision: rev.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	latest := rev.Name == cfg.Status.LatestCreatedRevisionName || rev.Name == cfg.Status.LatestReadyRevisionName
+	state, change := want(v1.RoutingState(rev.Labels[v1.RoutingStateLabelKey]), len(routes.Items) > 0, latest)
+	if !change {
+		return reconcile.Result{}, nil
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	patch := client.MergeFrom(rev.DeepCopy())
+	if rev.Labels == nil {
+		rev.Labels = map[string]string{}
+	}
+	if rev.Annotations == nil {
+		rev.Annotations = map[string]string{}
+	}
+	rev.Labels[v1.RoutingStateLabelKey] = string(state)
+	rev.Annotations[v1.RoutingStateModifiedAnnotation] = now().UTC().Format(time.RFC3339)
+	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, rev, patch))
+}
+
+// routedRevisions maps a Route to the Revisions its status.traffic names.
+func routedRevisions(_ context.Context, o client.Object) []reconcile.Request {
+	rt, ok := o.(*v1.Route)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, name := range index.RoutedRevisions(rt) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rt.Namespace, Name: name}})
+	}
+	return reqs
+}
+
+// latestRevisions maps a Configuration to its latest created and ready Revisions.
+func latestRevisions(_ context.Context, o client.Object) []reconcile.Request {
+	cfg, ok := o.(*v1.Configuration)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, name := range []string{cfg.Status.LatestCreatedRevisionName, cfg.Status.LatestReadyRevisionName} {
+		if name != "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: cfg.Namespace, Name: name}})
+		}
+	}
+	return reqs
+}
