@@ -63,7 +63,7 @@ func New(opts Options) *Gateway {
 		activator:  newActivator(opts, m),
 	}
 	if opts.HTTPSAddr != "" {
-		g.tlsStore = newTLSStore()
+		g.tlsStore = newTLSStore(func(reason string) { m.tlsRefused.WithLabelValues(reason).Inc() })
 	}
 	if opts.Stats != nil {
 		g.activator.active = &activeSet{}

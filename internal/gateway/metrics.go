@@ -26,6 +26,9 @@ type metrics struct {
 	timeouts *prometheus.CounterVec
 	// replicas is how many gateway replicas this one counts, itself included.
 	replicas prometheus.Gauge
+	// tlsRefused counts the HTTPS handshakes refused for want of a certificate, by
+	// reason; without the host, which any client could mint.
+	tlsRefused *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -63,6 +66,11 @@ func newMetrics() *metrics {
 			Name: "ferry_gateway_replicas",
 			Help: "Gateway replicas this one counts, itself included, by their live Leases: they share each pod's containerConcurrency.",
 		}),
+		tlsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ferry_gateway_tls_handshakes_refused_total",
+			Help: "HTTPS handshakes refused for want of a certificate, by reason: no_server_name (the client sent no SNI) " +
+				"or no_certificate (no KIngress gives the host a valid one).",
+		}, []string{"reason"}),
 	}
 }
 
@@ -95,6 +103,12 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 	// Every kind is exported from the start, at 0, so that rate() sees the first one.
 	for _, name := range timeoutNames[timeoutTotal:] {
 		m.timeouts.WithLabelValues(name)
+	}
+	if m.tlsRefused, err = registerOrReuse(reg, m.tlsRefused); err != nil {
+		return err
+	}
+	for _, reason := range []string{refusedNoServerName, refusedNoCertificate} {
+		m.tlsRefused.WithLabelValues(reason)
 	}
 	return nil
 }

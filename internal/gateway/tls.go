@@ -58,10 +58,19 @@ type tlsStore struct {
 	mu        sync.Mutex
 	ingresses map[types.NamespacedName]ingressTLS
 	hosts     atomic.Pointer[map[string]*hostTLS]
+	// refused counts a handshake refused, by reason (nil: not counted).
+	refused func(reason string)
 }
 
-func newTLSStore() *tlsStore {
-	s := &tlsStore{ingresses: map[types.NamespacedName]ingressTLS{}}
+// The reasons a handshake is refused, as ferry_gateway_tls_handshakes_refused_total
+// labels them.
+const (
+	refusedNoServerName  = "no_server_name"
+	refusedNoCertificate = "no_certificate"
+)
+
+func newTLSStore(refused func(reason string)) *tlsStore {
+	s := &tlsStore{ingresses: map[types.NamespacedName]ingressTLS{}, refused: refused}
 	s.hosts.Store(&map[string]*hostTLS{})
 	return s
 }
@@ -105,12 +114,20 @@ func (s *tlsStore) lookup(host string) *hostTLS { return (*s.hosts.Load())[host]
 func (s *tlsStore) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	host, ok := canonicalHost(hello.ServerName)
 	if !ok {
+		s.refuse(refusedNoServerName)
 		return nil, fmt.Errorf("ferry: no certificate without a server name (SNI)")
 	}
 	if t := s.lookup(host); t != nil && t.cert != nil {
 		return t.cert, nil
 	}
+	s.refuse(refusedNoCertificate)
 	return nil, fmt.Errorf("ferry: no certificate for %q", host)
+}
+
+func (s *tlsStore) refuse(reason string) {
+	if s.refused != nil {
+		s.refused(reason)
+	}
 }
 
 // redirecting wraps the external plain-HTTP handler: a request for a host whose

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,7 +77,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 		v1alpha1.IngressTLS{Hosts: []string{"c.example.com"}, SecretName: "missing"})
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(good, bad, tlsSecret("a", crt, pemKey), tlsSecret("b", crt, []byte("junk"))).Build()
 	events := &reconcilertest.Events{}
-	store := newTLSStore()
+	store := newTLSStore(nil)
 	r := &tlsReconciler{client: c, store: store, recorder: events}
 	ctx := context.Background()
 	for range 2 { // the second round reports nothing new
@@ -123,7 +124,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 // TestTLSStoreOldestIngressWins: two ingresses naming one host, the oldest's
 // certificate is served, as the oldest routes it.
 func TestTLSStoreOldestIngressWins(t *testing.T) {
-	s := newTLSStore()
+	s := newTLSStore(nil)
 	older, newer := &tls.Certificate{}, &tls.Certificate{}
 	s.set(key("new"), epoch, map[string]*hostTLS{"h": {cert: newer}})
 	s.set(key("old"), epoch.Add(-time.Second), map[string]*hostTLS{"h": {cert: older}})
@@ -179,6 +180,15 @@ func TestHTTPSListener(t *testing.T) {
 	_, err = tls.Dial("tcp", g.HTTPSAddr(), &tls.Config{RootCAs: pool, ServerName: "nocert.example.com"})
 	if err == nil {
 		t.Error("a handshake for a host without a certificate succeeded")
+	}
+	// Without SNI (an IP address is never sent as one).
+	if _, err := tls.Dial("tcp", g.HTTPSAddr(), &tls.Config{InsecureSkipVerify: true}); err == nil {
+		t.Error("a handshake without a server name succeeded")
+	}
+	for reason, want := range map[string]float64{refusedNoCertificate: 1, refusedNoServerName: 1} {
+		if got := testutil.ToFloat64(g.metrics.tlsRefused.WithLabelValues(reason)); got != want {
+			t.Errorf("ferry_gateway_tls_handshakes_refused_total{reason=%q} = %v, want %v", reason, got, want)
+		}
 	}
 
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
