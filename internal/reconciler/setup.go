@@ -168,7 +168,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	}
 	// So do the routingState labels, which only the PodAutoscalers and the Revision GC
 	// read.
-	if err := (&routingstate.Reconciler{Client: c}).Controller().Register(mgr, opts.Workers); err != nil {
+	states := &routingstate.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("routingstate-controller")}
+	if err := states.Controller().Register(mgr, opts.Workers); err != nil {
 		return nil, err
 	}
 	// Exported while the controllers run: on the leader only, like them.

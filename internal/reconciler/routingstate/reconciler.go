@@ -5,7 +5,10 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -24,7 +27,13 @@ type Reconciler struct {
 	Client client.Client
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Recorder records the Warning Event on a Revision whose label cannot be written
+	// (nil: none).
+	Recorder events.EventRecorder
 }
+
+// reasonRoutingStateFailed is the Event's reason when the label cannot be written.
+const reasonRoutingStateFailed = "RoutingStateFailed"
 
 // Controller is what wakes the reconciler: a Revision created or relabelled, the
 // Revisions a Route's status.traffic gains or loses, and the latest Revisions a
@@ -99,7 +108,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	rev.Labels[v1.RoutingStateLabelKey] = string(state)
 	rev.Annotations[v1.RoutingStateModifiedAnnotation] = now().UTC().Format(time.RFC3339)
-	return reconcile.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, rev, patch))
+	err := r.Client.Patch(ctx, rev, patch)
+	if apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	// A refusal (RBAC, a webhook) would otherwise only retry in the log, while
+	// min-scale keeps holding the Revision's pods.
+	if err != nil && !apierrors.IsConflict(err) && r.Recorder != nil {
+		r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, reasonRoutingStateFailed, "Reconcile",
+			"Cannot label the Revision routingState=%s: %v", state, err)
+	}
+	return reconcile.Result{}, err
 }
 
 // routedRevisions maps a Route to the Revisions its status.traffic names.

@@ -97,10 +97,17 @@ func TestReconcileTable(t *testing.T) {
 		Key:     rt.Key(ns, "hello-00001"),
 		Objects: objs(cfg(func(c *v1.Configuration) { c.Generation = 3 }), rev("hello-00001", "")),
 	}, {
+		Name:       "a refused label: an error, retried, and a Warning Event on the Revision",
+		Key:        rt.Key(ns, "hello-00001"),
+		Objects:    objs(cfg(), rev("hello-00001", ""), rev("hello-00002", ""), routeTo("hello-00002")),
+		Failures:   []rt.Failure{{Verb: rt.Patch, Kind: "Revision", Name: "hello-00001", Err: rt.Forbidden("revisions", "hello-00001", "no patch")}},
+		WantErr:    "no patch",
+		WantEvents: []string{`Warning RoutingStateFailed hello-00001: Cannot label the Revision routingState=reserve: revisions "hello-00001" is forbidden: no patch`},
+	}, {
 		Name:    "the Configuration is gone: no write",
 		Key:     rt.Key(ns, "hello-00001"),
 		Objects: objs(rev("hello-00001", "")),
 	}}, func(env *rt.Env) reconcile.Reconciler {
-		return &routingstate.Reconciler{Client: env.Client, Now: func() time.Time { return now }}
+		return &routingstate.Reconciler{Client: env.Client, Recorder: env.Events, Now: func() time.Time { return now }}
 	})
 }
