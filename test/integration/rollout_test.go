@@ -63,17 +63,7 @@ func TestRollout(t *testing.T) {
 
 	// The writes: one KIngress spec update per split (the 1 % and each step), one of
 	// its annotation alone (the pace), a Route status per split.
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t.Logf("writes: KIngress spec %d, annotation only %d, status (gateway) %d; Route status %d; Service status %d (step size %d)",
-		w.ingressSpec, w.ingressMeta, w.ingressStatus, w.routeStatus, w.serviceStatus, w.stepSize)
-	if w.stepSize == 0 {
-		t.Fatal("no pace seen")
-	}
-	splits := 1 + (99+w.stepSize-1)/w.stepSize
-	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
-		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
-	}
+	w.check(t)
 }
 
 // followRollout follows, until it ends, the rollout of rev2 on the Route and KIngress
@@ -138,6 +128,24 @@ type rolloutWrites struct {
 	mu                                                   sync.Mutex
 	ingressSpec, ingressMeta, ingressStatus, routeStatus int
 	serviceStatus, stepSize                              int
+}
+
+// check asserts a finished rollout's writes: one KIngress spec update per split (the
+// 1 % and each step), one of its annotation alone (the pace, every host's at once),
+// and at most one Route status per split, plus the last.
+func (w *rolloutWrites) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("writes: KIngress spec %d, annotation only %d, status (gateway) %d; Route status %d; Service status %d (step size %d)",
+		w.ingressSpec, w.ingressMeta, w.ingressStatus, w.routeStatus, w.serviceStatus, w.stepSize)
+	if w.stepSize == 0 {
+		t.Fatal("no pace seen")
+	}
+	splits := 1 + (99+w.stepSize-1)/w.stepSize
+	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
+		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
+	}
 }
 
 // countRolloutWrites counts, from now until the test ends, the writes to the
@@ -290,17 +298,6 @@ func TestRolloutTag(t *testing.T) {
 		t.Errorf("rollout annotation %q, want %s", ing.Annotations[rollout.Annotation], want)
 	}
 
-	// The writes: the tag's host adds none; one KIngress spec update per split, one
-	// of its annotation alone (both paces at once).
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t.Logf("writes: KIngress spec %d, annotation only %d, status (gateway) %d; Route status %d; Service status %d (step size %d)",
-		w.ingressSpec, w.ingressMeta, w.ingressStatus, w.routeStatus, w.serviceStatus, w.stepSize)
-	if w.stepSize == 0 {
-		t.Fatal("no pace seen")
-	}
-	splits := 1 + (99+w.stepSize-1)/w.stepSize
-	if w.ingressSpec != splits || w.ingressMeta != 1 || w.routeStatus > splits+1 {
-		t.Errorf("%d splits: want as many KIngress spec updates, one of the annotation alone, at most %d Route statuses", splits, splits+1)
-	}
+	// The writes: the tag's host adds none, so they are the same as without it.
+	w.check(t)
 }
