@@ -81,12 +81,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			revs = append(revs, &list.Items[i])
 		}
 	}
-	// Listing Routes costs more than the rest; most Configurations never have more
-	// Revisions than the minimum kept, and need not.
+	// Most Configurations never have more Revisions than the minimum kept, and need
+	// not look their Routes up.
 	if int64(len(revs)) <= opts.MinNonActiveRevisions {
 		return ctrl.Result{}, nil
 	}
-	routed, err := r.routed(ctx, cfg.Namespace)
+	routed, err := r.routed(ctx, cfg.Namespace, revs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -132,16 +132,19 @@ func (r *Reconciler) routeToConfigurations(ctx context.Context, o client.Object)
 	return reqs
 }
 
-// routed returns the Revisions that the namespace's Routes send traffic to.
-func (r *Reconciler) routed(ctx context.Context, ns string) (map[string]bool, error) {
-	routes := &v1.RouteList{}
-	if err := r.Client.List(ctx, routes, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
+// routed returns which of revs a Route of the namespace sends traffic to. It looks
+// each up in the RoutesByRevision index rather than listing the namespace's Routes,
+// which copies every one of them: thousands in a namespace at scale.
+func (r *Reconciler) routed(ctx context.Context, ns string, revs []*v1.Revision) (map[string]bool, error) {
 	routed := make(map[string]bool)
-	for _, rt := range routes.Items {
-		for _, t := range rt.Status.Traffic {
-			routed[t.RevisionName] = true
+	for _, rev := range revs {
+		routes := &v1.RouteList{}
+		if err := r.Client.List(ctx, routes, client.InNamespace(ns),
+			client.MatchingFields{index.RoutesByRevision: rev.Name}); err != nil {
+			return nil, err
+		}
+		if len(routes.Items) > 0 {
+			routed[rev.Name] = true
 		}
 	}
 	return routed, nil
