@@ -10,6 +10,9 @@
 #              queue-proxy (knative.dev/serving cmd/queue, CONTAINER_CONCURRENCY 100,
 #              REVISION_TIMEOUT_SECONDS 300, Knative's defaults otherwise), then
 #              the backend: Knative's two hops
+#   go-tcp     hack/benchgoproxy -mode tcp: bytes copied, no HTTP; what any Go proxy
+#              could reach here (HTTP/1.1 rows only)
+#   go-http    hack/benchgoproxy -mode http: net/http's server and ReverseProxy alone
 # HTTP/1.1 is measured with wrk (p50 from its latency distribution); h2c and TLS
 # (HTTP/2 by ALPN) with h2load, which prints no percentiles, so those rows give the
 # mean. One client thread; c=1 and c=64 connections (h2load: one stream each); each
@@ -19,7 +22,7 @@
 #   DURATION=3 ROUNDS=1 hack/bench-dataplane.sh # a quick look
 #   hack/bench-dataplane.sh --profile /tmp/gw.prof  # CPU profile of the gateway at c=64
 #
-# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19088-19097
+# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19085-19097
 # on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free.
 set -euo pipefail
 
@@ -42,6 +45,8 @@ NGINX_TLS=127.0.0.1:19096         # nginx ssl → backend
 NGINX_H2C=127.0.0.1:19097         # nginx h2c → h2c backend
 NGINX_KNATIVE_H2C=127.0.0.1:19088 # nginx h2c → queue-proxy h2c → h2c backend
 NGINX_KNATIVE_TLS=127.0.0.1:19089 # nginx ssl → queue-proxy → backend
+GO_TCP=127.0.0.1:19086            # benchgoproxy -mode tcp → backend
+GO_HTTP=127.0.0.1:19085           # benchgoproxy -mode http → backend
 HOST=bench.example.com            # the gateway's HTTP/1.1 revision
 H2C_HOST=h2c.example.com          # its h2c revision (same backend)
 
@@ -64,7 +69,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 NGINX_BIN=$(command -v nginx)
 
-for port in 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
+for port in 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
   if ss -Hltn "sport = :$port" | grep -q .; then die "port $port is taken"; fi
 done
 
@@ -73,6 +78,7 @@ done
 mkdir -p bin
 echo "building" >&2
 go build -o bin/benchbackend ./hack/benchbackend || die "build of hack/benchbackend failed"
+go build -o bin/benchgoproxy ./hack/benchgoproxy || die "build of hack/benchgoproxy failed"
 go test -c -o bin/gateway.test ./internal/gateway || die "build of the gateway's test binary failed"
 if [ -z "$PROFILE" ]; then
   (cd test/knative && go build -o ../../bin/queue-proxy knative.dev/serving/cmd/queue) || die "build of queue-proxy failed"
@@ -199,6 +205,10 @@ http {
 EOF
 start nginx "$NGINX_BIN" -p "$WORK/nginx" -c "$WORK/nginx.conf" -g 'daemon off;'
 ready nginx "http://$NGINX/"
+start go-tcp bin/benchgoproxy -mode tcp -addr $GO_TCP -backend $BACKEND
+ready go-tcp "http://$GO_TCP/"
+start go-http bin/benchgoproxy -mode http -addr $GO_HTTP -backend $BACKEND
+ready go-http "http://$GO_HTTP/"
 ready nginx "http://$NGINX_KNATIVE/"
 ready nginx "http://$NGINX_H2C/" --http2-prior-knowledge
 ready nginx "http://$NGINX_KNATIVE_H2C/" --http2-prior-knowledge
@@ -213,6 +223,8 @@ TARGETS=(
   "gateway|wrk|http://$GATEWAY/|$HOST"
   "nginx|wrk|http://$NGINX/|$HOST"
   "knative|wrk|http://$NGINX_KNATIVE/|$HOST"
+  "go-tcp|wrk|http://$GO_TCP/|$HOST"
+  "go-http|wrk|http://$GO_HTTP/|$HOST"
   "direct-h2c|h2load|http://$H2C_HOST:${BACKEND##*:}/|$BACKEND"
   "gateway-h2c|h2load|http://$H2C_HOST:${GATEWAY##*:}/|$GATEWAY"
   "nginx-h2c|h2load|http://$H2C_HOST:${NGINX_H2C##*:}/|$NGINX_H2C"
