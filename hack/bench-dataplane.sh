@@ -205,14 +205,14 @@ http {
 EOF
 start nginx "$NGINX_BIN" -p "$WORK/nginx" -c "$WORK/nginx.conf" -g 'daemon off;'
 ready nginx "http://$NGINX/"
-start go-tcp bin/benchgoproxy -mode tcp -addr $GO_TCP -backend $BACKEND
-ready go-tcp "http://$GO_TCP/"
-start go-http bin/benchgoproxy -mode http -addr $GO_HTTP -backend $BACKEND
-ready go-http "http://$GO_HTTP/"
 ready nginx "http://$NGINX_KNATIVE/"
 ready nginx "http://$NGINX_H2C/" --http2-prior-knowledge
 ready nginx "http://$NGINX_KNATIVE_H2C/" --http2-prior-knowledge
 ready nginx "https://$HOST:${NGINX_TLS##*:}/" -k --resolve "$HOST:${NGINX_TLS##*:}:127.0.0.1"
+start go-tcp bin/benchgoproxy -mode tcp -addr $GO_TCP -backend $BACKEND
+ready go-tcp "http://$GO_TCP/"
+start go-http bin/benchgoproxy -mode http -addr $GO_HTTP -backend $BACKEND
+ready go-http "http://$GO_HTTP/"
 ready gateway "https://$HOST:${GATEWAY_HTTPS##*:}/" -k --resolve "$HOST:${GATEWAY_HTTPS##*:}:127.0.0.1"
 ready gateway "http://$GATEWAY/" --http2-prior-knowledge -H "Host: $H2C_HOST"
 
