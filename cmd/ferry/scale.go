@@ -149,7 +149,9 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		}
 	}
 
-	if f.floor && runErr == nil {
+	if why := res.FloorWithout(); f.floor && runErr == nil && why != "" {
+		res.Notes = append(res.Notes, why)
+	} else if f.floor && runErr == nil {
 		// In-process, nothing but the floor should write meanwhile: Ferry would go
 		// on working on Services that missed their deadline. The objects are sized in
 		// the run's (first) namespace.

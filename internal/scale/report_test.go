@@ -149,3 +149,17 @@ func TestWriteReports(t *testing.T) {
 		t.Error("a Service that never became Ready should have a null time")
 	}
 }
+
+// A run with a Service past its deadline gets no floor, and says why; a run
+// without one may have it.
+func TestFloorWithout(t *testing.T) {
+	r := sampleResult(t)
+	if why := r.FloorWithout(); !strings.Contains(why, "1 of 4 Services missed their deadline") {
+		t.Errorf("with one stuck Service: %q", why)
+	}
+	r.Samples = r.Samples[:3]
+	r.N = 3
+	if why := r.FloorWithout(); why != "" {
+		t.Errorf("with none stuck: %q, want the floor measured", why)
+	}
+}

@@ -3,6 +3,7 @@ package scale
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -177,6 +178,17 @@ func (r *Result) Stuck() []Sample {
 		}
 	}
 	return out
+}
+
+// FloorWithout says why the write floor must not be measured after this run, or ""
+// when it may. A run with Services past their deadline ended at the deadline, not
+// when the burst was done, and the cluster is still at work on them: a floor taken
+// then shares the API server with that work and compares nothing.
+func (r *Result) FloorWithout() string {
+	if n := len(r.Stuck()); n > 0 {
+		return fmt.Sprintf("the write floor was not measured: %d of %d Services missed their deadline, so the run's time is not the burst's, and a floor taken now would share the API server with their unfinished work", n, r.N)
+	}
+	return ""
 }
 
 // ReadyTimes, RoutedTimes and CreatedTimes are the durations of the Services that
