@@ -149,19 +149,21 @@ func runScale(ctx context.Context, out io.Writer, f scaleFlags) error {
 		}
 	}
 
-	if why := res.FloorWithout(); f.floor && runErr == nil && why != "" {
-		res.Notes = append(res.Notes, why)
-	} else if f.floor && runErr == nil {
-		// In-process, nothing but the floor should write meanwhile: Ferry would go
-		// on working on Services that missed their deadline. The objects are sized in
-		// the run's (first) namespace.
-		stopFerry()
-		floor, err := scale.Floor(ctx, scale.FloorOptions{Config: opts.Config, Writes: res.Writes, Concurrency: res.Concurrency,
-			Real: res.Total, SizeNamespace: res.Namespace, Progress: out})
-		if err != nil {
-			res.Notes = append(res.Notes, "the write floor failed: "+err.Error())
+	if f.floor && runErr == nil {
+		if why := res.FloorWithout(); why != "" {
+			res.Notes = append(res.Notes, why)
+		} else {
+			// In-process, nothing but the floor should write meanwhile: Ferry's
+			// background work (statuses settling, scale to zero) would. The objects are
+			// sized in the run's (first) namespace.
+			stopFerry()
+			floor, err := scale.Floor(ctx, scale.FloorOptions{Config: opts.Config, Writes: res.Writes, Concurrency: res.Concurrency,
+				Real: res.Total, SizeNamespace: res.Namespace, Progress: out})
+			if err != nil {
+				res.Notes = append(res.Notes, "the write floor failed: "+err.Error())
+			}
+			res.Floor = floor
 		}
-		res.Floor = floor
 	}
 
 	if err := writeScaleReports(out, f.reportDir, res); err != nil {
