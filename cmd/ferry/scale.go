@@ -76,7 +76,7 @@ The exit status is 1 when any Service missed its deadline.`,
 	fl.StringVar(&f.image, "image", scale.DefaultImage, "the Services' image")
 	fl.BoolVar(&f.cleanup, "cleanup", false, "delete what the run created and wait until it is gone")
 	fl.StringVar(&f.reportDir, "report-dir", "", "where report.json and report.html go (default ./ferry-scale-<timestamp>)")
-	fl.BoolVar(&f.floor, "floor", false, "after the run, time the same number of plain writes against the same API server")
+	fl.BoolVar(&f.floor, "floor", false, "after the run, time the same number of plain writes against the same API server (not after a run with Services past their deadline)")
 	fl.BoolVar(&f.phases, "phases", true, "also watch Configurations, Revisions, Deployments, pods, Routes and KIngresses, to report where the time goes")
 	fl.IntVar(&f.workers, "workers", 0, "without --kubeconfig: each of Ferry's controllers' concurrent reconciles (default: Ferry's default)")
 	fl.IntVar(&f.inProgress, "admission-in-progress-limit", 0, "without --kubeconfig: "+inProgressLimitUsage)
