@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -70,8 +71,10 @@ func TestRollout(t *testing.T) {
 // followRollout follows, until it ends, the rollout of rev2 on the Route and KIngress
 // name, whose status.traffic gives rev2's percent on host by percent. A sample is
 // the Route's status.traffic and the KIngress on both sides of a batch of requests
-// to host: when neither changed and the gateway had programmed the KIngress, the
-// batch was served by that split. The gateway picks each request's Revision at
+// to host: when neither changed, the gateway had programmed the KIngress, and the
+// KIngress gave host the split status.traffic shows, the batch was served by that
+// split. (The Route's status follows its KIngress being Ready: for a moment the
+// gateway serves a split status.traffic does not show yet.) The gateway picks each request's Revision at
 // random, so "served by that split" is a binomial bound (splitAgrees): loose for one
 // batch, tight for all the batches of a percent pooled, which catches a gateway a
 // step behind. The percent must go 0, 1 and up by steps to 100, never back, and at
@@ -109,7 +112,7 @@ func followRollout(t *testing.T, ns, name, listener, host, rev2, where string, p
 		rtAfter, ingAfter := &v1.Route{}, &netv1alpha1.Ingress{}
 		get(t, testClient, ns, name, rtAfter)
 		get(t, testClient, ns, name, ingAfter)
-		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady()
+		programmed := ing.Status.ObservedGeneration == ing.Generation && ing.IsReady() && ingressPercent(ing, host, rev2) == p2
 		if programmed && ingAfter.Generation == ing.Generation && reflect.DeepEqual(rt.Status.Traffic, rtAfter.Status.Traffic) {
 			if !splitAgrees(served[rev2], requests, p2) {
 				t.Errorf("%s served %v for status.traffic %d %% on %s", host, served, p2, rev2)
@@ -151,6 +154,29 @@ func splitAgrees(served, n int, percent int64) bool {
 	p := float64(percent) / 100
 	slack := 5*math.Sqrt(float64(n)*p*(1-p)) + 3
 	return math.Abs(float64(served)-float64(n)*p) <= slack
+}
+
+// ingressPercent is rev2's percent of host's requests (those without a tag header)
+// in the KIngress's spec; -1 when it has no such rule.
+func ingressPercent(ing *netv1alpha1.Ingress, host, rev2 string) int64 {
+	for _, rule := range ing.Spec.Rules {
+		if rule.Visibility == netv1alpha1.IngressVisibilityClusterLocal || !slices.Contains(rule.Hosts, host) || rule.HTTP == nil {
+			continue
+		}
+		for _, path := range rule.HTTP.Paths {
+			if len(path.Headers) > 0 {
+				continue
+			}
+			var p int64
+			for _, split := range path.Splits {
+				if split.ServiceName == rev2 {
+					p += int64(split.Percent)
+				}
+			}
+			return p
+		}
+	}
+	return -1
 }
 
 // rolloutWrites counts the writes of a rollout, as the watch brings them.
