@@ -69,3 +69,9 @@ SEEDS ?= 250000
 .PHONY: simulate
 simulate:
 	FERRY_SIM_SEEDS=$(SEEDS) go test -count=1 -timeout 0 -run 'TestSimulate' -v ./internal/convergence/ | grep -v '^ *[0-9.]*s #'
+
+# Knative Serving's own conformance suite (api/v1 and runtime, knative.dev/serving
+# v0.42.2) against `ferry up`, from test/knative; docs/conformance.md.
+.PHONY: conformance
+conformance: build
+	./hack/conformance.sh

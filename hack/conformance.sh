@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# make conformance: Knative Serving's own conformance suite (knative.dev/serving v0.42.2,
+# test/conformance/api/v1 and test/conformance/runtime, build tag e2e) against `ferry up`.
+# docs/conformance.md has what it runs, what it skips and why, and the last results.
+#
+#   make conformance                          # the whole run, Go's summary at the end
+#   RUN='TestMustEnvVars|TestCmdArgs' make conformance    # a few tests (go test -run)
+#   KEEP=1 make conformance                   # keep the data directory and logs
+#
+# Everything runs from test/knative, the module that requires knative.dev/serving: the
+# suite's packages build there, and so do Knative's test images, which `ferry up` builds
+# with the go command from its working directory when --local-image maps
+# ko.local/<name>:latest to ko://knative.dev/serving/test/test_images/<name>.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+ferry=$root/bin/ferry
+[ -x "$ferry" ] || { echo "no $ferry: run make build (make conformance does)" >&2; exit 1; }
+
+# The spoofing client dials -ingressendpoint at the nodePort of the ingress Service's
+# port 80 (knative.dev/pkg/test/ingress), so the gateway listens on a port inside the
+# apiserver's default nodePort range (30000-32767), and a Service below claims it.
+gw_port=${GW_PORT:-31080}
+gw_local_port=${GW_LOCAL_PORT:-31081}
+gw_https_port=${GW_HTTPS_PORT:-31443}
+parallel=${PARALLEL:-4}   # tests mostly wait on polls; 4 at a time per package fits 2 cores
+timeout=${TIMEOUT:-40m}
+
+# Tests that cannot pass on this machine, each with why. Everything not listed here
+# that fails is a gap in Ferry (docs/conformance.md), not something to skip.
+skip_names=() skip_reasons=()
+skip() { skip_names+=("$1"); skip_reasons+=("$2"); }
+# (filled in from measured runs; see docs/conformance.md)
+
+data=$(mktemp -d "${TMPDIR:-/tmp}/ferry-conformance.XXXXXX")
+log=$data/go-test.log
+up_pid=
+# Always stop ferry up (it stops the pods it runs), even on Ctrl-C or a failed step.
+stop_ferry() {
+  local rc=$?
+  if [ -n "$up_pid" ] && kill -0 "$up_pid" 2>/dev/null; then
+    echo "Stopping ferry up (pid $up_pid) ..."
+    kill -INT "$up_pid" 2>/dev/null || true
+    # Give it a minute to stop its pods and etcd cleanly, then end it.
+    for _ in $(seq 60); do kill -0 "$up_pid" 2>/dev/null || break; sleep 1; done
+    kill -KILL "$up_pid" 2>/dev/null || true
+    wait "$up_pid" 2>/dev/null || true
+  fi
+  if [ "${KEEP:-}" = 1 ] || [ "$rc" -ne 0 ]; then
+    echo "Logs and data: $data (ferry up: $data/up.log, $data/ferry.log; suite: $log)"
+  else
+    rm -rf "$data"
+  fi
+  exit "$rc"
+}
+trap stop_ferry EXIT
+trap 'exit 130' INT TERM
+
+cd "$root/test/knative"
+serving_dir=$(go list -m -f '{{.Dir}}' knative.dev/serving)
+
+# Knative's test images, as the suite names them (-dockerrepo=ko.local, -tag=latest:
+# ko.local/<last path element>:latest), each mapped to its Go package. Only when this
+# ferry has --local-image; without it every pod is kwok's and the tests that check an
+# answer fail on "Hello from revision ... simulated by kwok".
+local_images=()
+if "$ferry" up --help | grep -q -- '--local-image'; then
+  while read -r pkg; do
+    local_images+=(--local-image "ko.local/${pkg##*/}:latest=ko://$pkg")
+  done < <(go list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' knative.dev/serving/test/test_images/...)
+  echo "Mapping ${#local_images[@]} test images to their Go packages (--local-image ... =ko://...)"
+else
+  echo "This ferry up has no --local-image: pods are simulated by kwok, and tests that check an answer fail."
+fi
+# The suite's own test binaries, built before ferry up starts so that the compile does
+# not race the cluster for the CPU.
+echo "Building the suite's test binaries ..."
+go test -tags=e2e -count=1 -run '^$' knative.dev/serving/test/conformance/api/v1 knative.dev/serving/test/conformance/runtime >/dev/null
+
+echo "Starting ferry up in $data (gateway 127.0.0.1:$gw_port) ..."
+# Foreground process group of its own is not needed: `exec` makes $! ferry itself.
+( exec "$ferry" up --data-dir "$data" \
+    --gateway-addr "127.0.0.1:$gw_port" --gateway-local-addr "127.0.0.1:$gw_local_port" \
+    --gateway-https-addr "127.0.0.1:$gw_https_port" "${local_images[@]}" ) >"$data/up.log" 2>&1 &
+up_pid=$!
+for i in $(seq 300); do
+  grep -q "Ferry is up" "$data/up.log" && break
+  if ! kill -0 "$up_pid" 2>/dev/null || [ "$i" -eq 300 ]; then
+    echo "ferry up did not come up:" >&2; tail -20 "$data/up.log" >&2; exit 1
+  fi
+  sleep 1
+done
+export KUBECONFIG=$data/kubeconfig
+
+# What the suite expects on the cluster: Knative's own fixtures (namespaces serving-tests
+# and serving-tests-alt, ConfigMap conformance-test-configmap and Secret
+# conformance-test-secret with testKey=testValue), and the ingress Service whose port 80
+# nodePort is the gateway's port (GATEWAY_OVERRIDE/GATEWAY_NAMESPACE_OVERRIDE name it;
+# no selector: nothing behind it, only the nodePort is read).
+kubectl apply -f "$serving_dir/test/config/cluster-resources.yaml" -f "$serving_dir/test/config/test-resources.yaml" >/dev/null
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata:
+  name: conformance-ingress
+  namespace: ferry-system
+spec:
+  type: NodePort
+  ports:
+  - {name: http, port: 80, nodePort: $gw_port}
+  - {name: https, port: 443, nodePort: $gw_https_port}
+EOF
+# Pods cannot be created in a namespace until its default ServiceAccount exists.
+for ns in serving-tests serving-tests-alt; do
+  for _ in $(seq 60); do kubectl -n "$ns" get serviceaccount default >/dev/null 2>&1 && break; sleep 1; done
+done
+
+skip_re=
+if [ ${#skip_names[@]} -gt 0 ]; then
+  echo "Skipped (cannot pass on this machine):"
+  for i in "${!skip_names[@]}"; do echo "  ${skip_names[$i]}: ${skip_reasons[$i]}"; done
+  skip_re="^($(IFS='|'; echo "${skip_names[*]}"))\$"
+fi
+
+echo "Running the suite (log: $log) ..."
+start=$(date +%s)
+set +e
+SYSTEM_NAMESPACE=ferry-system GATEWAY_OVERRIDE=conformance-ingress GATEWAY_NAMESPACE_OVERRIDE=ferry-system \
+go test -v -tags=e2e -count=1 -timeout "$timeout" -parallel "$parallel" \
+  ${RUN:+-run "$RUN"} ${skip_re:+-skip "$skip_re"} \
+  knative.dev/serving/test/conformance/api/v1 knative.dev/serving/test/conformance/runtime \
+  -args \
+  --kubeconfig="$KUBECONFIG" \
+  --ingressendpoint=127.0.0.1 \
+  --dockerrepo=ko.local \
+  --disable-logstream \
+  --enable-beta \
+  >"$log" 2>&1
+rc=$?
+set -e
+took=$(( $(date +%s) - start ))
+
+# Go's summary: each top-level test's result and each package's line.
+echo
+grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
+pass=$(grep -c '^--- PASS' "$log" || true)
+fail=$(grep -c '^--- FAIL' "$log" || true)
+skipped=$(grep -c '^--- SKIP' "$log" || true)
+echo
+echo "Conformance: $pass passed, $fail failed, $skipped skipped by the suite, ${#skip_names[@]} skipped here; ${took}s."
+exit $rc
