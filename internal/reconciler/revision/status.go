@@ -180,7 +180,7 @@ func exitMessage(t *corev1.ContainerStateTerminated) string {
 	case t.ExitCode == 0:
 		return "container exited with no error"
 	case t.Reason != "":
-		return t.Reason
+		return fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
 	}
 	return fmt.Sprintf("container exited with code %d", t.ExitCode)
 }
