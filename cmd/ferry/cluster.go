@@ -16,6 +16,9 @@ type localCluster interface {
 	ControllerRESTConfig() *rest.Config
 	ControllerUser() string
 	KubeconfigPath() string
+	// DrainWith tells the node of local programs, if there is one, how many requests
+	// the gateway has in flight to a pod's IP.
+	DrainWith(inFlight func(ip string) int64)
 	Stop() error
 }
 
@@ -23,6 +26,10 @@ type localClusterOptions struct {
 	dataDir string    // empty: a temporary directory that Stop removes
 	port    int       // the kube-apiserver's on 127.0.0.1; 0: a free one
 	log     io.Writer // the control plane's logs, besides control-plane.log in dataDir
+	// programs adds a node that runs the pods of ko:// images, and of the images of
+	// localImages (--local-image's IMAGE=EXECUTABLE pairs), as processes.
+	localImages []string
+	programs    bool
 }
 
 // errNoLocalCluster is what ferry up and ferry scale without --kubeconfig say in a

@@ -34,6 +34,9 @@ type inProcessOptions struct {
 	// leaseNamespace is where the gateway keeps its replica Lease ("": none), so that
 	// a `ferry gateway` started beside it shares the work as a second replica.
 	leaseNamespace string
+	// programs says a node runs some pods as processes: the gateway forwards to
+	// those and answers only for kwok's.
+	programs bool
 	// writes, when set, counts Ferry's own writes: the API server's metrics cannot
 	// tell them apart from the controller manager's, the scheduler's and kwok's.
 	writes *scale.WriteCounter
@@ -66,8 +69,9 @@ func startFerry(ctx context.Context, cluster localCluster, o inProcessOptions) (
 		LocalCADir:        o.localCADir,
 		// Knative's validation and defaulting, by URL on 127.0.0.1, and back-pressure.
 		Admission: &admission.Options{InProgressLimit: o.inProgressLimit, ControllerUser: cluster.ControllerUser()},
-		// kwok simulates every pod: the gateway answers for them instead of dialing.
-		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, HTTPSAddr: o.gatewayHTTPSAddr, SimulatedPods: true,
+		// kwok simulates every pod but the program node's: the gateway answers for
+		// them instead of dialing.
+		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, HTTPSAddr: o.gatewayHTTPSAddr, SimulatedPods: !o.programs,
 			LeaseNamespace: o.leaseNamespace},
 		// The whole process's profiles: the control plane's as much as Ferry's.
 		PprofAddr: o.pprofAddr,

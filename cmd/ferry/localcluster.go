@@ -5,12 +5,14 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
 	"github.com/ferry-serving/ferry/internal/localcluster"
+	"github.com/ferry-serving/ferry/internal/programs"
 )
 
 // withLocalCluster says whether this binary links the local cluster: kube-apiserver,
@@ -39,12 +41,41 @@ func startLocalCluster(ctx context.Context, opts localClusterOptions) (localClus
 	// The label tells the control plane's CPU from Ferry's in a profile (go tool
 	// pprof -tags): goroutines inherit it.
 	pprof.Do(ctx, pprof.Labels("component", "control-plane"), func(ctx context.Context) {
-		c, err = localcluster.Start(ctx, localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log})
+		var lo localcluster.Options
+		lo, err = clusterOptions(opts)
+		if err == nil {
+			c, err = localcluster.Start(ctx, lo)
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// programsSupported says why this machine cannot run the node of local programs, or
+// nil.
+func programsSupported() error { return programs.Supported("runc") }
+
+// clusterOptions are the local cluster's options, with a node of local programs when
+// opts.programs asks for one. ko:// packages build in the working
+// directory, as ko builds them where it runs; the built programs are kept in the data
+// directory.
+func clusterOptions(opts localClusterOptions) (localcluster.Options, error) {
+	lo := localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log}
+	if !opts.programs {
+		return lo, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return lo, err
+	}
+	cacheDir := filepath.Join(opts.dataDir, "programs", "built")
+	if opts.dataDir == "" {
+		cacheDir = filepath.Join(os.TempDir(), "ferry-programs-built")
+	}
+	lo.Programs, err = programs.ParseImages(opts.localImages, wd, cacheDir)
+	return lo, err
 }
 
 // tuneCollector applies localClusterGCPercent and localClusterMemoryShare, unless the

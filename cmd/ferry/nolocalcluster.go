@@ -9,3 +9,5 @@ const withLocalCluster = false
 func startLocalCluster(context.Context, localClusterOptions) (localCluster, error) {
 	return nil, errNoLocalCluster
 }
+
+func programsSupported() error { return errNoLocalCluster }

@@ -18,6 +18,7 @@ func newUpCommand() *cobra.Command {
 	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr string
 	var port, inProgressLimit int
 	var clusterOnly bool
+	var localImages []string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run a local Kubernetes control plane with Ferry inside, until Ctrl-C",
@@ -25,6 +26,12 @@ func newUpCommand() *cobra.Command {
 pods on one fake node) in this process, with Ferry's CRDs, controllers and gateway, and
 write a kubeconfig so that kubectl and kn work against it. Objects persist in the data
 directory across restarts.
+
+On Linux as root with runc installed, a second node, ferry-programs, runs real
+programs: a pod whose image is ko://IMPORT/PATH runs that Go package, built with the
+go command in the current directory, and --local-image IMAGE=EXECUTABLE runs a program
+for an image (EXECUTABLE may be ko://IMPORT/PATH too). Each pod gets its own network
+namespace, IP and mounts in runc containers. Every other pod stays simulated by kwok.
 
 With --cluster-only, Ferry's controller, gateway and admission webhooks do not run:
 start ferry controller and ferry gateway against the kubeconfig, as separate processes.`,
@@ -45,8 +52,13 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
+			programsErr := programsSupported()
+			if len(localImages) > 0 && programsErr != nil {
+				return fmt.Errorf("--local-image: %w", programsErr)
+			}
 			fmt.Fprintf(out, "Starting the local cluster in %s ...\n", dataDir)
-			cluster, err := startLocalCluster(ctx, localClusterOptions{dataDir: dataDir, port: port})
+			cluster, err := startLocalCluster(ctx, localClusterOptions{dataDir: dataDir, port: port,
+				localImages: localImages, programs: programsErr == nil})
 			if err != nil {
 				return err
 			}
@@ -61,7 +73,7 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			if clusterOnly {
-				printClusterOnly(out, time.Since(start), dataDir, cluster.KubeconfigPath(), externalAddr, localAddr, domain)
+				printClusterOnly(out, time.Since(start), dataDir, cluster.KubeconfigPath(), externalAddr, localAddr, domain, programsErr == nil)
 				<-ctx.Done()
 				fmt.Fprintln(out, "Stopping ...")
 				return cluster.Stop()
@@ -74,7 +86,7 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			defer logFile.Close()
 			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Domain: domain},
 				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, gatewayHTTPSAddr: httpsAddr,
-				localCADir: dataDir, pprofAddr: pprofAddr, leaseNamespace: config.SystemNamespace})
+				localCADir: dataDir, pprofAddr: pprofAddr, leaseNamespace: config.SystemNamespace, programs: programsErr == nil})
 			switch {
 			case ctx.Err() != nil: // Ctrl-C while Ferry started
 				fmt.Fprintln(out, "Stopping ...")
@@ -83,6 +95,11 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return fmt.Errorf("%w (is another ferry up running? --gateway-addr, --gateway-local-addr, --gateway-https-addr and --pprof-addr pick other ports)", err)
 			}
 
+			cluster.DrainWith(ferry.Gateway.InFlightTo)
+			pods := "Pods of ko:// images and of --local-image run as processes on node ferry-programs;\nthe others are simulated by kwok."
+			if programsErr != nil {
+				pods = fmt.Sprintf("Pods are simulated by kwok (ko:// images would run as processes, but %v).", programsErr)
+			}
 			gw := ferry.Gateway.ExternalAddr()
 			fmt.Fprintf(out, `Ferry is up (%.1fs). Logs: %s, %s
 
@@ -92,10 +109,11 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
   curl -H 'Host: hello.default.example.com' http://%s
 
 Gateway: %s (external), %s (cluster-local), %s (HTTPS, with external-domain-tls:
-Enabled in config-network; trust %s). Pods are simulated by kwok.
+Enabled in config-network; trust %s).
+%s
 Ctrl-C stops it.
 `, time.Since(start).Seconds(), filepath.Join(dataDir, "control-plane.log"), logFile.Name(),
-				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr(), ferry.Gateway.HTTPSAddr(), filepath.Join(dataDir, localca.CertFile))
+				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr(), ferry.Gateway.HTTPSAddr(), filepath.Join(dataDir, localca.CertFile), pods)
 			<-ferry.Context().Done()
 			fmt.Fprintln(out, "Stopping ...")
 			if err := ferry.Stop(); err != nil {
@@ -112,6 +130,7 @@ Ctrl-C stops it.
 	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, inProgressLimitUsage)
 	cmd.Flags().StringVar(&pprofAddr, "pprof-addr", "0", "where Go's profiles of the whole process are served (/debug/pprof/); 0 turns them off")
+	cmd.Flags().StringArrayVar(&localImages, "local-image", nil, "IMAGE=EXECUTABLE: containers of this image (as written in the Revision) run EXECUTABLE, a path or ko://IMPORT/PATH (repeatable; Linux, root and runc)")
 	cmd.Flags().BoolVar(&clusterOnly, "cluster-only", false, "run the cluster with Ferry's CRDs but not Ferry: print how to start ferry controller and ferry gateway against it")
 	return cmd
 }
@@ -119,13 +138,18 @@ Ctrl-C stops it.
 // printClusterOnly tells how to run Ferry's components against a cluster started with
 // --cluster-only, with the addresses and domain given to ferry up, and metrics and
 // health ports that do not clash on one host.
-func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, externalAddr, localAddr, domain string) {
+func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, externalAddr, localAddr, domain string, programs bool) {
 	ferry := os.Args[0]
 	controllerDomain := ""
 	if domain != "" {
 		controllerDomain = " --domain " + domain
 	}
 	host := "hello.default." + cmp.Or(domain, "example.com")
+	simulated, pods := " --simulated-pods", "Pods are simulated by kwok."
+	if programs {
+		// The gateway tells kwok's pods by their node and dials the program node's.
+		simulated, pods = "", "Pods of ko:// images and of --local-image run on node ferry-programs, the others on kwok's."
+	}
 	fmt.Fprintf(out, `The local cluster is up (%.1fs), without Ferry. Log: %s
 
   export KUBECONFIG=%s
@@ -134,7 +158,7 @@ Start Ferry's components against it, each in its own terminal:
 
   %s controller --kubeconfig %s \
       --metrics-addr 127.0.0.1:9090 --health-addr 127.0.0.1:8082 --stats-addr 127.0.0.1:8084%s
-  %s gateway --kubeconfig %s --addr %s --local-addr %s --simulated-pods \
+  %s gateway --kubeconfig %s --addr %s --local-addr %s%s \
       --metrics-addr 127.0.0.1:9091 --health-addr 127.0.0.1:8083 --autoscaler 127.0.0.1:8084
 
 then:
@@ -142,8 +166,8 @@ then:
   kubectl apply -f config/samples/hello-world.yaml
   curl -H 'Host: %s' http://%s
 
-No admission webhooks: objects are neither validated nor defaulted. Pods are simulated by kwok.
+No admission webhooks: objects are neither validated nor defaulted. %s
 Ctrl-C stops it.
 `, took.Seconds(), filepath.Join(dataDir, "control-plane.log"), kubeconfig,
-		ferry, kubeconfig, controllerDomain, ferry, kubeconfig, externalAddr, localAddr, host, externalAddr)
+		ferry, kubeconfig, controllerDomain, ferry, kubeconfig, externalAddr, localAddr, simulated, host, externalAddr, pods)
 }

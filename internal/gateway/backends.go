@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -246,6 +247,22 @@ type serviceRegistry struct {
 	services map[types.NamespacedName]*service
 	// onForget, if set, is called with each service the registry drops, under mu.
 	onForget func(*service)
+}
+
+// inFlightTo counts the requests in flight to every endpoint at ip, those of
+// endpoints already removed included.
+func (sr *serviceRegistry) inFlightTo(ip string) int64 {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	var n int64
+	for _, s := range sr.services {
+		for addr, p := range s.pods {
+			if host, _, _ := net.SplitHostPort(addr); host == ip {
+				n += p.inflight.Load()
+			}
+		}
+	}
+	return n
 }
 
 func newServiceRegistry() *serviceRegistry {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/ferry-serving/ferry/internal/programs"
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
@@ -57,23 +58,34 @@ func runControllerManager(ctx context.Context, kubeconfig string, creds *credent
 	return kcmapp.Run(ctx, cfg.Complete())
 }
 
-// runScheduler runs kube-scheduler until ctx is cancelled.
-func runScheduler(ctx context.Context, kubeconfig string) error {
+// runScheduler runs kube-scheduler until ctx is cancelled. With images, its filter
+// places the pods of local programs on the program node (programs.go).
+func runScheduler(ctx context.Context, dir, kubeconfig string, images *programs.Images) error {
 	opts := scheduleroptions.NewOptions()
 	fs := pflag.NewFlagSet("kube-scheduler", pflag.ContinueOnError)
 	for _, f := range opts.Flags.FlagSets {
 		fs.AddFlagSet(f)
 	}
-	if err := fs.Parse([]string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--kube-api-qps=1000",
 		"--kube-api-burst=2000",
-	}); err != nil {
+	}
+	var plugins []schedulerapp.Option
+	if images != nil {
+		config, err := schedulerConfig(dir, kubeconfig)
+		if err != nil {
+			return err
+		}
+		args = []string{"--config=" + config, "--secure-port=0"}
+		plugins = append(plugins, schedulerapp.WithPlugin(programsFilterName, newProgramsFilter(images)))
+	}
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cc, sched, err := schedulerapp.Setup(ctx, opts)
+	cc, sched, err := schedulerapp.Setup(ctx, opts, plugins...)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/programs"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -32,6 +34,10 @@ type Options struct {
 	// watch resuming from an old resourceVersion gets 410 Gone from etcd, which the
 	// watch cache would otherwise hide.
 	APIServerFlags []string
+	// Programs, when set, adds a node whose pods run local programs
+	// (internal/programs): the pods with an image that Programs runs go there and
+	// nowhere else, every other pod to kwok's node. It needs Linux, root and runc.
+	Programs *programs.Images
 }
 
 // ControllerUser is the user of ControllerRESTConfig: Ferry's controller when it runs in
@@ -46,6 +52,9 @@ type Cluster struct {
 	restConfig      *rest.Config
 	controllerToken string
 	kubeconfig      string
+
+	// programs is the node of local programs, if Options.Programs asked for one.
+	programs *programs.Node
 
 	cancel  context.CancelFunc
 	stop    sync.Once
@@ -121,10 +130,23 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	}
 
 	c.run(ctx, "kube-controller-manager", func() error { return runControllerManager(ctx, c.kubeconfig, creds) })
-	c.run(ctx, "kube-scheduler", func() error { return runScheduler(ctx, c.kubeconfig) })
+	c.run(ctx, "kube-scheduler", func() error { return runScheduler(ctx, c.dir, c.kubeconfig, opts.Programs) })
 	labelled(ctx, "kwok", func(ctx context.Context) { err = startKwok(ctx, c.restConfig, c.kubeconfig, logs) })
 	if err != nil {
 		return err
+	}
+	if opts.Programs != nil {
+		cs, err := kubernetes.NewForConfig(c.restConfig)
+		if err != nil {
+			return err
+		}
+		labelled(ctx, "programs", func(ctx context.Context) {
+			c.programs, err = programs.Start(ctx, programs.Options{Client: cs, Images: opts.Programs, Dir: filepath.Join(c.dir, "programs")})
+		})
+		if err != nil {
+			return err
+		}
+		c.closers = append(c.closers, c.programs.Stop)
 	}
 	if err := installCRDs(ctx, c.restConfig); err != nil {
 		return err
@@ -148,6 +170,14 @@ func (c *Cluster) ControllerUser() string { return ControllerUser }
 
 // KubeconfigPath is the kubeconfig of an admin user, for kubectl.
 func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
+
+// DrainWith tells the node of local programs, if there is one, how many requests are
+// in flight to a pod's IP (programs.Node.DrainWith).
+func (c *Cluster) DrainWith(inFlight func(ip string) int64) {
+	if c.programs != nil {
+		c.programs.DrainWith(inFlight)
+	}
+}
 
 // DataDir is where the cluster keeps its state.
 func (c *Cluster) DataDir() string { return c.dir }

@@ -24,7 +24,15 @@ var imagePullReasons = map[string]bool{
 	"ImagePullBackOff":  true,
 	"InvalidImageName":  true,
 	"ErrImageNeverPull": true,
+	// Ferry's program node (internal/programs) could not make a program of the
+	// image: a ko:// package that does not build, an executable that is gone.
+	ReasonErrImageBuild: true,
 }
+
+// ReasonErrImageBuild is the program node's waiting reason for an image it cannot turn
+// into a program. Its message says why (the compiler's errors), and does not change
+// between retries, so the Revision shows it.
+const ReasonErrImageBuild = "ErrImageBuild"
 
 // propagateDeployment sets replicas, ResourcesAvailable, ContainerHealthy and Active
 // from the Deployment and, while it is not available, from its pods. pods is only
@@ -136,6 +144,10 @@ func diagnose(pod *corev1.Pod) *podProblem {
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason == ReasonErrImageBuild {
+			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
+				fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
+		}
 		if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
 			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
 				fmt.Sprintf("Unable to fetch image %q: the kubelet cannot pull it.", cs.Image)}
@@ -168,7 +180,7 @@ func exitMessage(t *corev1.ContainerStateTerminated) string {
 	case t.ExitCode == 0:
 		return "container exited with no error"
 	case t.Reason != "":
-		return t.Reason
+		return fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
 	}
 	return fmt.Sprintf("container exited with code %d", t.ExitCode)
 }

@@ -87,7 +87,7 @@ func TestPropagateDeployment(t *testing.T) {
 		ready:     cond{corev1.ConditionFalse, "ExitCode1"},
 		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
 		container: cond{corev1.ConditionFalse, "ExitCode1"},
-		message:   "Container failed with: Error",
+		message:   "Container failed with: Error (exit code 1)",
 	}, {
 		name: "pod cannot be scheduled",
 		d:    deployment(1, 0, unavailable),

@@ -134,7 +134,8 @@ func timeoutSeconds(rev *v1.Revision) int64 {
 }
 
 // makePodSpec is the Revision's PodSpec with what Knative adds around the serving
-// container: its port (8080 unless named), PORT in its environment, a TCP readiness
+// container: its port (8080 unless named), PORT in its environment (and K_REVISION,
+// K_CONFIGURATION, K_SERVICE in every container's), a TCP readiness
 // probe on it unless the user gave one, probes' port 0 resolved to it, and logs as the
 // termination message fallback so that a crash explains itself in the Revision's status.
 // Every container drains before SIGTERM (PreStopSleepSeconds) within the pod's
@@ -166,6 +167,7 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 	}
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
+		c.Env = append(c.Env, knativeEnv(rev)...)
 		c.Lifecycle = preStop.DeepCopy()
 		if c.TerminationMessagePolicy == "" {
 			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
@@ -176,6 +178,17 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 		}
 	}
 	return spec
+}
+
+// knativeEnv is what Knative's runtime contract gives every container of a Revision:
+// K_REVISION, and K_CONFIGURATION and K_SERVICE from the Revision's labels (empty for
+// a Revision that no Service made, as in Knative).
+func knativeEnv(rev *v1.Revision) []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: "K_REVISION", Value: rev.Name},
+		{Name: "K_CONFIGURATION", Value: rev.Labels[v1.ConfigurationLabelKey]},
+		{Name: "K_SERVICE", Value: rev.Labels[v1.ServiceLabelKey]},
+	}
 }
 
 // servingPortProbe gives a probe Knative's meaning for what the API server would

@@ -1,0 +1,89 @@
+package programs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// runc runs containers with the runc command (Debian's package), each `runc run` in the
+// foreground: the command lives as long as the container, passes it the pipes for its
+// stdout and stderr and /dev/null for stdin, and exits with its exit status. Its state
+// lives under a directory of this node's, so a start finds what a crashed run left.
+type runc struct {
+	binary string
+	root   string
+}
+
+// start runs the container of bundle's config.json; wait on the returned command.
+func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer) (*exec.Cmd, error) {
+	if err := makeRootfs(s); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(r.binary, "--root", r.root, "run", "--bundle", bundle, id)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// runc in the foreground goes when Ferry goes; the container it leaves is
+	// removed at the next start (removeStale).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// kill sends a signal to the container's process.
+func (r *runc) kill(ctx context.Context, id string, sig syscall.Signal) error {
+	return r.run(ctx, nil, "kill", id, fmt.Sprint(int(sig)))
+}
+
+// remove deletes the container, killing what is left of it.
+func (r *runc) remove(ctx context.Context, id string) error {
+	return r.run(ctx, nil, "delete", "--force", id)
+}
+
+// exec runs a command in the running container, for an exec probe.
+func (r *runc) exec(ctx context.Context, id string, args []string, out io.Writer) error {
+	return r.run(ctx, out, append([]string{"exec", id}, args...)...)
+}
+
+// removeStale deletes every container of this node's state directory.
+func (r *runc) removeStale(ctx context.Context) error {
+	var out bytes.Buffer
+	if err := r.run(ctx, &out, "list", "--quiet"); err != nil {
+		return err
+	}
+	for _, id := range strings.Fields(out.String()) {
+		_ = r.remove(ctx, id)
+	}
+	return nil
+}
+
+func (r *runc) run(ctx context.Context, out io.Writer, args ...string) error {
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, r.binary, append([]string{"--root", r.root}, args...)...)
+	cmd.Stdout = out
+	if out == nil {
+		cmd.Stdout = &stderr
+	}
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("runc %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-serving/ferry/api/duck"
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+)
+
+// TestProgramsOnFerryUp runs `ferry up --local-image` as a user would, with a real Go
+// HTTP program (examples/hello) for one image and /bin/false for another, and checks
+// what the user sees: a Service of the program with min-scale 2 is Ready and answered
+// by two processes that see K_REVISION and their env; kubectl logs shows what the
+// program printed; deleting the Service leaves no process of it; a program that exits
+// 1 at start fails its Revision with the exit code. It needs what the program node
+// needs (Linux, root, runc: .ci/run installs runc).
+func TestProgramsOnFerryUp(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the program node needs root (network namespaces, cgroups)")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Skip("the program node needs runc (apt-get install runc)")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	// A name of its own, so that its processes can be counted on the machine.
+	program := filepath.Join(dir, fmt.Sprintf("ferry-it-hello-%d", time.Now().UnixNano()%100000))
+	if out, err := exec.Command("go", "build", "-o", program, "../../examples/hello").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/hello: %v\n%s", err, out)
+	}
+	addrs := loopbackAddrs(t, 3)
+	up := startProcess(t, "ferry up", nil, "up", "--data-dir", filepath.Join(dir, "data"),
+		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
+		"--local-image", "example.com/real:1="+program, "--local-image", "example.com/crash:1=/bin/false")
+	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		if up.Exited() {
+			t.Fatalf("ferry up exited:\n%s", up.Output())
+		}
+		return kubeconfig.MatchString(up.Output()), "ferry up has not said it is up"
+	})
+	if !strings.Contains(up.Output(), "run as processes on node ferry-programs") {
+		t.Errorf("ferry up does not say that programs run:\n%s", up.Output())
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+
+	svc := ksvc("default", "real", "example.com/real:1")
+	svc.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "2"}
+	svc.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TARGET", Value: "integration"}}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, svc, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
+
+	// Two pods, each its own process on :8080 in its own network namespace: the
+	// gateway spreads requests over both.
+	answers := map[string]int{}
+	for range 40 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addrs[0]+"/", nil)
+		req.Host = "real.default.example.com"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "Hello integration! Revision real-00001, pod real-00001-deployment-") {
+			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", resp.StatusCode, body)
+		}
+		answers[string(body)]++
+	}
+	if len(answers) != 2 {
+		t.Errorf("answers from %d pods, want 2: %v", len(answers), answers)
+	}
+
+	// kubectl logs reaches the program's output through the node's kubelet API.
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "ferry-programs" {
+			t.Errorf("pod %s is on node %q", p.Name, p.Spec.NodeName)
+		}
+		logs, err := cs.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("logs of %s: %v", p.Name, err)
+		}
+		if !strings.Contains(string(logs), "hello: revision real-00001 listening on :8080") || !strings.Contains(string(logs), "GET / from") {
+			t.Errorf("logs of %s: %q", p.Name, logs)
+		}
+	}
+	if n := processesOf(t, program); n != 2 {
+		t.Errorf("%d processes of the program run, want 2", n)
+	}
+
+	// A program that exits 1 at once fails its Revision with the exit code.
+	crash := ksvc("default", "crash", "example.com/crash:1")
+	if err := c.Create(ctx, crash); err != nil {
+		t.Fatal(err)
+	}
+	rev := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "crash-00001"}}
+	eventually(t, readyTimeout, func() (bool, string) {
+		if !get(t, c, rev.Namespace, rev.Name, rev) {
+			return false, "no Revision yet"
+		}
+		ready := rev.Status.GetCondition(duck.ConditionReady)
+		return ready != nil && ready.IsFalse() && ready.Reason == "ExitCode1" && strings.Contains(ready.Message, "exit code 1"),
+			fmt.Sprintf("Ready %+v", ready)
+	})
+
+	// Deleting the Service stops its processes: the pods leave as soon as no request is
+	// in flight, not at the end of their preStop sleep.
+	if err := c.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		n := processesOf(t, program)
+		return n == 0, fmt.Sprintf("%d processes of the program are left", n)
+	})
+}
+
+// processesOf counts the machine's processes that run program (mounted in their
+// container at /ko-app/<name>).
+func processesOf(t *testing.T, program string) int {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.HasPrefix(string(b), "/ko-app/"+filepath.Base(program)+"\x00") {
+			n++
+		}
+	}
+	return n
+}
