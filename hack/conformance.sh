@@ -143,6 +143,16 @@ took=$(( $(date +%s) - start ))
 # Go's summary: each top-level test's result and each package's line.
 echo
 grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
+# And each failing test's last line from its own _test.go file (for t.Fatal, its
+# message; helpers such as the prober log after it), by following go test -v's
+# "=== RUN/CONT/NAME <test>" markers through interleaved output.
+if grep -q -- '--- FAIL' "$log"; then
+  echo
+  echo "Failures (the test's last log line):"
+  awk '/^=== (RUN|CONT|NAME) / { cur = $3; next }
+       /^ +[^ ]+_test\.go:[0-9]+: / { l = $0; sub(/^ +/, "", l); last[cur] = substr(l, 1, 300); next }
+       /^ *--- FAIL: / && ($3 in last) { printf "  %s: %s\n", $3, last[$3] }' "$log"
+fi
 pass=$(grep -c '^--- PASS' "$log" || true)
 fail=$(grep -c '^--- FAIL' "$log" || true)
 skipped=$(grep -c '^--- SKIP' "$log" || true)
