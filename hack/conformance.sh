@@ -68,7 +68,7 @@ if "$ferry" up --help | grep -q -- '--local-image'; then
   while read -r pkg; do
     local_images+=(--local-image "ko.local/${pkg##*/}:latest=ko://$pkg")
   done < <(go list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' knative.dev/serving/test/test_images/...)
-  echo "Mapping ${#local_images[@]} test images to their Go packages (--local-image ... =ko://...)"
+  echo "Mapping $(( ${#local_images[@]} / 2 )) test images to their Go packages (--local-image ... =ko://...)"
 else
   echo "This ferry up has no --local-image: pods are simulated by kwok, and tests that check an answer fail."
 fi
