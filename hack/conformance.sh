@@ -33,11 +33,13 @@ skip() { skip_names+=("$1"); skip_reasons+=("$2"); }
 # (filled in from measured runs; see docs/conformance.md)
 
 data=$(mktemp -d "${TMPDIR:-/tmp}/ferry-conformance.XXXXXX")
-log=$data/go-test.log
-up_pid=
+up_pid= test_pids=()
 # Always stop ferry up (it stops the pods it runs), even on Ctrl-C or a failed step.
 stop_ferry() {
   local rc=$?
+  # go test first (on Ctrl-C or TERM), so that no test outlives the cluster; its child
+  # is the test binary: end that, then go test.
+  for pid in "${test_pids[@]}"; do pkill -TERM -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
   if [ -n "$up_pid" ] && kill -0 "$up_pid" 2>/dev/null; then
     echo "Stopping ferry up (pid $up_pid) ..."
     kill -INT "$up_pid" 2>/dev/null || true
@@ -47,7 +49,7 @@ stop_ferry() {
     wait "$up_pid" 2>/dev/null || true
   fi
   if [ "${KEEP:-}" = 1 ] || [ "$rc" -ne 0 ]; then
-    echo "Logs and data: $data (ferry up: $data/up.log, $data/ferry.log; suite: $log)"
+    echo "Logs and data: $data (ferry up: $data/up.log, $data/ferry.log; suite: $data/api-v1.log, $data/runtime.log)"
   else
     rm -rf "$data"
   fi
@@ -65,10 +67,16 @@ serving_dir=$(go list -m -f '{{.Dir}}' knative.dev/serving)
 # answer fail on "Hello from revision ... simulated by kwok".
 local_images=()
 if "$ferry" up --help | grep -q -- '--local-image'; then
-  while read -r pkg; do
+  mapfile -t image_pkgs < <(go list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' knative.dev/serving/test/test_images/...)
+  for pkg in "${image_pkgs[@]}"; do
     local_images+=(--local-image "ko.local/${pkg##*/}:latest=ko://$pkg")
-  done < <(go list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' knative.dev/serving/test/test_images/...)
-  echo "Mapping $(( ${#local_images[@]} / 2 )) test images to their Go packages (--local-image ... =ko://...)"
+  done
+  echo "Mapping ${#image_pkgs[@]} test images to their Go packages (--local-image ... =ko://...)"
+  # ferry up builds each one when its first pod is scheduled (go build -trimpath,
+  # CGO_ENABLED=0): compiling them now with those flags (several packages: compiled,
+  # not linked) fills the go command's cache, so that no test waits on a cold compile.
+  echo "Compiling the test images ..."
+  CGO_ENABLED=0 go build -trimpath "${image_pkgs[@]}"
 else
   echo "This ferry up has no --local-image: pods are simulated by kwok, and tests that check an answer fail."
 fi
@@ -122,40 +130,45 @@ if [ ${#skip_names[@]} -gt 0 ]; then
   skip_re="^($(IFS='|'; echo "${skip_names[*]}"))\$"
 fi
 
-echo "Running the suite (log: $log) ..."
+# One go test per package, side by side: go test buffers a package's output until it
+# ends when it runs several, and a log that grows is how a slow test is found.
+run_package() { # LOG PACKAGE
+  # exec: the background job's pid is go test's own, for the trap.
+  SYSTEM_NAMESPACE=ferry-system GATEWAY_OVERRIDE=conformance-ingress GATEWAY_NAMESPACE_OVERRIDE=ferry-system \
+  exec go test -v -tags=e2e -count=1 -timeout "$timeout" -parallel "$parallel" \
+    ${RUN:+-run "$RUN"} ${skip_re:+-skip "$skip_re"} "$2" \
+    -args \
+    --kubeconfig="$KUBECONFIG" \
+    --ingressendpoint=127.0.0.1 \
+    --dockerrepo=ko.local \
+    --disable-logstream \
+    --enable-beta \
+    >"$1" 2>&1
+}
+logs=("$data/api-v1.log" "$data/runtime.log")
+echo "Running the suite (logs: ${logs[*]}) ..."
 start=$(date +%s)
-set +e
-SYSTEM_NAMESPACE=ferry-system GATEWAY_OVERRIDE=conformance-ingress GATEWAY_NAMESPACE_OVERRIDE=ferry-system \
-go test -v -tags=e2e -count=1 -timeout "$timeout" -parallel "$parallel" \
-  ${RUN:+-run "$RUN"} ${skip_re:+-skip "$skip_re"} \
-  knative.dev/serving/test/conformance/api/v1 knative.dev/serving/test/conformance/runtime \
-  -args \
-  --kubeconfig="$KUBECONFIG" \
-  --ingressendpoint=127.0.0.1 \
-  --dockerrepo=ko.local \
-  --disable-logstream \
-  --enable-beta \
-  >"$log" 2>&1
-rc=$?
-set -e
+run_package "${logs[0]}" knative.dev/serving/test/conformance/api/v1 & test_pids=($!)
+run_package "${logs[1]}" knative.dev/serving/test/conformance/runtime & test_pids+=($!)
+rc=0
+for pid in "${test_pids[@]}"; do wait "$pid" || rc=1; done
+test_pids=()
 took=$(( $(date +%s) - start ))
 
 # Go's summary: each top-level test's result and each package's line.
 echo
-grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' "$log" || true
+cat "${logs[@]}" | grep -E '^(--- (PASS|FAIL|SKIP)|ok |FAIL|panic:)' || true
 # And each failing test's last line from its own _test.go file (for t.Fatal, its
 # message; helpers such as the prober log after it), by following go test -v's
 # "=== RUN/CONT/NAME <test>" markers through interleaved output.
-if grep -q -- '--- FAIL' "$log"; then
+if grep -q -- '--- FAIL' "${logs[@]}"; then
   echo
   echo "Failures (the test's last log line):"
-  awk '/^=== (RUN|CONT|NAME) / { cur = $3; next }
+  cat "${logs[@]}" | awk '/^=== (RUN|CONT|NAME) / { cur = $3; next }
        /^ +[^ ]+_test\.go:[0-9]+: / { l = $0; sub(/^ +/, "", l); last[cur] = substr(l, 1, 300); next }
-       /^ *--- FAIL: / && ($3 in last) { printf "  %s: %s\n", $3, last[$3] }' "$log"
+       /^ *--- FAIL: / && ($3 in last) { printf "  %s: %s\n", $3, last[$3] }'
 fi
-pass=$(grep -c '^--- PASS' "$log" || true)
-fail=$(grep -c '^--- FAIL' "$log" || true)
-skipped=$(grep -c '^--- SKIP' "$log" || true)
+count() { cat "${logs[@]}" | grep -c "^--- $1" || true; }
 echo
-echo "Conformance: $pass passed, $fail failed, $skipped skipped by the suite, ${#skip_names[@]} skipped here; ${took}s."
+echo "Conformance: $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped by the suite, ${#skip_names[@]} skipped here; ${took}s."
 exit $rc
