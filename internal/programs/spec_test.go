@@ -23,10 +23,10 @@ func TestOCISpec(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct {
-		name     string
-		pod      *corev1.Pod
-		program  Program
-		check    func(t *testing.T, s *specs.Spec)
+		name    string
+		pod     *corev1.Pod
+		program Program
+		check   func(t *testing.T, s *specs.Spec)
 	}{{
 		name: "the image's entrypoint is the program at /ko-app; env is the container's with PATH",
 		pod:  pod(nil), program: ko,
