@@ -357,6 +357,9 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 	}
 	r.mu.Unlock()
 	r.notify()
+	if !stopping {
+		r.n.forget(ctx, r.pod)
+	}
 }
 
 // shutdownGrace is the longest a container may take to exit after SIGTERM.

@@ -27,7 +27,7 @@ import (
 // HTTP program (examples/hello) for one image and /bin/false for another, and checks
 // what the user sees: a Service of the program with min-scale 2 is Ready and answered
 // by two processes that see K_REVISION and their env; kubectl logs shows what the
-// program printed; deleting the Service leaves no process of it; a program that exits
+// program printed; scaled to zero it stays Ready and a request starts it; deleting the Service leaves no process of it; a program that exits
 // 1 at start fails its Revision with the exit code. It needs what the program node
 // needs (Linux, root, runc: .ci/run installs runc).
 func TestProgramsOnFerryUp(t *testing.T) {
@@ -119,6 +119,38 @@ func TestProgramsOnFerryUp(t *testing.T) {
 		t.Errorf("%d processes of the program run, want 2", n)
 	}
 
+	// Scaled to zero, the program's pods leave by SIGTERM and the Revision stays
+	// Ready; the next request starts a process again and is answered by it.
+	idle := ksvc("default", "idle", "example.com/real:1")
+	idle.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/window": "6s"}
+	if err := c.Create(ctx, idle); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, idle, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	eventually(t, time.Minute, func() (bool, string) {
+		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=idle-00001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left.Items) == 0, fmt.Sprintf("%d pods of idle-00001 left", len(left.Items))
+	})
+	idleRev := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "idle-00001"}}
+	get(t, c, "default", idleRev.Name, idleRev)
+	if ready := idleRev.Status.GetCondition(duck.ConditionReady); ready == nil || !ready.IsTrue() {
+		t.Errorf("a Revision scaled to zero: Ready %+v", ready)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addrs[0]+"/", nil)
+	req.Host = "idle.default.example.com"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Revision idle-00001") {
+		t.Errorf("a request to the Revision at zero: %d %q", resp.StatusCode, body)
+	}
+
 	// A program that exits 1 at once fails its Revision with the exit code.
 	crash := ksvc("default", "crash", "example.com/crash:1")
 	if err := c.Create(ctx, crash); err != nil {
@@ -135,13 +167,19 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	})
 
 	// Deleting the Service stops its processes: the pods leave as soon as no request is
-	// in flight, not at the end of their preStop sleep.
+	// in flight, not at the end of their preStop sleep, and are gone from the API.
 	if err := c.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() (bool, string) {
-		n := processesOf(t, program)
-		return n == 0, fmt.Sprintf("%d processes of the program are left", n)
+		if n := processesOf(t, program); n > 0 {
+			return false, fmt.Sprintf("%d processes of the program are left", n)
+		}
+		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left.Items) == 0, fmt.Sprintf("%d pods of the program are left", len(left.Items))
 	})
 }
 

@@ -117,9 +117,14 @@ func replicaFailure(d *appsv1.Deployment) *appsv1.DeploymentCondition {
 }
 
 // propagatePods explains why pods are not ready, from the first pod that shows a
-// reason. Pods that merely have not started yet leave the conditions as they are.
+// reason. Pods that merely have not started yet leave the conditions as they are, and
+// so do pods on their way out: a scale-down's SIGTERM ends their containers, which is
+// no failure (the Revision's scale to zero read as ExitCode0 and stayed failed).
 func propagatePods(m duck.ConditionManager, pods []corev1.Pod) {
 	for i := range pods {
+		if pods[i].DeletionTimestamp != nil {
+			continue
+		}
 		if p := diagnose(&pods[i]); p != nil {
 			m.MarkFalse(p.condition, p.reason, "%s", p.message)
 			return

@@ -2,9 +2,11 @@ package revision
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
@@ -127,6 +129,22 @@ func TestPropagateDeployment(t *testing.T) {
 		name:         "scaling up from zero, the new pod starting",
 		d:            deployment(1, 0, unavailable),
 		pods:         []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}})},
+		wasAvailable: true,
+		ready:        cond{corev1.ConditionTrue, ""},
+		resources:    cond{corev1.ConditionTrue, ""},
+		container:    cond{corev1.ConditionTrue, ""},
+	}, {
+		name: "scaled to zero, the leaving pod's container ended by SIGTERM",
+		d: func() *appsv1.Deployment {
+			d := deployment(0, 0, available)
+			d.Generation = 2
+			return d
+		}(),
+		pods: []corev1.Pod{func() corev1.Pod {
+			p := pod(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}})
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			return p
+		}()},
 		wasAvailable: true,
 		ready:        cond{corev1.ConditionTrue, ""},
 		resources:    cond{corev1.ConditionTrue, ""},
