@@ -73,8 +73,8 @@ func Advise(c Chain, e Explanation) []string {
 		what := strings.Fields(kind)[0]
 		return []string{fmt.Sprintf("Another %s has the Service's name and the Service does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or name the Service differently.",
 			what, strings.ToLower(what), c.Name, ns)}
-	case has("Route AllTrafficAssigned=False", "Route AllTrafficAssigned=Unknown"):
-		return []string{"The Route's traffic names a Configuration or Revision that does not exist or has no Ready Revision: fix spec.traffic, or make that Revision Ready (above)."}
+	case has("Route AllTrafficAssigned=False", "Route AllTrafficAssigned=Unknown") && routeTrafficIssue(&c) != nil:
+		return trafficAdvice(c, routeTrafficIssue(&c), ns)
 	case has("KIngress missing"):
 		return []string{"The Route has not created its KIngress: the Route's conditions above say why. " + controller}
 	case has("KIngress"):

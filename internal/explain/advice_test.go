@@ -15,6 +15,12 @@ func TestAdvise(t *testing.T) {
 			Status: F, Reason: "CreationFailed", Message: "ingresses.networking.internal.knative.dev is forbidden"}
 		return c
 	}
+	configurationMissing := func() Chain {
+		c := waitingChain()
+		*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = duck.Condition{Type: v1.RouteConditionAllTrafficAssigned,
+			Status: F, Reason: "ConfigurationMissing", Message: `Configuration "nope" referenced in traffic not found.`}
+		return c
+	}
 	for _, tc := range []struct {
 		kind  string
 		chain func() Chain
@@ -29,7 +35,7 @@ func TestAdvise(t *testing.T) {
 		{"KIngress missing", routeRefused, "The API server refused an object Ferry creates"},
 		{"KIngress missing", waitingChain, "The Route has not created its KIngress"},
 		{"KIngress Ready=False InternalError", waitingChain, "Is the gateway running?"},
-		{"Route AllTrafficAssigned=False ConfigurationMissing", waitingChain, "fix spec.traffic"},
+		{"Route AllTrafficAssigned=False ConfigurationMissing (not found)", configurationMissing, `Configuration "nope" does not exist in namespace ns`},
 		{"not reconciled", waitingChain, "Is Ferry's controller running?"},
 		{"Configuration not owned", waitingChain, "`kubectl get configuration " + svcName + " -n ns -o yaml`"},
 		{"Deployment no pods", waitingChain, "`kubectl describe rs -n ns -l serving.knative.dev/revision=" + svcName + "-00001`"},

@@ -60,6 +60,9 @@ type Chain struct {
 	Pods          map[string][]corev1.Pod        // by Revision name
 	Route         *v1.Route
 	Ingress       *netv1alpha1.Ingress
+	// Neighbours are the namespace's Revisions, or Configurations, when the Route's
+	// traffic names one that does not exist: to say what exists instead.
+	Neighbours []metav1.ObjectMeta
 	// Events are the Events about any of the objects above.
 	Events []corev1.Event
 	// ReadErrors say which objects could not be read, and why.
@@ -99,15 +102,22 @@ type Explanation struct {
 	Kind string `json:"kind"`
 	// Lines walk the chain from the root down, indented by depth.
 	Lines []string `json:"lines"`
+	// Advice says what to do about the culprit (Advise), so that `ferry scale` and
+	// `ferry explain` say the same.
+	Advice []string `json:"advice,omitempty"`
 }
 
 func (e Explanation) String() string { return strings.Join(e.Lines, "\n") }
 
-// Explain names the deepest object that holds the rest up, and lists what is not
-// True on each object from the root down; see walk for the order. A Service always
+// Explain names the deepest object that holds the rest up, lists what is not True on
+// each object from the root down (see walk for the order), and says what to do. A Service always
 // gets a culprit; for the other roots the culprit is empty when the root is Ready.
 func Explain(c Chain) Explanation {
-	return walk(&c).e
+	e := walk(&c).e
+	if e.Culprit != "" {
+		e.Advice = Advise(c, e)
+	}
+	return e
 }
 
 // notOwned says obj is not the Service's: controlled by something else, or the

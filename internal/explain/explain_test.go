@@ -109,7 +109,7 @@ func TestExplain(t *testing.T) {
 			"    → Revision " + rev + ": ContainerHealthy=Unknown Deploying; ResourcesAvailable=Unknown Deploying",
 			"      → Deployment " + rev + `-deployment: 0/1 available; Available=False MinimumReplicasUnavailable "Deployment does not have minimum availability."`,
 			"        → Pod " + rev + "-deployment-7d9f-x2x: Pending; PodScheduled=False Unschedulable",
-			"  → Route " + svcName + `: AllTrafficAssigned=Unknown RevisionMissing "Configuration`,
+			"  → Route " + svcName + `: waiting for Configuration "` + svcName + `" to have a Ready Revision; AllTrafficAssigned=Unknown RevisionMissing "Configuration`,
 			"    → KIngress " + svcName + ": missing",
 		},
 	}, {

@@ -14,6 +14,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -172,6 +174,21 @@ func (r *reader) route(name string) {
 	ing := &netv1alpha1.Ingress{}
 	if r.get(routeresources.IngressName(rt), ing) {
 		r.ch.Ingress = ing
+	}
+	// A target the traffic names that does not exist: what does, to name instead.
+	if is := routeTrafficIssue(r.ch); is != nil && (is.State == targetMissing || is.State == targetCreating) {
+		var l client.ObjectList = &v1.ConfigurationList{}
+		if is.Kind == "Revision" {
+			l = &v1.RevisionList{}
+		}
+		if r.list(l) {
+			items, _ := meta.ExtractList(l)
+			for _, item := range items {
+				if o, ok := item.(client.Object); ok {
+					r.ch.Neighbours = append(r.ch.Neighbours, metav1.ObjectMeta{Name: o.GetName(), Labels: o.GetLabels()})
+				}
+			}
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ func (w *walker) routeRoot() {
 	w.routeStep(0)
 	sayIngress := !rt.IsReady()
 	if waits {
-		w.line(0, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+		w.line(0, w.routeLine())
 	} else {
 		sayIngress = w.sayRoute(0, stuck)
 	}
@@ -58,6 +58,11 @@ func (w *walker) serviceRoute(svcReady bool) bool {
 func (w *walker) routeStep(depth int) {
 	rt := w.c.Route
 	summary := knativeSummary(rt.Generation, &rt.Status.Status)
+	if is := routeTrafficIssue(w.c); is != nil {
+		if what, _ := is.says(); what != "" {
+			summary = what + "; " + summary
+		}
+	}
 	if t := describeTraffic(rt.Status.Traffic); t != "" {
 		summary += "; traffic " + t
 	}
@@ -77,16 +82,35 @@ func (w *walker) sayRoute(depth int, stuck bool) bool {
 	case rt.IsReady():
 		w.line(depth, fmt.Sprintf("Route %s: Ready", rt.Name))
 	default:
-		w.line(depth, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+		w.line(depth, w.routeLine())
 	}
 	return true
 }
 
+// routeLine is the line of a Route that is not Ready: what its traffic waits for, if
+// that is why, then what is not True on it.
+func (w *walker) routeLine() string {
+	rt := w.c.Route
+	line := fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false))
+	if is := routeTrafficIssue(w.c); is != nil {
+		if what, _ := is.says(); what != "" {
+			line = fmt.Sprintf("Route %s: %s; %s", rt.Name, what, describeStatus(rt.Generation, &rt.Status.Status, false))
+		}
+	}
+	return line
+}
+
 // ingress walks the KIngress and the gateway below the Route at depth; say
-// explains the KIngress, and blames the Route when only the Route is behind.
+// explains the KIngress, and blames the Route when its traffic cannot be assigned or
+// only the Route is behind.
 func (w *walker) ingress(depth int, say bool) {
 	c := w.c
 	rt, ing := c.Route, c.Ingress
+	if is := routeTrafficIssue(c); say && is != nil && rt.Status.ObservedGeneration == rt.Generation {
+		// The Route leaves its KIngress as it was (or does not make one) until its
+		// traffic can be assigned: its own condition says why, not the KIngress.
+		w.blame(is.culprit(rt))
+	}
 	if ing == nil {
 		name := routeresources.IngressName(rt)
 		w.missing(depth+1, "KIngress", name, "missing")
