@@ -2,11 +2,13 @@ package explain
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Advise says what to do about an explanation's culprit, in a line or two. The rules
@@ -59,6 +61,17 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
 	case has("ProgressDeadlineExceeded"):
 		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
+	case has(duck.ReasonNotOwned, "CertificateNotOwned"):
+		kind, name := takenName(c)
+		return []string{fmt.Sprintf("Another %s named %q exists and Ferry does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or rename the object that needs the name.",
+			orPlaceholder(kind, "object"), name, kubectlResource(kind), name, ns)}
+	case has(v1.ReasonRolloutInProgress):
+		return []string{"Not stuck: a gradual rollout (serving.knative.dev/rollout-duration) moves the traffic to the latest Revision step by step; the Route's status.traffic shows the split now. It is Ready when the rollout ends."}
+	case has("CertificateNotReady", "CertificateProvisionFailed"):
+		return []string{
+			fmt.Sprintf("The Route's Certificate is not Ready (message above): `kubectl get kcert -n %s` and its conditions say why; the certificate class (config-network's certificate-class) must have a provider running.", ns),
+			"Meanwhile the Route is not served on HTTPS; with http-protocol Enabled it is served on HTTP (HTTPDowngrade).",
+		}
 	case has(duck.ReasonCreationFailed, duck.ReasonUpdateFailed), has("KIngress missing") && refused(c):
 		return []string{
 			"The API server refused an object Ferry creates for it; the message above is the API server's: an invalid field, a ResourceQuota, an admission policy or Ferry's missing RBAC (config/rbac).",
@@ -150,4 +163,49 @@ func orPlaceholder(s, placeholder string) string {
 		return placeholder
 	}
 	return s
+}
+
+// takenMessage is Knative's NotOwned message (duck.NotOwnedMessage) and its
+// certificate variant; they name the object that holds the name.
+var takenMessage = regexp.MustCompile(`^There is an existing (.+?) "?([^" ]+)"? that we (?:do not|don't) own\.$`)
+
+// takenName is the kind and name of the object whose name a child of the chain
+// needs, from the first NotOwned condition on the Route or the latest Revision.
+func takenName(c Chain) (kind, name string) {
+	var statuses []*duck.Status
+	if c.Route != nil {
+		statuses = append(statuses, &c.Route.Status.Status)
+	}
+	if c.Configuration != nil {
+		if rev := LatestRevision(c.Configuration, c.Revisions); rev != nil {
+			statuses = append(statuses, &rev.Status.Status)
+		}
+	} else if len(c.Revisions) > 0 {
+		statuses = append(statuses, &c.Revisions[0].Status.Status)
+	}
+	for _, s := range statuses {
+		for _, cond := range s.Conditions {
+			if m := takenMessage.FindStringSubmatch(cond.Message); m != nil && cond.Status != corev1.ConditionTrue {
+				return m[1], m[2]
+			}
+		}
+	}
+	return "", c.Name
+}
+
+// kubectlResource is what kubectl calls the kind a NotOwned message names.
+func kubectlResource(kind string) string {
+	switch strings.ToLower(kind) {
+	case "placeholder service":
+		return "service"
+	case "ingress":
+		return "ingresses.networking.internal.knative.dev"
+	case "certificate":
+		return "certificates.networking.internal.knative.dev"
+	case "podautoscaler":
+		return "podautoscalers.autoscaling.internal.knative.dev"
+	case "":
+		return "all"
+	}
+	return strings.ToLower(kind)
 }

@@ -134,6 +134,36 @@ func TestExplain(t *testing.T) {
 		wantCulprit: "Revision " + rev + ": ContainerHealthy=Unknown Deploying; ResourcesAvailable=Unknown Deploying; Active=Unknown Deploying",
 		wantKind:    "Revision ContainerHealthy=Unknown Deploying (its Deployment is available)",
 	}, {
+		// The pods are merely not ready; the Revision gave up on them.
+		name: "revision past its progress deadline",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Revisions[0].Status.Status = status(1,
+				cond(duck.ConditionReady, F, "ProgressDeadlineExceeded", "Initial scale was never achieved"),
+				cond(v1.RevisionConditionResourcesAvailable, F, "ProgressDeadlineExceeded", "Initial scale was never achieved"),
+				cond(v1.RevisionConditionContainerHealthy, U, "Deploying", ""))
+			c.Pods[rev][0].Spec.NodeName = "kwok-node"
+			c.Pods[rev][0].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: T}, {Type: corev1.PodReady, Status: F, Reason: "ContainersNotReady"}}}
+			return c
+		},
+		wantCulprit: "Revision " + rev + `: ResourcesAvailable=False ProgressDeadlineExceeded "Initial scale was never achieved"`,
+		wantKind:    "Revision ResourcesAvailable=False ProgressDeadlineExceeded",
+		wantLines:   []string{"        → Pod " + rev + "-deployment-7d9f-x2x: Running; Ready=False ContainersNotReady"},
+	}, {
+		// Another's Deployment has the Revision's Deployment's name: its pods are not
+		// the Revision's business.
+		name: "revision whose Deployment name is taken",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Revisions[0].Status.Status = status(1,
+				cond(duck.ConditionReady, F, duck.ReasonNotOwned, duck.NotOwnedMessage("Deployment", rev+"-deployment")),
+				cond(v1.RevisionConditionResourcesAvailable, F, duck.ReasonNotOwned, duck.NotOwnedMessage("Deployment", rev+"-deployment")))
+			return c
+		},
+		wantCulprit: "Revision " + rev + `: ResourcesAvailable=False NotOwned "There is an existing Deployment`,
+		wantKind:    "Revision ResourcesAvailable=False NotOwned",
+	}, {
 		name: "deployment missing",
 		chain: func() Chain {
 			c := waitingChain()

@@ -111,6 +111,12 @@ func (w *walker) ingress(depth int, say bool) {
 		// traffic can be assigned: its own condition says why, not the KIngress.
 		w.blame(is.culprit(rt))
 	}
+	if say && refusedOrTaken(&rt.Status.Status) && rt.Status.ObservedGeneration == rt.Generation && ing != nil {
+		// A KIngress or placeholder Service of the Route's name that is another's, or
+		// a write refused: the Route says so, whatever the KIngress there says.
+		w.blame(fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)),
+			"Route "+conditionKind(rt.Generation, &rt.Status.Status))
+	}
 	if ing == nil {
 		name := routeresources.IngressName(rt)
 		w.missing(depth+1, "KIngress", name, "missing")
