@@ -61,6 +61,21 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
 	case has("ProgressDeadlineExceeded"):
 		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
+	case has("DomainAlreadyClaimed") && c.DomainMapping != nil:
+		if c.Claim != nil {
+			return []string{fmt.Sprintf("ClusterDomainClaim %s gives the domain to namespace %s: only a DomainMapping there may map it. Delete that one and the claim (`kubectl delete clusterdomainclaim %s`), or map another domain.",
+				c.Claim.Name, c.Claim.Spec.Namespace, c.Claim.Name)}
+		}
+		return []string{fmt.Sprintf("No ClusterDomainClaim gives %s to namespace %s, and config-network's autocreate-cluster-domain-claims is off: create one (spec.namespace: %s), or turn that on.",
+			c.DomainMapping.Name, ns, ns)}
+	case has("ResolveFailed") && c.DomainMapping != nil:
+		ref := c.DomainMapping.Spec.Ref
+		resource := strings.ToLower(ref.Kind)
+		if strings.HasPrefix(ref.APIVersion, "serving.knative.dev/") {
+			resource += ".serving.knative.dev"
+		}
+		return []string{fmt.Sprintf("spec.ref names %s %q, which does not resolve (message above): it must exist in namespace %s and have an address; `kubectl get %s %s -n %s`.",
+			ref.Kind, ref.Name, ns, resource, ref.Name, ns)}
 	case has(duck.ReasonNotOwned, "CertificateNotOwned"):
 		kind, name := takenName(c)
 		return []string{fmt.Sprintf("Another %s named %q exists and Ferry does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or rename the object that needs the name.",

@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ const (
 	KindConfiguration Kind = "configuration"
 	KindRevision      Kind = "revision"
 	KindRoute         Kind = "route"
+	KindDomainMapping Kind = "domainmapping"
 )
 
 // ParseKind accepts the names kubectl accepts for Knative's kinds (singular, plural,
@@ -38,8 +40,10 @@ func ParseKind(s string) (Kind, error) {
 		return KindRevision, nil
 	case "route", "routes", "rt":
 		return KindRoute, nil
+	case "domainmapping", "domainmappings", "dm":
+		return KindDomainMapping, nil
 	}
-	return "", fmt.Errorf("cannot explain %q: want ksvc (service), configuration, revision or route", s)
+	return "", fmt.Errorf("cannot explain %q: want ksvc (service), configuration, revision, route or domainmapping", s)
 }
 
 // Chain is what is known of one object and the objects its readiness depends on: a
@@ -59,7 +63,11 @@ type Chain struct {
 	ReplicaSets   map[string][]appsv1.ReplicaSet // by Revision name
 	Pods          map[string][]corev1.Pod        // by Revision name
 	Route         *v1.Route
+	// Ingress is the Route's KIngress, or the DomainMapping's.
 	Ingress       *netv1alpha1.Ingress
+	DomainMapping *v1beta1.DomainMapping
+	// Claim is the ClusterDomainClaim of the DomainMapping's domain.
+	Claim *netv1alpha1.ClusterDomainClaim
 	// Neighbours are the namespace's Revisions, or Configurations, when the Route's
 	// traffic names one that does not exist: to say what exists instead.
 	Neighbours []metav1.ObjectMeta

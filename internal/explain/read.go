@@ -9,6 +9,8 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
+	dmresources "github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	revisionresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	appsv1 "k8s.io/api/apps/v1"
@@ -30,7 +32,7 @@ type Target struct {
 // cache). The root object's NotFound is a Chain without it; any other error reading
 // the root is returned. Errors reading the rest are noted in the Chain's ReadErrors.
 // The reader needs get and list on Knative's kinds, Deployments, ReplicaSets, pods
-// and Events in the namespace.
+// and Events in the namespace (and get on ClusterDomainClaims for a DomainMapping).
 func Read(ctx context.Context, c client.Reader, t Target) (Chain, error) {
 	ch := Chain{Name: t.Name, Namespace: t.Namespace, Root: t.Kind, Deployments: map[string]*appsv1.Deployment{},
 		ReplicaSets: map[string][]appsv1.ReplicaSet{}, Pods: map[string][]corev1.Pod{}, Now: time.Now()}
@@ -70,6 +72,23 @@ func Read(ctx context.Context, c client.Reader, t Target) (Chain, error) {
 				r.configuration(tt.ConfigurationName)
 				break
 			}
+		}
+	case KindDomainMapping:
+		dm := &v1beta1.DomainMapping{}
+		if ok, err := r.root(dm); !ok {
+			return ch, err
+		}
+		ch.DomainMapping = dm
+		ing := &netv1alpha1.Ingress{}
+		if r.get(dmresources.IngressName(dm), ing) {
+			ch.Ingress = ing
+		}
+		// Cluster-scoped: who may map the domain.
+		claim := &netv1alpha1.ClusterDomainClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Name: dm.Name}, claim); err == nil {
+			ch.Claim = claim
+		} else if !apierrors.IsNotFound(err) {
+			ch.ReadErrors = append(ch.ReadErrors, fmt.Sprintf("reading ClusterDomainClaim %s: %v", dm.Name, err))
 		}
 	default:
 		return ch, fmt.Errorf("cannot explain a %q", t.Kind)

@@ -45,6 +45,12 @@ func walk(c *Chain) *walker {
 		} else {
 			w.routeRoot()
 		}
+	case KindDomainMapping:
+		if c.DomainMapping == nil {
+			w.notFound("DomainMapping")
+		} else {
+			w.domainMapping()
+		}
 	default:
 		w.service()
 	}
