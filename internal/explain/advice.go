@@ -80,6 +80,8 @@ func Advise(c Chain, e Explanation) []string {
 		kind, name := takenName(c)
 		return []string{fmt.Sprintf("Another %s named %q exists and Ferry does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or rename the object that needs the name.",
 			orPlaceholder(kind, "object"), name, kubectlResource(kind), name, ns)}
+	case has("RevisionNameTaken"):
+		return []string{fmt.Sprintf("Another Revision has the name the template gives (message above): change spec.template.metadata.name (it must change with every template change), or delete that Revision (`kubectl get revisions -n %s`).", ns)}
 	case has(v1.ReasonRolloutInProgress):
 		return []string{"Not stuck: a gradual rollout (serving.knative.dev/rollout-duration) moves the traffic to the latest Revision step by step; the Route's status.traffic shows the split now. It is Ready when the rollout ends."}
 	case has("CertificateNotReady", "CertificateProvisionFailed"):

@@ -128,10 +128,13 @@ func Explain(c Chain) Explanation {
 	return e
 }
 
-// notOwned says obj is not the Service's: controlled by something else, or the
-// Service's condition says so.
-func notOwned(svc *v1.Service, obj metav1.Object, cond *duck.Condition) bool {
-	if cond != nil && cond.Reason == duck.ReasonNotOwned && cond.Status != corev1.ConditionTrue {
+// notOwned says obj, the Service's kind child, is not the Service's: controlled by
+// something else, or the Service's condition says so. The condition copies the
+// child's reason, so NotOwned there may be about the child's own child (the Route's
+// placeholder Service): only Knative's message naming obj counts.
+func notOwned(svc *v1.Service, kind string, obj metav1.Object, cond *duck.Condition) bool {
+	if cond != nil && cond.Reason == duck.ReasonNotOwned && cond.Status != corev1.ConditionTrue &&
+		cond.Message == duck.NotOwnedMessage(kind, obj.GetName()) {
 		return true
 	}
 	ref := metav1.GetControllerOf(obj)

@@ -359,3 +359,35 @@ func TestExplain(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnConditionSaysWhy: an object that could not make its child says why itself,
+// so it is the culprit rather than the child that is not there.
+func TestOwnConditionSaysWhy(t *testing.T) {
+	taken := waitingChain()
+	taken.Revisions, taken.Configuration.Status.LatestCreatedRevisionName = nil, ""
+	taken.Configuration.Status.Status = status(1, cond(duck.ConditionReady, F, "RevisionNameTaken",
+		`The revision name "x-blue" is taken by a Revision that is not generation 1 of this Configuration.`))
+	r := Build(taken)
+	if r.Kind != "Configuration Ready=False RevisionNameTaken" || !strings.Contains(strings.Join(r.Advice, "\n"), "change spec.template.metadata.name") {
+		t.Errorf("a Revision name taken:\n%s", r)
+	}
+
+	placeholder := readyAll()
+	placeholder.Service.Status.Status = status(1, cond(duck.ConditionReady, F, duck.ReasonNotOwned, ""),
+		cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, duck.ReasonNotOwned, ""))
+	msg := duck.NotOwnedMessage("placeholder Service", svcName)
+	placeholder.Route.Status.Status = status(1, cond(duck.ConditionReady, F, duck.ReasonNotOwned, msg), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
+		cond(v1.RouteConditionIngressReady, F, duck.ReasonNotOwned, msg))
+	placeholder.Ingress, placeholder.Namespace = nil, "ns"
+	r = Build(placeholder)
+	if !strings.HasPrefix(r.Culprit, "Route "+svcName+": IngressReady=False NotOwned") || !strings.Contains(strings.Join(r.Advice, "\n"), "`kubectl get service "+svcName+" -n ns -o yaml`") {
+		t.Errorf("a placeholder Service name taken:\n%s", r)
+	}
+
+	downgraded := healthy()
+	*downgraded.Route.Status.GetCondition(v1.RouteConditionCertificateProvisioned) = cond(v1.RouteConditionCertificateProvisioned, T, "HTTPDowngrade",
+		"Certificate route-abc is not ready downgrade HTTP.")
+	if r := Build(downgraded); !r.OK || !strings.Contains(r.String(), "HTTP only (HTTPDowngrade): Certificate route-abc is not ready downgrade HTTP.") {
+		t.Errorf("a Route served on HTTP while its Certificate is not ready:\n%s", r)
+	}
+}

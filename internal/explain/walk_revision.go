@@ -170,6 +170,14 @@ func refusedOrTaken(s *duck.Status) bool {
 	return false
 }
 
+// taken says a Knative status has a condition False because a child's name is taken
+// by an object of another owner.
+func taken(s *duck.Status) bool {
+	return slices.ContainsFunc(s.Conditions, func(c duck.Condition) bool {
+		return c.Status == corev1.ConditionFalse && c.Reason == duck.ReasonNotOwned
+	})
+}
+
 // podSaysWhy says a pod that is not ready gives a reason of its own: a container
 // waiting or terminated with one, or not scheduled.
 func podSaysWhy(p corev1.Pod) bool {

@@ -8,6 +8,10 @@ import (
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
+// reasonHTTPDowngrade is Knative's CertificateProvisioned reason for a Route served
+// on HTTP while its Certificate is not Ready (http-protocol Enabled).
+const reasonHTTPDowngrade = "HTTPDowngrade"
+
 // routeRoot walks a Route root: the Route, the Configuration it sends traffic to,
 // its KIngress and the gateway. A Route that waits for traffic is explained by its
 // Configuration first.
@@ -42,7 +46,7 @@ func (w *walker) serviceRoute(svcReady bool) bool {
 		return w.serviceChildMissing("Route", svcReady)
 	}
 	w.routeStep(1)
-	owned := !notOwned(svc, rt, svc.Status.GetCondition(v1.ServiceConditionRoutesReady))
+	owned := !notOwned(svc, "Route", rt, svc.Status.GetCondition(v1.ServiceConditionRoutesReady))
 	sayIngress := false
 	if owned {
 		sayIngress = w.sayRoute(1, svcReady && c.Probed && c.LastAnswer != "")
@@ -62,6 +66,10 @@ func (w *walker) routeStep(depth int) {
 		if what, _ := is.says(); what != "" {
 			summary = what + "; " + summary
 		}
+	}
+	if cert := rt.Status.GetCondition(v1.RouteConditionCertificateProvisioned); cert.IsTrue() && cert.Reason == reasonHTTPDowngrade {
+		// Ready, but not as asked: plain HTTP until the Certificate is.
+		summary += "; HTTP only (" + reasonHTTPDowngrade + "): " + cert.Message
 	}
 	if t := describeTraffic(rt.Status.Traffic); t != "" {
 		summary += "; traffic " + t
@@ -111,7 +119,7 @@ func (w *walker) ingress(depth int, say bool) {
 		// traffic can be assigned: its own condition says why, not the KIngress.
 		w.blame(is.culprit(rt))
 	}
-	if say && refusedOrTaken(&rt.Status.Status) && rt.Status.ObservedGeneration == rt.Generation && ing != nil {
+	if say && rt.Status.ObservedGeneration == rt.Generation && (taken(&rt.Status.Status) || refusedOrTaken(&rt.Status.Status) && ing != nil) {
 		// A KIngress or placeholder Service of the Route's name that is another's, or
 		// a write refused: the Route says so, whatever the KIngress there says.
 		w.blame(fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)),
