@@ -51,8 +51,8 @@ var trafficMessages = []struct {
 	{regexp.MustCompile(`^(Revision) "(.*)" failed to become ready\.$`), targetFailed},
 }
 
-// routeTrafficIssue reads the Route's AllTrafficAssigned: nil when it is True or
-// absent; an issue with no Name when it is not about one target (ErrorConfig,
+// routeTrafficIssue reads the Route's AllTrafficAssigned: nil when it is True,
+// absent or has no reason; an issue with no Name when it is not about one target (ErrorConfig,
 // InvalidTraffic). A Revision that is not there but is the one the chain's
 // Configuration makes for its current generation is being created, not missing.
 func routeTrafficIssue(c *Chain) *trafficIssue {
@@ -60,7 +60,8 @@ func routeTrafficIssue(c *Chain) *trafficIssue {
 		return nil
 	}
 	cond := c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned)
-	if cond == nil || cond.IsTrue() {
+	if cond == nil || cond.IsTrue() || cond.Reason == "" {
+		// Not assigned yet, for no reason given: nothing to say of the traffic.
 		return nil
 	}
 	is := &trafficIssue{Cond: cond}

@@ -99,13 +99,13 @@ func (w *walker) sayRoute(depth int, stuck bool) bool {
 // that is why, then what is not True on it.
 func (w *walker) routeLine() string {
 	rt := w.c.Route
-	line := fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false))
+	status := describeStatus(rt.Generation, &rt.Status.Status, false)
 	if is := routeTrafficIssue(w.c); is != nil {
 		if what, _ := is.says(); what != "" {
-			line = fmt.Sprintf("Route %s: %s; %s", rt.Name, what, describeStatus(rt.Generation, &rt.Status.Status, false))
+			status = what + "; " + status
 		}
 	}
-	return line
+	return fmt.Sprintf("Route %s: %s", rt.Name, status)
 }
 
 // ingress walks the KIngress and the gateway below the Route at depth; say
