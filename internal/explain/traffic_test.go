@@ -178,3 +178,13 @@ func TestRevisionsInstead(t *testing.T) {
 		}
 	}
 }
+
+// TestTrafficNoReason: AllTrafficAssigned just initialized (Unknown, no reason) says
+// nothing of the traffic, so the Route is not blamed for it.
+func TestTrafficNoReason(t *testing.T) {
+	c := pinned("x", U, "", false)
+	*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = cond(v1.RouteConditionAllTrafficAssigned, U, "", "")
+	if e := Explain(c); e.Kind != "KIngress missing" || strings.Contains(strings.Join(e.Advice, " "), "spec.traffic") {
+		t.Errorf("kind %q, advice %q", e.Kind, e.Advice)
+	}
+}
