@@ -56,6 +56,7 @@ func TestAdvise(t *testing.T) {
 		{"Route CertificateProvisioned=False CertificateNotOwned", certificateTaken, "`kubectl get certificates.networking.internal.knative.dev route-abc -n ns -o yaml`"},
 		{"Route IngressReady=Unknown RolloutInProgress", waitingChain, "Not stuck: a gradual rollout"},
 		{"Route CertificateProvisioned=Unknown CertificateNotReady", waitingChain, "`kubectl get kcert -n ns`"},
+		{"Route CertificateProvisioned=False CertificateProvisionFailed", waitingChain, "`kubectl get kcert -n ns`"},
 		{"something new", waitingChain, "from the bottom up"},
 	} {
 		c := tc.chain()

@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/explain"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/reconciler"
+	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
 // explainRow is one failure Knative reports, made on the local cluster, and what
@@ -28,8 +29,10 @@ import (
 type explainRow struct {
 	name string
 	// ferry is the Ferry that runs the row: "" the default configuration, else one
-	// of explainTableConfigs.
-	ferry string
+	// of explainTableConfigs. With ownFerry, make starts it once it has made what
+	// must be there before Ferry sees the namespace.
+	ferry    string
+	ownFerry bool
 	// make creates the failure in ns and returns what to explain.
 	make func(t *testing.T, ns string) explain.Target
 	// culprit starts the "not done" line, reason is in the culprit's kind, todo in
@@ -367,6 +370,23 @@ var explainTable = []explainRow{{
 	reason:  "CertificateNotReady",
 	todo:    "The Route's Certificate is not Ready",
 }, {
+	// The Certificate's name holds the Route's UID: the squatter is made after the
+	// Route and before any Ferry sees it.
+	name:     "NotOwned: Certificate",
+	ferry:    "tls-redirected",
+	ownFerry: true,
+	make: func(t *testing.T, ns string) explain.Target {
+		rt := route(ns, "certtaken", v1.TrafficTarget{ConfigurationName: "app", Percent: ptr(int64(100))})
+		create(t, configuration(ns, "app", "ferry.test/app"), rt)
+		create(t, &netv1alpha1.Certificate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: routeresources.CertificateName(rt, "")},
+			Spec: netv1alpha1.CertificateSpec{DNSNames: []string{"squatter.example.com"}, SecretName: "squatter"}})
+		startFerryAndGatewayWith(t, explainTableOptions(t, "tls-redirected"), true, ns)
+		return target(explain.KindRoute, ns, "certtaken")
+	},
+	culprit: "Route certtaken: CertificateProvisioned=False CertificateNotOwned",
+	reason:  "CertificateNotOwned",
+	todo:    "`kubectl get certificates.networking.internal.knative.dev route-",
+}, {
 	// Not a failure: Ready, on HTTP until the Certificate is.
 	name:  "HTTPDowngrade",
 	ferry: "tls-enabled",
@@ -425,20 +445,12 @@ func TestExplainTable(t *testing.T) {
 	byFerry := map[string][]string{}
 	for i, row := range explainTable {
 		nss[i] = testNamespace(t)
-		byFerry[row.ferry] = append(byFerry[row.ferry], nss[i])
+		if !row.ownFerry {
+			byFerry[row.ferry] = append(byFerry[row.ferry], nss[i])
+		}
 	}
 	for name, namespaces := range byFerry {
-		opts := reconciler.Options{}
-		if name != "" {
-			network, err := config.NewNetworkFromConfigMap(&corev1.ConfigMap{Data: explainTableConfigs[name]})
-			if err != nil {
-				t.Fatalf("config-network %s: %v", name, err)
-			}
-			cfg := config.Default()
-			cfg.Network = network
-			opts.Config = func() *config.Config { return cfg }
-		}
-		startFerryAndGatewayWith(t, opts, true, namespaces...)
+		startFerryAndGatewayWith(t, explainTableOptions(t, name), true, namespaces...)
 	}
 	for i, row := range explainTable {
 		ns := nss[i]
@@ -476,6 +488,22 @@ func TestExplainTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// explainTableOptions are the reconcilers' options for the Ferry named name ("" the
+// default configuration, else config-network from explainTableConfigs).
+func explainTableOptions(t *testing.T, name string) reconciler.Options {
+	t.Helper()
+	if name == "" {
+		return reconciler.Options{}
+	}
+	network, err := config.NewNetworkFromConfigMap(&corev1.ConfigMap{Data: explainTableConfigs[name]})
+	if err != nil {
+		t.Fatalf("config-network %s: %v", name, err)
+	}
+	cfg := config.Default()
+	cfg.Network = network
+	return reconciler.Options{Config: func() *config.Config { return cfg }}
 }
 
 func fillAll(fill func(string) string, ss []string) []string {
