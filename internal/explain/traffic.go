@@ -134,9 +134,10 @@ func trafficField(c *Chain, is *trafficIssue) string {
 }
 
 // revisionsInstead lists the Revisions of the Configuration a missing Revision's name
-// belongs to (Knative's Revision names start with "<configuration>-"), newest first,
-// with the latest ready one marked: what the traffic could name instead. It also
-// returns that Configuration's name ("" when none matches).
+// belongs to (Knative's Revision names start with "<configuration>-"), by name from
+// the highest (the newest, for generated names), with the latest ready one marked:
+// what the traffic could name instead. It also returns that Configuration's name
+// ("" when none matches).
 func revisionsInstead(c *Chain, missing string) (cfg string, names []string) {
 	revs := slices.Clone(c.Revisions)
 	for _, m := range c.Neighbours {
