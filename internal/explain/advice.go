@@ -36,6 +36,13 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{"The API server refused the Service: the message above names the field. Fix the manifest and apply it again."}
 	case has("ksvc not found", "Configuration not found", "Revision not found", "Route not found"):
 		return []string{fmt.Sprintf("Check the name and the namespace (-n): `kubectl get ksvc,configuration,revision,route -n %s`.", ns)}
+	case has("BuildingImage"):
+		return []string{fmt.Sprintf("ferry up is building the Go package of %s with the go command: run this again in a few seconds.", quoteOr(image, "the image"))}
+	case has("ErrImageBuild"), has("ContainerMissing") && strings.HasPrefix(image, "ko://"):
+		return []string{
+			fmt.Sprintf("ferry up could not make a program of %s: the message above says why (the go command's errors, or a missing executable).", quoteOr(image, "the image")),
+			"A ko:// package builds in the directory ferry up was started in, within its Go module; an image mapped by --local-image runs the executable given there. Fix it: the pod tries again, 10 s after the first failure, doubling to 5 minutes.",
+		}
 	case has("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ContainerMissing"):
 		return []string{
 			fmt.Sprintf("The image %s cannot be pulled: check its name and tag, and that the cluster can reach the registry.", quoteOr(image, "of the Revision")),
