@@ -52,6 +52,11 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 	wasAvailable := m.GetCondition(v1.RevisionConditionResourcesAvailable).IsTrue()
 	switch {
 	case wasAvailable && !progressDeadlineExceeded(d) && replicaFailure(d) == nil:
+		if isAvailable(d) {
+			// A container that failed while the pods were available (a crash, since
+			// restarted) is healthy again once they all are.
+			m.MarkTrue(v1.RevisionConditionContainerHealthy)
+		}
 	case d.Status.ObservedGeneration < d.Generation:
 		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, ReasonDeploying, "")
 	case isAvailable(d):

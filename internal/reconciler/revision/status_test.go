@@ -47,6 +47,8 @@ func TestPropagateDeployment(t *testing.T) {
 		message   string
 		// wasAvailable: the Revision's pods were available before (it was Ready).
 		wasAvailable bool
+		// wasFailed: a container of it failed since (ContainerHealthy=False).
+		wasFailed bool
 	}{{
 		name:      "available",
 		d:         deployment(1, 1, available),
@@ -150,6 +152,14 @@ func TestPropagateDeployment(t *testing.T) {
 		resources:    cond{corev1.ConditionTrue, ""},
 		container:    cond{corev1.ConditionTrue, ""},
 	}, {
+		name:         "available again after a container failed",
+		d:            deployment(1, 1, available),
+		wasAvailable: true,
+		wasFailed:    true,
+		ready:        cond{corev1.ConditionTrue, ""},
+		resources:    cond{corev1.ConditionTrue, ""},
+		container:    cond{corev1.ConditionTrue, ""},
+	}, {
 		name:         "scaling up, but the progress deadline passed",
 		d:            deployment(2, 1, unavailable, deadlineGone),
 		wasAvailable: true,
@@ -166,6 +176,9 @@ func TestPropagateDeployment(t *testing.T) {
 			if tc.wasAvailable {
 				m.MarkTrue(v1.RevisionConditionResourcesAvailable)
 				m.MarkTrue(v1.RevisionConditionContainerHealthy)
+			}
+			if tc.wasFailed {
+				m.MarkFalse(v1.RevisionConditionContainerHealthy, "ExitCode1", "Container failed with: boom")
 			}
 			propagateDeployment(status, m, tc.d, tc.pods)
 			for _, c := range []struct {
