@@ -81,18 +81,11 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	// gateway spreads requests over both.
 	answers := map[string]int{}
 	for range 40 {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addrs[0]+"/", nil)
-		req.Host = "real.default.example.com"
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, body := getHost(t, addrs[0], "real.default.example.com")
+		if code != http.StatusOK || !strings.HasPrefix(body, "Hello integration! Revision real-00001, pod real-00001-deployment-") {
+			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", code, body)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "Hello integration! Revision real-00001, pod real-00001-deployment-") {
-			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", resp.StatusCode, body)
-		}
-		answers[string(body)]++
+		answers[body]++
 	}
 	if len(answers) != 2 {
 		t.Errorf("answers from %d pods, want 2: %v", len(answers), answers)
@@ -139,16 +132,8 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	if ready := idleRev.Status.GetCondition(duck.ConditionReady); ready == nil || !ready.IsTrue() {
 		t.Errorf("a Revision scaled to zero: Ready %+v", ready)
 	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addrs[0]+"/", nil)
-	req.Host = "idle.default.example.com"
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Revision idle-00001") {
-		t.Errorf("a request to the Revision at zero: %d %q", resp.StatusCode, body)
+	if code, body := getHost(t, addrs[0], "idle.default.example.com"); code != http.StatusOK || !strings.Contains(body, "Revision idle-00001") {
+		t.Errorf("a request to the Revision at zero: %d %q", code, body)
 	}
 
 	// A program that exits 1 at once fails its Revision with the exit code.
@@ -181,6 +166,20 @@ func TestProgramsOnFerryUp(t *testing.T) {
 		}
 		return len(left.Items) == 0, fmt.Sprintf("%d pods of the program are left", len(left.Items))
 	})
+}
+
+// getHost sends GET / for host to the gateway at addr.
+func getHost(t *testing.T, addr, host string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // processesOf counts the machine's processes that run program (mounted in their
