@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 // HTTP program (examples/hello) for one image and /bin/false for another, and checks
 // what the user sees: a Service of the program with min-scale 2 is Ready and answered
 // by two processes that see K_REVISION and their env; kubectl logs shows what the
-// program printed; scaled to zero it stays Ready and a request starts it; deleting the Service leaves no process of it; a program that exits
+// program printed; scaled to zero it stays Ready and a request starts it; stopping
+// ferry up stops every process and starting it again runs them again; deleting the Service leaves no process of it; a program that exits
 // 1 at start fails its Revision with the exit code. It needs what the program node
 // needs (Linux, root, runc: .ci/run installs runc).
 func TestProgramsOnFerryUp(t *testing.T) {
@@ -45,9 +47,10 @@ func TestProgramsOnFerryUp(t *testing.T) {
 		t.Fatalf("building examples/hello: %v\n%s", err, out)
 	}
 	addrs := loopbackAddrs(t, 3)
-	up := startProcess(t, "ferry up", nil, "up", "--data-dir", filepath.Join(dir, "data"),
+	upArgs := []string{"up", "--data-dir", filepath.Join(dir, "data"),
 		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
-		"--local-image", "example.com/real:1="+program, "--local-image", "example.com/crash:1=/bin/false")
+		"--local-image", "example.com/real:1=" + program, "--local-image", "example.com/crash:1=/bin/false"}
+	up := startProcess(t, "ferry up", nil, upArgs...)
 	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		if up.Exited() {
@@ -151,6 +154,37 @@ func TestProgramsOnFerryUp(t *testing.T) {
 			fmt.Sprintf("Ready %+v", ready)
 	})
 
+	// Stopping ferry up stops every process; started again on its data directory, it
+	// runs the pods bound to the node again, and the Service answers from them.
+	up.signal(syscall.SIGTERM)
+	select {
+	case <-up.done:
+	case <-time.After(time.Minute):
+		t.Fatal("ferry up did not stop within a minute of SIGTERM")
+	}
+	if n := processesOf(t, program); n != 0 {
+		t.Errorf("%d processes of the program outlive ferry up", n)
+	}
+	up = startProcess(t, "ferry up, again", nil, upArgs...)
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		if up.Exited() {
+			t.Fatalf("ferry up exited:\n%s", up.Output())
+		}
+		if n := processesOf(t, program); n != 2 {
+			return false, fmt.Sprintf("%d processes of the program run, want 2", n)
+		}
+		code, body := getHostErr(addrs[0], "real.default.example.com")
+		return code == http.StatusOK && strings.Contains(body, "Revision real-00001"), fmt.Sprintf("answer %d %q", code, body)
+	})
+	// The API server listens on another port now: read the new kubeconfig.
+	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1]); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = client.New(cfg, client.Options{Scheme: testScheme}); err != nil {
+		t.Fatal(err)
+	}
+	cs = kubernetes.NewForConfigOrDie(cfg)
+
 	// Deleting the Service stops its processes: the pods leave as soon as no request is
 	// in flight, not at the end of their preStop sleep, and are gone from the API.
 	if err := c.Delete(ctx, svc); err != nil {
@@ -171,11 +205,20 @@ func TestProgramsOnFerryUp(t *testing.T) {
 // getHost sends GET / for host to the gateway at addr.
 func getHost(t *testing.T, addr, host string) (int, string) {
 	t.Helper()
+	code, body := getHostErr(addr, host)
+	if code == 0 {
+		t.Fatal(body)
+	}
+	return code, body
+}
+
+// getHostErr is getHost with an error as the body and code 0.
+func getHostErr(addr, host string) (int, string) {
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
 	req.Host = host
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err.Error()
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
