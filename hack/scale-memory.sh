@@ -2,7 +2,7 @@
 # N Services through ferry controller + ferry gateway as processes against ferry up --cluster-only:
 # the controller's RSS and Go heap before and after (docs/scale.md). C: the controller
 # binary (e.g. one built -tags nolocalcluster, as in the image).
-set -u
+set -u -o pipefail
 N=${1:-1000}; B=${FERRY:-bin/ferry}; C=${C:-$B}; D=$(mktemp -d); R=$D/report
 $B up --cluster-only --data-dir $D --gateway-addr 127.0.0.1:18080 --gateway-local-addr 127.0.0.1:18081 > $D/up.log 2>&1 &
 UP=$!

@@ -19,6 +19,11 @@ for f in $generated; do
 done
 if [ "$stale" = 1 ]; then echo "generated files were stale: commit the result of 'make generate'"; exit 1; fi
 
+step "make targets fail when what they run fails (make simulate pipes into grep)"
+if make --no-print-directory simulate GO=false SEEDS=1 >/dev/null 2>&1; then
+  echo "make simulate succeeded although its go test failed"; exit 1
+fi
+
 step "go vet"
 go vet ./...
 

@@ -46,13 +46,14 @@ type explainFlags struct {
 func newExplainCommand() *cobra.Command {
 	var f explainFlags
 	cmd := &cobra.Command{
-		Use:   "explain (ksvc|service|configuration|revision|route) NAME",
-		Short: "Say why a Knative Service (or Configuration, Revision, Route) is not Ready or not routed, and what to do",
+		Use:   "explain (ksvc|service|configuration|revision|route|domainmapping) NAME",
+		Short: "Say why a Knative Service (or Configuration, Revision, Route, DomainMapping) is not Ready or not routed, and what to do",
 		Long: `Walk the objects a Knative object's readiness depends on —
 
   Service → Configuration → latest created (and latest ready) Revision → Deployment
           → ReplicaSet → Pods (container states)
           → Route → KIngress → the gateway
+  DomainMapping → its ClusterDomainClaim, its reference → KIngress
 
 — with the Warning Events of each, and say on one screen which step is not done, why
 (the API server's, the kubelet's or the owner's message), and what to do.
@@ -64,7 +65,8 @@ The exit status is 0 only when the object is Ready (and, for a Service or Route,
 routed), 1 otherwise. Also a kubectl plugin: kubectl ferry explain ksvc NAME.`,
 		Example: `  ferry explain ksvc hello -n default
   ferry explain ksvc hello --gateway http://127.0.0.1:8080
-  kubectl ferry explain revision hello-00002`,
+  kubectl ferry explain revision hello-00002
+  ferry explain dm www.example.org`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runExplain(cmd.Context(), cmd.OutOrStdout(), f, args[0], args[1])

@@ -2,11 +2,13 @@ package explain
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Advise says what to do about an explanation's culprit, in a line or two. The rules
@@ -34,6 +36,13 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{"The API server refused the Service: the message above names the field. Fix the manifest and apply it again."}
 	case has("ksvc not found", "Configuration not found", "Revision not found", "Route not found"):
 		return []string{fmt.Sprintf("Check the name and the namespace (-n): `kubectl get ksvc,configuration,revision,route -n %s`.", ns)}
+	case has("BuildingImage"):
+		return []string{fmt.Sprintf("ferry up is building the Go package of %s with the go command: run this again in a few seconds.", quoteOr(image, "the image"))}
+	case has("ErrImageBuild"), has("ContainerMissing") && strings.HasPrefix(image, "ko://"):
+		return []string{
+			fmt.Sprintf("ferry up could not make a program of %s: the message above says why (the go command's errors, or a missing executable).", quoteOr(image, "the image")),
+			"A ko:// package builds in the directory ferry up was started in, within its Go module; an image mapped by --local-image runs the executable given there. Fix it: the pod tries again, 10 s after the first failure, doubling to 5 minutes.",
+		}
 	case has("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ContainerMissing"):
 		return []string{
 			fmt.Sprintf("The image %s cannot be pulled: check its name and tag, and that the cluster can reach the registry.", quoteOr(image, "of the Revision")),
@@ -59,6 +68,34 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
 	case has("ProgressDeadlineExceeded"):
 		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
+	case has("DomainAlreadyClaimed") && c.DomainMapping != nil:
+		if c.Claim != nil {
+			return []string{fmt.Sprintf("ClusterDomainClaim %s gives the domain to namespace %s: only a DomainMapping there may map it. Delete that one and the claim (`kubectl delete clusterdomainclaim %s`), or map another domain.",
+				c.Claim.Name, c.Claim.Spec.Namespace, c.Claim.Name)}
+		}
+		return []string{fmt.Sprintf("No ClusterDomainClaim gives %s to namespace %s, and config-network's autocreate-cluster-domain-claims is off: create one (spec.namespace: %s), or turn that on.",
+			c.DomainMapping.Name, ns, ns)}
+	case has("ResolveFailed") && c.DomainMapping != nil:
+		ref := c.DomainMapping.Spec.Ref
+		resource := strings.ToLower(ref.Kind)
+		if strings.HasPrefix(ref.APIVersion, "serving.knative.dev/") {
+			resource += ".serving.knative.dev"
+		}
+		return []string{fmt.Sprintf("spec.ref names %s %q, which does not resolve (message above): it must exist in namespace %s and have an address; `kubectl get %s %s -n %s`.",
+			ref.Kind, ref.Name, ns, resource, ref.Name, ns)}
+	case has(duck.ReasonNotOwned, "CertificateNotOwned"):
+		kind, name := takenName(c)
+		return []string{fmt.Sprintf("Another %s named %q exists and Ferry does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or rename the object that needs the name.",
+			orPlaceholder(kind, "object"), name, kubectlResource(kind), name, ns)}
+	case has("RevisionNameTaken"):
+		return []string{fmt.Sprintf("Another Revision has the name the template gives (message above): change spec.template.metadata.name (it must change with every template change), or delete that Revision (`kubectl get revisions -n %s`).", ns)}
+	case has(v1.ReasonRolloutInProgress):
+		return []string{"Not stuck: a gradual rollout (serving.knative.dev/rollout-duration) moves the traffic to the latest Revision step by step; the Route's status.traffic shows the split now. It is Ready when the rollout ends."}
+	case has("CertificateNotReady", "CertificateProvisionFailed"):
+		return []string{
+			fmt.Sprintf("The Route's Certificate is not Ready (message above): `kubectl get kcert -n %s` and its conditions say why; the certificate class (config-network's certificate-class) must have a provider running.", ns),
+			"Meanwhile the Route is not served on HTTPS; with http-protocol Enabled it is served on HTTP (HTTPDowngrade).",
+		}
 	case has(duck.ReasonCreationFailed, duck.ReasonUpdateFailed), has("KIngress missing") && refused(c):
 		return []string{
 			"The API server refused an object Ferry creates for it; the message above is the API server's: an invalid field, a ResourceQuota, an admission policy or Ferry's missing RBAC (config/rbac).",
@@ -73,8 +110,8 @@ func Advise(c Chain, e Explanation) []string {
 		what := strings.Fields(kind)[0]
 		return []string{fmt.Sprintf("Another %s has the Service's name and the Service does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or name the Service differently.",
 			what, strings.ToLower(what), c.Name, ns)}
-	case has("Route AllTrafficAssigned=False", "Route AllTrafficAssigned=Unknown"):
-		return []string{"The Route's traffic names a Configuration or Revision that does not exist or has no Ready Revision: fix spec.traffic, or make that Revision Ready (above)."}
+	case has("Route AllTrafficAssigned=False", "Route AllTrafficAssigned=Unknown") && routeTrafficIssue(&c) != nil:
+		return trafficAdvice(c, routeTrafficIssue(&c), ns)
 	case has("KIngress missing"):
 		return []string{"The Route has not created its KIngress: the Route's conditions above say why. " + controller}
 	case has("KIngress"):
@@ -150,4 +187,49 @@ func orPlaceholder(s, placeholder string) string {
 		return placeholder
 	}
 	return s
+}
+
+// takenMessage is Knative's NotOwned message (duck.NotOwnedMessage) and its
+// certificate variant; they name the object that holds the name.
+var takenMessage = regexp.MustCompile(`^There is an existing (.+?) "?([^" ]+)"? that we (?:do not|don't) own\.$`)
+
+// takenName is the kind and name of the object whose name a child of the chain
+// needs, from the first NotOwned condition on the Route or the latest Revision.
+func takenName(c Chain) (kind, name string) {
+	var statuses []*duck.Status
+	if c.Route != nil {
+		statuses = append(statuses, &c.Route.Status.Status)
+	}
+	if c.Configuration != nil {
+		if rev := LatestRevision(c.Configuration, c.Revisions); rev != nil {
+			statuses = append(statuses, &rev.Status.Status)
+		}
+	} else if len(c.Revisions) > 0 {
+		statuses = append(statuses, &c.Revisions[0].Status.Status)
+	}
+	for _, s := range statuses {
+		for _, cond := range s.Conditions {
+			if m := takenMessage.FindStringSubmatch(cond.Message); m != nil && cond.Status != corev1.ConditionTrue {
+				return m[1], m[2]
+			}
+		}
+	}
+	return "", c.Name
+}
+
+// kubectlResource is what kubectl calls the kind a NotOwned message names.
+func kubectlResource(kind string) string {
+	switch strings.ToLower(kind) {
+	case "placeholder service":
+		return "service"
+	case "ingress":
+		return "ingresses.networking.internal.knative.dev"
+	case "certificate":
+		return "certificates.networking.internal.knative.dev"
+	case "podautoscaler":
+		return "podautoscalers.autoscaling.internal.knative.dev"
+	case "":
+		return "all"
+	}
+	return strings.ToLower(kind)
 }

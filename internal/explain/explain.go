@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ const (
 	KindConfiguration Kind = "configuration"
 	KindRevision      Kind = "revision"
 	KindRoute         Kind = "route"
+	KindDomainMapping Kind = "domainmapping"
 )
 
 // ParseKind accepts the names kubectl accepts for Knative's kinds (singular, plural,
@@ -38,8 +40,10 @@ func ParseKind(s string) (Kind, error) {
 		return KindRevision, nil
 	case "route", "routes", "rt":
 		return KindRoute, nil
+	case "domainmapping", "domainmappings", "dm":
+		return KindDomainMapping, nil
 	}
-	return "", fmt.Errorf("cannot explain %q: want ksvc (service), configuration, revision or route", s)
+	return "", fmt.Errorf("cannot explain %q: want ksvc (service), configuration, revision, route or domainmapping", s)
 }
 
 // Chain is what is known of one object and the objects its readiness depends on: a
@@ -59,7 +63,14 @@ type Chain struct {
 	ReplicaSets   map[string][]appsv1.ReplicaSet // by Revision name
 	Pods          map[string][]corev1.Pod        // by Revision name
 	Route         *v1.Route
+	// Ingress is the Route's KIngress, or the DomainMapping's.
 	Ingress       *netv1alpha1.Ingress
+	DomainMapping *v1beta1.DomainMapping
+	// Claim is the ClusterDomainClaim of the DomainMapping's domain.
+	Claim *netv1alpha1.ClusterDomainClaim
+	// Neighbours are the namespace's Revisions, or Configurations, when the Route's
+	// traffic names one that does not exist: to say what exists instead.
+	Neighbours []metav1.ObjectMeta
 	// Events are the Events about any of the objects above.
 	Events []corev1.Event
 	// ReadErrors say which objects could not be read, and why.
@@ -99,21 +110,31 @@ type Explanation struct {
 	Kind string `json:"kind"`
 	// Lines walk the chain from the root down, indented by depth.
 	Lines []string `json:"lines"`
+	// Advice says what to do about the culprit (Advise), so that `ferry scale` and
+	// `ferry explain` say the same.
+	Advice []string `json:"advice,omitempty"`
 }
 
 func (e Explanation) String() string { return strings.Join(e.Lines, "\n") }
 
-// Explain names the deepest object that holds the rest up, and lists what is not
-// True on each object from the root down; see walk for the order. A Service always
+// Explain names the deepest object that holds the rest up, lists what is not True on
+// each object from the root down (see walk for the order), and says what to do. A Service always
 // gets a culprit; for the other roots the culprit is empty when the root is Ready.
 func Explain(c Chain) Explanation {
-	return walk(&c).e
+	e := walk(&c).e
+	if e.Culprit != "" {
+		e.Advice = Advise(c, e)
+	}
+	return e
 }
 
-// notOwned says obj is not the Service's: controlled by something else, or the
-// Service's condition says so.
-func notOwned(svc *v1.Service, obj metav1.Object, cond *duck.Condition) bool {
-	if cond != nil && cond.Reason == duck.ReasonNotOwned && cond.Status != corev1.ConditionTrue {
+// notOwned says obj, the Service's kind child, is not the Service's: controlled by
+// something else, or the Service's condition says so. The condition copies the
+// child's reason, so NotOwned there may be about the child's own child (the Route's
+// placeholder Service): only Knative's message naming obj counts.
+func notOwned(svc *v1.Service, kind string, obj metav1.Object, cond *duck.Condition) bool {
+	if cond != nil && cond.Reason == duck.ReasonNotOwned && cond.Status != corev1.ConditionTrue &&
+		cond.Message == duck.NotOwnedMessage(kind, obj.GetName()) {
 		return true
 	}
 	ref := metav1.GetControllerOf(obj)

@@ -109,7 +109,7 @@ func TestExplain(t *testing.T) {
 			"    → Revision " + rev + ": ContainerHealthy=Unknown Deploying; ResourcesAvailable=Unknown Deploying",
 			"      → Deployment " + rev + `-deployment: 0/1 available; Available=False MinimumReplicasUnavailable "Deployment does not have minimum availability."`,
 			"        → Pod " + rev + "-deployment-7d9f-x2x: Pending; PodScheduled=False Unschedulable",
-			"  → Route " + svcName + `: AllTrafficAssigned=Unknown RevisionMissing "Configuration`,
+			"  → Route " + svcName + `: waiting for Configuration "` + svcName + `" to have a Ready Revision; AllTrafficAssigned=Unknown RevisionMissing "Configuration`,
 			"    → KIngress " + svcName + ": missing",
 		},
 	}, {
@@ -133,6 +133,36 @@ func TestExplain(t *testing.T) {
 		},
 		wantCulprit: "Revision " + rev + ": ContainerHealthy=Unknown Deploying; ResourcesAvailable=Unknown Deploying; Active=Unknown Deploying",
 		wantKind:    "Revision ContainerHealthy=Unknown Deploying (its Deployment is available)",
+	}, {
+		// The pods are merely not ready; the Revision gave up on them.
+		name: "revision past its progress deadline",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Revisions[0].Status.Status = status(1,
+				cond(duck.ConditionReady, F, "ProgressDeadlineExceeded", "Initial scale was never achieved"),
+				cond(v1.RevisionConditionResourcesAvailable, F, "ProgressDeadlineExceeded", "Initial scale was never achieved"),
+				cond(v1.RevisionConditionContainerHealthy, U, "Deploying", ""))
+			c.Pods[rev][0].Spec.NodeName = "kwok-node"
+			c.Pods[rev][0].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: T}, {Type: corev1.PodReady, Status: F, Reason: "ContainersNotReady"}}}
+			return c
+		},
+		wantCulprit: "Revision " + rev + `: ResourcesAvailable=False ProgressDeadlineExceeded "Initial scale was never achieved"`,
+		wantKind:    "Revision ResourcesAvailable=False ProgressDeadlineExceeded",
+		wantLines:   []string{"        → Pod " + rev + "-deployment-7d9f-x2x: Running; Ready=False ContainersNotReady"},
+	}, {
+		// Another's Deployment has the Revision's Deployment's name: its pods are not
+		// the Revision's business.
+		name: "revision whose Deployment name is taken",
+		chain: func() Chain {
+			c := waitingChain()
+			c.Revisions[0].Status.Status = status(1,
+				cond(duck.ConditionReady, F, duck.ReasonNotOwned, duck.NotOwnedMessage("Deployment", rev+"-deployment")),
+				cond(v1.RevisionConditionResourcesAvailable, F, duck.ReasonNotOwned, duck.NotOwnedMessage("Deployment", rev+"-deployment")))
+			return c
+		},
+		wantCulprit: "Revision " + rev + `: ResourcesAvailable=False NotOwned "There is an existing Deployment`,
+		wantKind:    "Revision ResourcesAvailable=False NotOwned",
 	}, {
 		name: "deployment missing",
 		chain: func() Chain {
@@ -327,5 +357,37 @@ func TestExplain(t *testing.T) {
 				t.Logf("explanation:\n%s", text)
 			}
 		})
+	}
+}
+
+// TestOwnConditionSaysWhy: an object that could not make its child says why itself,
+// so it is the culprit rather than the child that is not there.
+func TestOwnConditionSaysWhy(t *testing.T) {
+	taken := waitingChain()
+	taken.Revisions, taken.Configuration.Status.LatestCreatedRevisionName = nil, ""
+	taken.Configuration.Status.Status = status(1, cond(duck.ConditionReady, F, "RevisionNameTaken",
+		`The revision name "x-blue" is taken by a Revision that is not generation 1 of this Configuration.`))
+	r := Build(taken)
+	if r.Kind != "Configuration Ready=False RevisionNameTaken" || !strings.Contains(strings.Join(r.Advice, "\n"), "change spec.template.metadata.name") {
+		t.Errorf("a Revision name taken:\n%s", r)
+	}
+
+	placeholder := readyAll()
+	placeholder.Service.Status.Status = status(1, cond(duck.ConditionReady, F, duck.ReasonNotOwned, ""),
+		cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, duck.ReasonNotOwned, ""))
+	msg := duck.NotOwnedMessage("placeholder Service", svcName)
+	placeholder.Route.Status.Status = status(1, cond(duck.ConditionReady, F, duck.ReasonNotOwned, msg), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
+		cond(v1.RouteConditionIngressReady, F, duck.ReasonNotOwned, msg))
+	placeholder.Ingress, placeholder.Namespace = nil, "ns"
+	r = Build(placeholder)
+	if !strings.HasPrefix(r.Culprit, "Route "+svcName+": IngressReady=False NotOwned") || !strings.Contains(strings.Join(r.Advice, "\n"), "`kubectl get service "+svcName+" -n ns -o yaml`") {
+		t.Errorf("a placeholder Service name taken:\n%s", r)
+	}
+
+	downgraded := healthy()
+	*downgraded.Route.Status.GetCondition(v1.RouteConditionCertificateProvisioned) = cond(v1.RouteConditionCertificateProvisioned, T, "HTTPDowngrade",
+		"Certificate route-abc is not ready downgrade HTTP.")
+	if r := Build(downgraded); !r.OK || !strings.Contains(r.String(), "HTTP only (HTTPDowngrade): Certificate route-abc is not ready downgrade HTTP.") {
+		t.Errorf("a Route served on HTTP while its Certificate is not ready:\n%s", r)
 	}
 }

@@ -9,11 +9,15 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
+	dmresources "github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	revisionresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,7 +32,7 @@ type Target struct {
 // cache). The root object's NotFound is a Chain without it; any other error reading
 // the root is returned. Errors reading the rest are noted in the Chain's ReadErrors.
 // The reader needs get and list on Knative's kinds, Deployments, ReplicaSets, pods
-// and Events in the namespace.
+// and Events in the namespace (and get on ClusterDomainClaims for a DomainMapping).
 func Read(ctx context.Context, c client.Reader, t Target) (Chain, error) {
 	ch := Chain{Name: t.Name, Namespace: t.Namespace, Root: t.Kind, Deployments: map[string]*appsv1.Deployment{},
 		ReplicaSets: map[string][]appsv1.ReplicaSet{}, Pods: map[string][]corev1.Pod{}, Now: time.Now()}
@@ -68,6 +72,23 @@ func Read(ctx context.Context, c client.Reader, t Target) (Chain, error) {
 				r.configuration(tt.ConfigurationName)
 				break
 			}
+		}
+	case KindDomainMapping:
+		dm := &v1beta1.DomainMapping{}
+		if ok, err := r.root(dm); !ok {
+			return ch, err
+		}
+		ch.DomainMapping = dm
+		ing := &netv1alpha1.Ingress{}
+		if r.get(dmresources.IngressName(dm), ing) {
+			ch.Ingress = ing
+		}
+		// Cluster-scoped: who may map the domain.
+		claim := &netv1alpha1.ClusterDomainClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Name: dm.Name}, claim); err == nil {
+			ch.Claim = claim
+		} else if !apierrors.IsNotFound(err) {
+			ch.ReadErrors = append(ch.ReadErrors, fmt.Sprintf("reading ClusterDomainClaim %s: %v", dm.Name, err))
 		}
 	default:
 		return ch, fmt.Errorf("cannot explain a %q", t.Kind)
@@ -172,6 +193,21 @@ func (r *reader) route(name string) {
 	ing := &netv1alpha1.Ingress{}
 	if r.get(routeresources.IngressName(rt), ing) {
 		r.ch.Ingress = ing
+	}
+	// A target the traffic names that does not exist: what does, to name instead.
+	if is := routeTrafficIssue(r.ch); is != nil && (is.State == targetMissing || is.State == targetCreating) {
+		var l client.ObjectList = &v1.ConfigurationList{}
+		if is.Kind == "Revision" {
+			l = &v1.RevisionList{}
+		}
+		if r.list(l) {
+			items, _ := meta.ExtractList(l)
+			for _, item := range items {
+				if o, ok := item.(client.Object); ok {
+					r.ch.Neighbours = append(r.ch.Neighbours, metav1.ObjectMeta{Name: o.GetName(), Labels: o.GetLabels()})
+				}
+			}
+		}
 	}
 }
 

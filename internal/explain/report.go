@@ -91,6 +91,8 @@ func rootOK(c Chain) bool {
 		return len(c.Revisions) > 0 && c.Revisions[0].IsReady()
 	case KindRoute:
 		return c.Route != nil && c.Route.IsReady() && c.Ingress != nil && c.Ingress.IsReady() && !(c.Probed && c.LastAnswer != "")
+	case KindDomainMapping:
+		return c.DomainMapping != nil && isReady(c.DomainMapping.Generation, &c.DomainMapping.Status.Status) && c.Ingress != nil && c.Ingress.IsReady()
 	}
 	if c.Service == nil || c.Route == nil {
 		return false

@@ -369,7 +369,8 @@ func TestEventsDedupedNewestFirst(t *testing.T) {
 
 func TestParseKind(t *testing.T) {
 	for in, want := range map[string]Kind{"ksvc": KindService, "service": KindService, "services.serving.knative.dev": KindService,
-		"configuration": KindConfiguration, "cfg": KindConfiguration, "rev": KindRevision, "Revision": KindRevision, "rt": KindRoute, "routes": KindRoute} {
+		"configuration": KindConfiguration, "cfg": KindConfiguration, "rev": KindRevision, "Revision": KindRevision, "rt": KindRoute, "routes": KindRoute,
+		"dm": KindDomainMapping, "domainmappings.serving.knative.dev": KindDomainMapping} {
 		if got, err := ParseKind(in); got != want || err != nil {
 			t.Errorf("ParseKind(%q) = %q, %v", in, got, err)
 		}

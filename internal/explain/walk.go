@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -44,6 +45,12 @@ func walk(c *Chain) *walker {
 			w.notFound("Route")
 		} else {
 			w.routeRoot()
+		}
+	case KindDomainMapping:
+		if c.DomainMapping == nil {
+			w.notFound("DomainMapping")
+		} else {
+			w.domainMapping()
 		}
 	default:
 		w.service()
@@ -152,7 +159,7 @@ func (w *walker) serviceConfiguration(svcReady bool) bool {
 		return w.serviceChildMissing("Configuration", svcReady)
 	}
 	svcCond := svc.Status.GetCondition(v1.ServiceConditionConfigurationsReady)
-	owned := !notOwned(svc, cfg, svcCond)
+	owned := !notOwned(svc, "Configuration", cfg, svcCond)
 	if !owned {
 		line := fmt.Sprintf("Configuration %s: not owned by ksvc %s (an object the Service does not control has its name)", cfg.Name, svc.Name)
 		w.line(1, line)
@@ -192,6 +199,12 @@ func (w *walker) configuration(depth int, say bool) {
 	latest := LatestRevision(cfg, c.Revisions)
 	if latest == nil {
 		w.missing(depth+1, "Revision", "", fmt.Sprintf("none created yet for generation %d", cfg.Generation))
+		if say && cfg.Status.ObservedGeneration == cfg.Generation && cfg.Status.GetCondition(duck.ConditionReady).IsFalse() {
+			// It could not make its Revision (the name is taken, or refused): it
+			// says why.
+			w.blame(fmt.Sprintf("Configuration %s: %s", cfg.Name, describeStatus(cfg.Generation, &cfg.Status.Status, true)),
+				"Configuration "+conditionKind(cfg.Generation, &cfg.Status.Status))
+		}
 		if say {
 			line := fmt.Sprintf("Revision: none created yet for Configuration %s (generation %d)", cfg.Name, cfg.Generation)
 			w.line(depth+1, line)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	revisionresources "github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,6 +28,11 @@ func (w *walker) revision(depth int, rev *v1.Revision, role string, say bool) {
 	revKind := "Revision " + conditionKind(rev.Generation, &rev.Status.Status)
 	if say {
 		w.line(depth, revLine)
+		if refusedOrTaken(&rev.Status.Status) {
+			// A Deployment or PodAutoscaler the API server refused, or whose name is
+			// taken: the Revision's condition says why, not what is below it.
+			w.blame(revLine, revKind)
+		}
 	}
 
 	dep := c.Deployments[rev.Name]
@@ -70,6 +76,11 @@ func (w *walker) revision(depth int, rev *v1.Revision, role string, say bool) {
 		podDepth++
 	}
 	pods := slices.Clone(c.Pods[rev.Name])
+	if say && rev.IsFailed() && len(pods) > 0 && !slices.ContainsFunc(pods, podSaysWhy) {
+		// Pods that are merely not ready say less than the Revision that gave up on
+		// them (ProgressDeadlineExceeded).
+		w.blame(revLine, revKind)
+	}
 	if len(pods) == 0 {
 		if want > 0 {
 			w.missing(podDepth, "Pod", "", "none")
@@ -146,4 +157,45 @@ func (w *walker) pods(lineDepth, depth int, pods []corev1.Pod, say bool, depLine
 	} else if notReady == 0 {
 		w.blame(depLine, "Deployment not available")
 	}
+}
+
+// refusedOrTaken says a Knative status has a condition False because a child could not
+// be written: refused by the API server, or its name taken by another owner's object.
+func refusedOrTaken(s *duck.Status) bool {
+	for _, c := range s.Conditions {
+		if c.Status == corev1.ConditionFalse && (c.Reason == duck.ReasonNotOwned || c.Reason == duck.ReasonCreationFailed || c.Reason == duck.ReasonUpdateFailed) {
+			return true
+		}
+	}
+	return false
+}
+
+// taken says a Knative status has a condition False because a child's name is taken
+// by an object of another owner.
+func taken(s *duck.Status) bool {
+	return slices.ContainsFunc(s.Conditions, func(c duck.Condition) bool {
+		return c.Status == corev1.ConditionFalse && c.Reason == duck.ReasonNotOwned
+	})
+}
+
+// podSaysWhy says a pod that is not ready gives a reason of its own: a container
+// waiting or terminated with one, or not scheduled.
+func podSaysWhy(p corev1.Pod) bool {
+	if podReady(&p) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return true
+		}
+	}
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			return true
+		}
+		if cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }

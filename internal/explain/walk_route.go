@@ -8,6 +8,10 @@ import (
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
+// reasonHTTPDowngrade is Knative's CertificateProvisioned reason for a Route served
+// on HTTP while its Certificate is not Ready (http-protocol Enabled).
+const reasonHTTPDowngrade = "HTTPDowngrade"
+
 // routeRoot walks a Route root: the Route, the Configuration it sends traffic to,
 // its KIngress and the gateway. A Route that waits for traffic is explained by its
 // Configuration first.
@@ -19,7 +23,7 @@ func (w *walker) routeRoot() {
 	w.routeStep(0)
 	sayIngress := !rt.IsReady()
 	if waits {
-		w.line(0, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+		w.line(0, w.routeLine())
 	} else {
 		sayIngress = w.sayRoute(0, stuck)
 	}
@@ -42,7 +46,7 @@ func (w *walker) serviceRoute(svcReady bool) bool {
 		return w.serviceChildMissing("Route", svcReady)
 	}
 	w.routeStep(1)
-	owned := !notOwned(svc, rt, svc.Status.GetCondition(v1.ServiceConditionRoutesReady))
+	owned := !notOwned(svc, "Route", rt, svc.Status.GetCondition(v1.ServiceConditionRoutesReady))
 	sayIngress := false
 	if owned {
 		sayIngress = w.sayRoute(1, svcReady && c.Probed && c.LastAnswer != "")
@@ -58,6 +62,15 @@ func (w *walker) serviceRoute(svcReady bool) bool {
 func (w *walker) routeStep(depth int) {
 	rt := w.c.Route
 	summary := knativeSummary(rt.Generation, &rt.Status.Status)
+	if is := routeTrafficIssue(w.c); is != nil {
+		if what, _ := is.says(); what != "" {
+			summary = what + "; " + summary
+		}
+	}
+	if cert := rt.Status.GetCondition(v1.RouteConditionCertificateProvisioned); cert.IsTrue() && cert.Reason == reasonHTTPDowngrade {
+		// Ready, but not as asked: plain HTTP until the Certificate is.
+		summary += "; HTTP only (" + reasonHTTPDowngrade + "): " + cert.Message
+	}
 	if t := describeTraffic(rt.Status.Traffic); t != "" {
 		summary += "; traffic " + t
 	}
@@ -77,16 +90,41 @@ func (w *walker) sayRoute(depth int, stuck bool) bool {
 	case rt.IsReady():
 		w.line(depth, fmt.Sprintf("Route %s: Ready", rt.Name))
 	default:
-		w.line(depth, fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)))
+		w.line(depth, w.routeLine())
 	}
 	return true
 }
 
+// routeLine is the line of a Route that is not Ready: what its traffic waits for, if
+// that is why, then what is not True on it.
+func (w *walker) routeLine() string {
+	rt := w.c.Route
+	status := describeStatus(rt.Generation, &rt.Status.Status, false)
+	if is := routeTrafficIssue(w.c); is != nil {
+		if what, _ := is.says(); what != "" {
+			status = what + "; " + status
+		}
+	}
+	return fmt.Sprintf("Route %s: %s", rt.Name, status)
+}
+
 // ingress walks the KIngress and the gateway below the Route at depth; say
-// explains the KIngress, and blames the Route when only the Route is behind.
+// explains the KIngress, and blames the Route when its traffic cannot be assigned or
+// only the Route is behind.
 func (w *walker) ingress(depth int, say bool) {
 	c := w.c
 	rt, ing := c.Route, c.Ingress
+	if is := routeTrafficIssue(c); say && is != nil && rt.Status.ObservedGeneration == rt.Generation {
+		// The Route leaves its KIngress as it was (or does not make one) until its
+		// traffic can be assigned: its own condition says why, not the KIngress.
+		w.blame(is.culprit(rt))
+	}
+	if say && rt.Status.ObservedGeneration == rt.Generation && (taken(&rt.Status.Status) || refusedOrTaken(&rt.Status.Status) && ing != nil) {
+		// A KIngress or placeholder Service of the Route's name that is another's, or
+		// a write refused: the Route says so, whatever the KIngress there says.
+		w.blame(fmt.Sprintf("Route %s: %s", rt.Name, describeStatus(rt.Generation, &rt.Status.Status, false)),
+			"Route "+conditionKind(rt.Generation, &rt.Status.Status))
+	}
 	if ing == nil {
 		name := routeresources.IngressName(rt)
 		w.missing(depth+1, "KIngress", name, "missing")

@@ -128,7 +128,11 @@ func (im *Images) build(ctx context.Context, importPath string) (Program, error)
 	sum := sha256.Sum256([]byte(importPath))
 	name := path.Base(importPath)
 	out := filepath.Join(im.cacheDir, hex.EncodeToString(sum[:8]), name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, importPath)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		return Program{}, fmt.Errorf("building %s needs the go command on ferry up's PATH (sudo resets PATH: sudo env PATH=\"$PATH\" ferry up): %w", importPath, err)
+	}
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-o", out, importPath)
 	cmd.Dir = im.buildDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer

@@ -26,7 +26,9 @@ import (
 	vkapi "github.com/virtual-kubelet/virtual-kubelet/node/api"
 	"github.com/virtual-kubelet/virtual-kubelet/node/nodeutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -216,6 +218,17 @@ func (n *Node) notify(p *corev1.Pod) {
 	n.mu.Unlock()
 	if f != nil {
 		f(p)
+	}
+}
+
+// forget removes a pod whose containers have all stopped from the API server, as the
+// kubelet does: virtual-kubelet would wait for the end of its grace period, which the
+// drain leaves minutes away.
+func (n *Node) forget(ctx context.Context, pod *corev1.Pod) {
+	err := n.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr(int64(0)), Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		n.event(pod, corev1.EventTypeWarning, "FailedDelete", "removing the stopped pod: "+err.Error())
 	}
 }
 

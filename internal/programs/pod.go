@@ -331,6 +331,11 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 		wg.Wait()
 		close(stopped)
 	}()
+	// The drain ended early when nothing was in flight, which leaves most of the
+	// grace period; a program that ignores SIGTERM gets Kubernetes' default 30 s of it.
+	if d := time.Now().Add(shutdownGrace); d.Before(deadline) {
+		deadline = d
+	}
 	select {
 	case <-stopped:
 	case <-time.After(time.Until(deadline)):
@@ -352,7 +357,13 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 	}
 	r.mu.Unlock()
 	r.notify()
+	if !stopping {
+		r.n.forget(ctx, r.pod)
+	}
 }
+
+// shutdownGrace is the longest a container may take to exit after SIGTERM.
+const shutdownGrace = 30 * time.Second
 
 // preStopSleep is the longest preStop sleep of the pod's containers: Ferry gives each
 // container one, for the drain.

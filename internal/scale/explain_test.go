@@ -106,3 +106,49 @@ func TestChainExplained(t *testing.T) {
 		t.Errorf("kind of a create error = %q", got)
 	}
 }
+
+// TestPinnedToMissingRevision: a stuck Service whose traffic names a Revision that
+// does not exist is blamed on its Route, with the Revisions that do exist, in the
+// run's summary as `ferry explain` says it.
+func TestPinnedToMissingRevision(t *testing.T) {
+	T, F := corev1.ConditionTrue, corev1.ConditionFalse
+	rev, missing := svcName+"-00001", svcName+"-00099"
+	msg := `Revision "` + missing + `" referenced in traffic not found.`
+	svc := &v1.Service{ObjectMeta: om(svcName, 1)}
+	svc.Spec.Traffic = []v1.TrafficTarget{{RevisionName: missing, Percent: ptr.To[int64](100)}}
+	svc.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, F, "RevisionMissing", msg),
+		cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, "RevisionMissing", msg)}}
+	cfg := &v1.Configuration{ObjectMeta: om(svcName, 1)}
+	cfg.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, T, "", "")}}
+	cfg.Status.LatestCreatedRevisionName, cfg.Status.LatestReadyRevisionName = rev, rev
+	r := v1.Revision{ObjectMeta: om(rev, 1)}
+	r.Labels = map[string]string{v1.ConfigurationGenerationLabelKey: "1", v1.ConfigurationLabelKey: svcName}
+	r.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, T, "", "")}}
+	rt := &v1.Route{ObjectMeta: om(svcName, 1)}
+	rt.Spec.Traffic = svc.Spec.Traffic
+	rt.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, F, "RevisionMissing", msg),
+		cond(v1.RouteConditionAllTrafficAssigned, F, "RevisionMissing", msg), cond(v1.RouteConditionIngressReady, corev1.ConditionUnknown, "IngressNotConfigured", "")}}
+	snap := &explain.Snapshot{}
+	for _, l := range []client.ObjectList{&v1.ServiceList{Items: []v1.Service{*svc}}, &v1.ConfigurationList{Items: []v1.Configuration{*cfg}},
+		&v1.RevisionList{Items: []v1.Revision{r}}, &v1.RouteList{Items: []v1.Route{*rt}}, &netv1alpha1.IngressList{}} {
+		if err := snap.AddList(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := explain.Read(context.Background(), snap, explain.Target{Kind: explain.KindService, Namespace: "ns", Name: svcName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := explain.Explain(c)
+	var b strings.Builder
+	WriteSummary(&b, &Result{N: 1, Samples: []Sample{{Name: svcName, Stuck: true, Explanation: &e}}}, 10)
+	for _, want := range []string{
+		"1 × Route AllTrafficAssigned=False RevisionMissing (not found)",
+		`culprit: Route ` + svcName + `: its traffic names Revision "` + missing + `", which does not exist`,
+		`to do:   Revision "` + missing + `" does not exist (Configuration ` + svcName + ` has ` + rev + ` (latest ready))`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -214,7 +214,8 @@ svg text{font:11px system-ui,sans-serif;fill:#5b6475}
 <div class="panel"><table><tr><th>culprit</th><th>Services</th><th>e.g.</th></tr>
 {{range .Groups}}<tr><td>{{.Kind}}</td><td>{{.Count}}</td><td>{{range $i, $e := .Examples}}{{if $i}}, {{end}}{{$e}}{{end}}</td></tr>{{end}}</table>
 {{range .Stuck}}{{with .Explanation}}<pre>{{.String}}
-<span class="culprit">culprit: {{.Culprit}}</span></pre>{{else}}<pre>ksvc {{.Name}}: no explanation</pre>{{end}}{{end}}</div>{{end}}
+<span class="culprit">culprit: {{.Culprit}}</span>{{range .Advice}}
+to do: {{.}}{{end}}</pre>{{else}}<pre>ksvc {{.Name}}: no explanation</pre>{{end}}{{end}}</div>{{end}}
 
 {{if .R.Notes}}<h2>Notes</h2><div class="panel">{{range .R.Notes}}<p class="note">{{.}}</p>{{end}}</div>{{end}}
 <p class="note">Every sample is in report.json next to this file.</p>

@@ -124,8 +124,13 @@ func WriteSummary(w io.Writer, r *Result, maxExplained int) {
 				fmt.Fprintf(w, "… and %d more; every one is explained in the report.\n", len(stuck)-i)
 				break
 			}
-			if s.Explanation != nil {
-				fmt.Fprintf(w, "%s\n  culprit: %s\n\n", indent(s.Explanation.String(), "  "), s.Explanation.Culprit)
+			if e := s.Explanation; e != nil {
+				// The culprit and the first line of what to do, as `ferry explain` says them.
+				fmt.Fprintf(w, "%s\n  culprit: %s\n", indent(e.String(), "  "), e.Culprit)
+				if len(e.Advice) > 0 {
+					fmt.Fprintf(w, "  to do:   %s\n", e.Advice[0])
+				}
+				fmt.Fprintln(w)
 			} else {
 				fmt.Fprintf(w, "  ksvc %s: no explanation\n", s.Name)
 			}

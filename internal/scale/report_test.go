@@ -50,12 +50,13 @@ func TestRenderHTML(t *testing.T) {
 	html := b.String()
 	for _, want := range []string{
 		"<!DOCTYPE html>",
-		"<svg",      // the charts are inline
-		"<polyline", // with data in them
-		"3 / 4",     // Ready count
-		"1.23s",     // p95 (and p99, max) time to Ready
-		"730ms",     // p50
-		"5.50×",     // real / floor: 11 s / 2 s
+		"<svg",                           // the charts are inline
+		"<polyline",                      // with data in them
+		"to do: No node can run the pod", // the stuck Service's advice, as ferry explain gives it
+		"3 / 4",                          // Ready count
+		"1.23s",                          // p95 (and p99, max) time to Ready
+		"730ms",                          // p50
+		"5.50×",                          // real / floor: 11 s / 2 s
 		"16 writes during the run, 4.0 per Service", // apiserver writes
 		"services.serving.knative.dev/status",
 		"9 (2.25)", // Ferry's writes and per ksvc
@@ -91,6 +92,7 @@ func TestWriteSummary(t *testing.T) {
 		"real/floor = 5.50",
 		"1 × Pod Pending PodScheduled=False Unschedulable",
 		"culprit: Pod",
+		"to do:   No node can run the pod",
 		"Where the time goes",
 		"Revision Ready         Deployment available       1        300ms  300ms         –     –     –",
 	} {

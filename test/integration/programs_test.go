@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 // HTTP program (examples/hello) for one image and /bin/false for another, and checks
 // what the user sees: a Service of the program with min-scale 2 is Ready and answered
 // by two processes that see K_REVISION and their env; kubectl logs shows what the
-// program printed; deleting the Service leaves no process of it; a program that exits
+// program printed; scaled to zero it stays Ready and a request starts it; stopping
+// ferry up stops every process and starting it again runs them again; deleting the Service leaves no process of it; a program that exits
 // 1 at start fails its Revision with the exit code. It needs what the program node
 // needs (Linux, root, runc: .ci/run installs runc).
 func TestProgramsOnFerryUp(t *testing.T) {
@@ -45,9 +47,10 @@ func TestProgramsOnFerryUp(t *testing.T) {
 		t.Fatalf("building examples/hello: %v\n%s", err, out)
 	}
 	addrs := loopbackAddrs(t, 3)
-	up := startProcess(t, "ferry up", nil, "up", "--data-dir", filepath.Join(dir, "data"),
+	upArgs := []string{"up", "--data-dir", filepath.Join(dir, "data"),
 		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
-		"--local-image", "example.com/real:1="+program, "--local-image", "example.com/crash:1=/bin/false")
+		"--local-image", "example.com/real:1=" + program, "--local-image", "example.com/crash:1=/bin/false"}
+	up := startProcess(t, "ferry up", nil, upArgs...)
 	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		if up.Exited() {
@@ -81,18 +84,11 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	// gateway spreads requests over both.
 	answers := map[string]int{}
 	for range 40 {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addrs[0]+"/", nil)
-		req.Host = "real.default.example.com"
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, body := getHost(t, addrs[0], "real.default.example.com")
+		if code != http.StatusOK || !strings.HasPrefix(body, "Hello integration! Revision real-00001, pod real-00001-deployment-") {
+			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", code, body)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "Hello integration! Revision real-00001, pod real-00001-deployment-") {
-			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", resp.StatusCode, body)
-		}
-		answers[string(body)]++
+		answers[body]++
 	}
 	if len(answers) != 2 {
 		t.Errorf("answers from %d pods, want 2: %v", len(answers), answers)
@@ -119,6 +115,30 @@ func TestProgramsOnFerryUp(t *testing.T) {
 		t.Errorf("%d processes of the program run, want 2", n)
 	}
 
+	// Scaled to zero, the program's pods leave by SIGTERM and the Revision stays
+	// Ready; the next request starts a process again and is answered by it.
+	idle := ksvc("default", "idle", "example.com/real:1")
+	idle.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/window": "6s"}
+	if err := c.Create(ctx, idle); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, idle, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	eventually(t, time.Minute, func() (bool, string) {
+		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=idle-00001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left.Items) == 0, fmt.Sprintf("%d pods of idle-00001 left", len(left.Items))
+	})
+	idleRev := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "idle-00001"}}
+	get(t, c, "default", idleRev.Name, idleRev)
+	if ready := idleRev.Status.GetCondition(duck.ConditionReady); ready == nil || !ready.IsTrue() {
+		t.Errorf("a Revision scaled to zero: Ready %+v", ready)
+	}
+	if code, body := getHost(t, addrs[0], "idle.default.example.com"); code != http.StatusOK || !strings.Contains(body, "Revision idle-00001") {
+		t.Errorf("a request to the Revision at zero: %d %q", code, body)
+	}
+
 	// A program that exits 1 at once fails its Revision with the exit code.
 	crash := ksvc("default", "crash", "example.com/crash:1")
 	if err := c.Create(ctx, crash); err != nil {
@@ -134,15 +154,75 @@ func TestProgramsOnFerryUp(t *testing.T) {
 			fmt.Sprintf("Ready %+v", ready)
 	})
 
+	// Stopping ferry up stops every process; started again on its data directory, it
+	// runs the pods bound to the node again, and the Service answers from them.
+	up.signal(syscall.SIGTERM)
+	select {
+	case <-up.done:
+	case <-time.After(time.Minute):
+		t.Fatal("ferry up did not stop within a minute of SIGTERM")
+	}
+	if n := processesOf(t, program); n != 0 {
+		t.Errorf("%d processes of the program outlive ferry up", n)
+	}
+	up = startProcess(t, "ferry up, again", nil, upArgs...)
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		if up.Exited() {
+			t.Fatalf("ferry up exited:\n%s", up.Output())
+		}
+		if n := processesOf(t, program); n != 2 {
+			return false, fmt.Sprintf("%d processes of the program run, want 2", n)
+		}
+		code, body := getHostErr(addrs[0], "real.default.example.com")
+		return code == http.StatusOK && strings.Contains(body, "Revision real-00001"), fmt.Sprintf("answer %d %q", code, body)
+	})
+	// The API server listens on another port now: read the new kubeconfig.
+	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1]); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = client.New(cfg, client.Options{Scheme: testScheme}); err != nil {
+		t.Fatal(err)
+	}
+	cs = kubernetes.NewForConfigOrDie(cfg)
+
 	// Deleting the Service stops its processes: the pods leave as soon as no request is
-	// in flight, not at the end of their preStop sleep.
+	// in flight, not at the end of their preStop sleep, and are gone from the API.
 	if err := c.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() (bool, string) {
-		n := processesOf(t, program)
-		return n == 0, fmt.Sprintf("%d processes of the program are left", n)
+		if n := processesOf(t, program); n > 0 {
+			return false, fmt.Sprintf("%d processes of the program are left", n)
+		}
+		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left.Items) == 0, fmt.Sprintf("%d pods of the program are left", len(left.Items))
 	})
+}
+
+// getHost sends GET / for host to the gateway at addr.
+func getHost(t *testing.T, addr, host string) (int, string) {
+	t.Helper()
+	code, body := getHostErr(addr, host)
+	if code == 0 {
+		t.Fatal(body)
+	}
+	return code, body
+}
+
+// getHostErr is getHost with an error as the body and code 0.
+func getHostErr(addr, host string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // processesOf counts the machine's processes that run program (mounted in their

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ferry-serving/ferry/internal/explain"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -185,6 +186,14 @@ func TestScaleStuck(t *testing.T) {
 		if !strings.Contains(e.Culprit, s.Name+"-00001") {
 			t.Errorf("%s: the culprit is not the Revision or below: %s", s.Name, e.Culprit)
 		}
+		// What ferry explain says of the same Service, read on its own.
+		r, err := explain.Check(ctx, testClient, explain.Target{Kind: explain.KindService, Namespace: ns, Name: s.Name}, "")
+		if err != nil || r.Culprit != e.Culprit || len(r.Advice) == 0 || len(e.Advice) == 0 || r.Advice[0] != e.Advice[0] {
+			t.Errorf("%s: ferry scale says %q, to do %q; ferry explain %q, to do %q (%v)", s.Name, e.Culprit, e.Advice, r.Culprit, r.Advice, err)
+		}
+	}
+	if want := `to do:   The image "` + localcluster.ImagePullErrorImage + `" cannot be pulled`; !strings.Contains(summary.String(), want) {
+		t.Errorf("the summary lacks %q", want)
 	}
 
 	floor, err := scale.Floor(ctx, scale.FloorOptions{Config: testConfig, Writes: res.Writes, Concurrency: 50, Real: res.Total, SizeNamespace: ns})

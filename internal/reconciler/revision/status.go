@@ -52,6 +52,11 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 	wasAvailable := m.GetCondition(v1.RevisionConditionResourcesAvailable).IsTrue()
 	switch {
 	case wasAvailable && !progressDeadlineExceeded(d) && replicaFailure(d) == nil:
+		if isAvailable(d) {
+			// A container that failed while the pods were available (a crash, since
+			// restarted) is healthy again once they all are.
+			m.MarkTrue(v1.RevisionConditionContainerHealthy)
+		}
 	case d.Status.ObservedGeneration < d.Generation:
 		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, ReasonDeploying, "")
 	case isAvailable(d):
@@ -117,9 +122,14 @@ func replicaFailure(d *appsv1.Deployment) *appsv1.DeploymentCondition {
 }
 
 // propagatePods explains why pods are not ready, from the first pod that shows a
-// reason. Pods that merely have not started yet leave the conditions as they are.
+// reason. Pods that merely have not started yet leave the conditions as they are, and
+// so do pods on their way out: a scale-down's SIGTERM ends their containers, which is
+// no failure (the Revision's scale to zero read as ExitCode0 and stayed failed).
 func propagatePods(m duck.ConditionManager, pods []corev1.Pod) {
 	for i := range pods {
+		if pods[i].DeletionTimestamp != nil {
+			continue
+		}
 		if p := diagnose(&pods[i]); p != nil {
 			m.MarkFalse(p.condition, p.reason, "%s", p.message)
 			return

@@ -2,9 +2,11 @@ package revision
 
 import (
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
@@ -45,6 +47,8 @@ func TestPropagateDeployment(t *testing.T) {
 		message   string
 		// wasAvailable: the Revision's pods were available before (it was Ready).
 		wasAvailable bool
+		// wasFailed: a container of it failed since (ContainerHealthy=False).
+		wasFailed bool
 	}{{
 		name:      "available",
 		d:         deployment(1, 1, available),
@@ -132,6 +136,30 @@ func TestPropagateDeployment(t *testing.T) {
 		resources:    cond{corev1.ConditionTrue, ""},
 		container:    cond{corev1.ConditionTrue, ""},
 	}, {
+		name: "scaled to zero, the leaving pod's container ended by SIGTERM",
+		d: func() *appsv1.Deployment {
+			d := deployment(0, 0, available)
+			d.Generation = 2
+			return d
+		}(),
+		pods: []corev1.Pod{func() corev1.Pod {
+			p := pod(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}})
+			p.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			return p
+		}()},
+		wasAvailable: true,
+		ready:        cond{corev1.ConditionTrue, ""},
+		resources:    cond{corev1.ConditionTrue, ""},
+		container:    cond{corev1.ConditionTrue, ""},
+	}, {
+		name:         "available again after a container failed",
+		d:            deployment(1, 1, available),
+		wasAvailable: true,
+		wasFailed:    true,
+		ready:        cond{corev1.ConditionTrue, ""},
+		resources:    cond{corev1.ConditionTrue, ""},
+		container:    cond{corev1.ConditionTrue, ""},
+	}, {
 		name:         "scaling up, but the progress deadline passed",
 		d:            deployment(2, 1, unavailable, deadlineGone),
 		wasAvailable: true,
@@ -148,6 +176,9 @@ func TestPropagateDeployment(t *testing.T) {
 			if tc.wasAvailable {
 				m.MarkTrue(v1.RevisionConditionResourcesAvailable)
 				m.MarkTrue(v1.RevisionConditionContainerHealthy)
+			}
+			if tc.wasFailed {
+				m.MarkFalse(v1.RevisionConditionContainerHealthy, "ExitCode1", "Container failed with: boom")
 			}
 			propagateDeployment(status, m, tc.d, tc.pods)
 			for _, c := range []struct {

@@ -1,0 +1,35 @@
+// Package programs is a node of the local cluster whose pods really run: `ferry up`
+// runs a user's program behind Ferry, where every other pod is simulated by kwok.
+//
+// Which pods: those with an image that Images runs, a ko://IMPORT/PATH image (built
+// with the go command in ferry up's directory, once per import path, and run at
+// /ko-app/<name> as ko's images do) or an image mapped by --local-image to an
+// executable. A kube-scheduler filter in internal/localcluster sends those pods to this
+// node, NodeName, and every other pod to kwok's, so nothing simulated today moves.
+//
+// How: virtual-kubelet serves the Node, its Lease, pod sync and the kubelet API
+// (kubectl logs); this package is its provider. Each pod gets a network namespace of
+// its own with an IP from the node's /24 that the host routes (network.go): the
+// gateway dials podIP:port as on a cluster, and two pods of one Revision may both
+// listen on :8080, as Knative's test images and many apps do whatever PORT says. Each
+// container is a runc container (spec.go, runc.go): its own mount, PID, IPC and UTS
+// namespaces, a read-only root holding only the host's system directories, the
+// program, a private /dev, a writable /tmp, the pod's volumes at their mountPath
+// (volumes.go), the user, memory and CPU limits of its spec, and cgroups mounted
+// read-only.
+//
+// What a kubelet does for a pod, this node does too (pod.go): the env and envFrom
+// that virtual-kubelet resolves, command and args with $(VAR), readiness, liveness and
+// startup probes with the kubelet's own probers (probe.go), restarts with the
+// CrashLoopBackOff back-off, exit codes and the log's last lines as the termination
+// message, logs in the CRI format read by the kubelet's reader (logs.go), and on
+// deletion the preStop sleep, SIGTERM, then SIGKILL. Ferry being the gateway too, a
+// leaving pod's drain ends as soon as the gateway has no request in flight to it
+// (Node.DrainWith) rather than at the end of the 310 s preStop sleep, as Knative's
+// queue-proxy ends its own wait once drained. Until a container's first readiness
+// success, the probe runs every 100 ms, as Knative's queue-proxy probes a new pod:
+// Ferry has no queue-proxy.
+//
+// It needs Linux, root and runc (Debian's package); Supported says what is missing.
+// Without them ferry up runs as before, every pod simulated.
+package programs
