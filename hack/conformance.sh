@@ -12,6 +12,9 @@
 # with the go command from its working directory when --local-image maps
 # ko.local/<name>:latest to ko://knative.dev/serving/test/test_images/<name>.
 set -euo pipefail
+# All of it is one function, called on the last line: bash then has read the whole
+# file before it runs, so editing the script during a run cannot break that run.
+main() {
 cd "$(dirname "$0")/.."
 root=$PWD
 ferry=$root/bin/ferry
@@ -86,7 +89,7 @@ echo "Building the suite's test binaries ..."
 go test -tags=e2e -count=1 -run '^$' knative.dev/serving/test/conformance/api/v1 knative.dev/serving/test/conformance/runtime >/dev/null
 
 echo "Starting ferry up in $data (gateway 127.0.0.1:$gw_port) ..."
-# Foreground process group of its own is not needed: `exec` makes $! ferry itself.
+# exec: $! is ferry up itself, which the trap stops.
 ( exec "$ferry" up --data-dir "$data" \
     --gateway-addr "127.0.0.1:$gw_port" --gateway-local-addr "127.0.0.1:$gw_local_port" \
     --gateway-https-addr "127.0.0.1:$gw_https_port" "${local_images[@]}" ) >"$data/up.log" 2>&1 &
@@ -127,6 +130,7 @@ skip_re=
 if [ ${#skip_names[@]} -gt 0 ]; then
   echo "Skipped (cannot pass on this machine):"
   for i in "${!skip_names[@]}"; do echo "  ${skip_names[$i]}: ${skip_reasons[$i]}"; done
+  # go test -skip splits a pattern at each /, so this skips top-level tests only.
   skip_re="^($(IFS='|'; echo "${skip_names[*]}"))\$"
 fi
 
@@ -172,3 +176,6 @@ count() { cat "${logs[@]}" | grep -c "^--- $1" || true; }
 echo
 echo "Conformance: $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped by the suite, ${#skip_names[@]} skipped here; ${took}s."
 exit $rc
+}
+
+main "$@"
