@@ -177,21 +177,24 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 	if !setBy(appended, "Te") && httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
 		bw.WriteString("Te: trailers\r\n")
 	}
-	// As ProxyRequest.SetXForwarded after Rewrite dropped the client's.
-	if !setBy(appended, "X-Forwarded-For") {
-		if clientIP, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-			writeHeaderLine(bw, "X-Forwarded-For", clientIP)
-		}
+	// As ProxyRequest.SetXForwarded after Rewrite dropped the client's, and Forwarded
+	// as forwarder.rewrite sets it.
+	clientIP, _, _ := net.SplitHostPort(r.RemoteAddr)
+	if !setBy(appended, "X-Forwarded-For") && clientIP != "" {
+		writeHeaderLine(bw, "X-Forwarded-For", clientIP)
 	}
 	if !setBy(appended, "X-Forwarded-Host") {
 		writeHeaderLine(bw, "X-Forwarded-Host", r.Host)
 	}
+	proto := "http"
+	if r.TLS != nil {
+		proto = "https"
+	}
 	if !setBy(appended, "X-Forwarded-Proto") {
-		if r.TLS == nil {
-			bw.WriteString("X-Forwarded-Proto: http\r\n")
-		} else {
-			bw.WriteString("X-Forwarded-Proto: https\r\n")
-		}
+		writeHeaderLine(bw, "X-Forwarded-Proto", proto)
+	}
+	if !setBy(appended, "Forwarded") {
+		writeHeaderLine(bw, "Forwarded", forwarded(clientIP, r.Host, proto))
 	}
 	for i, h := range appended {
 		switch h.name {

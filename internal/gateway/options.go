@@ -47,9 +47,9 @@ type Options struct {
 
 	// RequestTimeout is the timeoutSeconds of backends that set none (a Revision
 	// without it, a Service without serving.ferry.dev/timeout-seconds): how long, from
-	// its arrival, a request may last, held for want of a pod included, as Knative's
-	// revision timeout does. Past it the client gets 504, or a response under way
-	// (a stream, an upgraded connection) is cut. Default 5m, Knative's default.
+	// its arrival, a request may wait for its response to start, held for want of a
+	// pod included, as Knative's revision timeout does. Past it the client gets 504;
+	// a response under way is not cut. Default 5m, Knative's default.
 	RequestTimeout time.Duration
 	// MaxQueued bounds, per revision and gateway replica, the requests held while the
 	// revision has no ready pod or no pod below its containerConcurrency; more get

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -198,6 +199,8 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	// The gateway is the edge: Rewrite has dropped any X-Forwarded-* the client sent,
 	// and these are set from what the gateway itself saw.
 	pr.SetXForwarded()
+	clientIP, _, _ := net.SplitHostPort(pr.In.RemoteAddr)
+	pr.Out.Header.Set("Forwarded", forwarded(clientIP, pr.In.Host, pr.Out.Header.Get("X-Forwarded-Proto")))
 	for _, h := range rr.route.appendHeaders {
 		pr.Out.Header.Set(h.name, h.value)
 	}
@@ -208,6 +211,28 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Body = &activeBody{ReadCloser: pr.Out.Body, rt: &rr.timer}
 	}
 	rr.sent = time.Now()
+}
+
+// forwarded is RFC 7239's Forwarded header for what the gateway saw,
+// `for=<client>;host=<host>;proto=<http|https>` (an IPv6 client quoted in brackets),
+// as Knative's queue-proxy makes it from the X-Forwarded-* headers: the runtime
+// contract says a container MUST get it, and Ferry has no queue-proxy.
+func forwarded(clientIP, host, proto string) string {
+	var b strings.Builder
+	if clientIP != "" {
+		b.WriteString("for=")
+		if strings.Contains(clientIP, ":") {
+			b.WriteString(`"[` + clientIP + `]"`)
+		} else {
+			b.WriteString(clientIP)
+		}
+		b.WriteByte(';')
+	}
+	b.WriteString("host=")
+	b.WriteString(host)
+	b.WriteString(";proto=")
+	b.WriteString(proto)
+	return b.String()
 }
 
 func (f *forwarder) received(res *http.Response) error {

@@ -11,8 +11,11 @@ import (
 // Knative's three request timeouts, enforced as its queue-proxy and activator do
 // (knative/serving pkg/http/handler/timeout.go), all counted from the request's
 // arrival, the time it was held for a pod included:
-//   - timeoutSeconds bounds the whole request, streamed bodies and upgraded
-//     connections too;
+//   - timeoutSeconds bounds the wait for the response to start, as Knative's handler
+//     times a request out only while nothing was written (its conformance test
+//     RevisionTimeout streams for 15 s under a 10 s timeout and wants a 200); a
+//     response under way, a stream, an upgraded connection, is bounded by
+//     idleTimeoutSeconds alone;
 //   - responseStartTimeoutSeconds bounds the wait for the response headers;
 //   - idleTimeoutSeconds bounds a stretch without a byte either way (Knative counts
 //     only what the pod writes; a WebSocket whose client alone talks is not idle here).
@@ -23,7 +26,8 @@ import (
 // context; the handler's goroutine, which alone writes the answer, then answers 504
 // naming the Revision and the timeout, or cuts a response already under way.
 
-// timeouts are a revision's limits; 0 is none (total always has one).
+// timeouts are a revision's limits; 0 is none (total always has one, until the
+// response starts).
 type timeouts struct {
 	total, responseStart, idle time.Duration
 }
@@ -97,6 +101,9 @@ func (rt *requestTimer) expire() {
 	}
 	elapsed := time.Since(rt.start)
 	kind, next := rt.due(elapsed)
+	if kind == running && next == noDeadline {
+		return // the response started, and there is no idle timeout
+	}
 	if kind == running {
 		// The response started or bytes flowed since the timer was set: a fresh
 		// timer for the next deadline (stop loads whichever is current).
@@ -108,19 +115,30 @@ func (rt *requestTimer) expire() {
 	}
 }
 
+// noDeadline is due's "nothing left to time": the response started and no idle
+// timeout applies.
+const noDeadline time.Duration = -1
+
 // due returns the timeout whose deadline has passed at elapsed since the arrival
-// (the earliest one), or running and the time left until the next deadline.
+// (the earliest one), or running and the time left until the next deadline
+// (noDeadline if none is left).
 func (rt *requestTimer) due(elapsed time.Duration) (timeoutKind, time.Duration) {
-	kind, at := timeoutTotal, rt.limits.total
-	if rt.limits.responseStart > 0 && rt.limits.responseStart < at && !rt.started.Load() {
-		kind, at = timeoutResponseStart, rt.limits.responseStart
+	kind, at := running, noDeadline
+	if !rt.started.Load() {
+		kind, at = timeoutTotal, rt.limits.total
+		if rt.limits.responseStart > 0 && rt.limits.responseStart < at {
+			kind, at = timeoutResponseStart, rt.limits.responseStart
+		}
 	}
 	if rt.limits.idle > 0 {
-		if idleAt := time.Duration(rt.active.Load()) + rt.limits.idle; idleAt < at {
+		if idleAt := time.Duration(rt.active.Load()) + rt.limits.idle; at == noDeadline || idleAt < at {
 			kind, at = timeoutIdle, idleAt
 		}
 	}
-	if at <= elapsed {
+	switch {
+	case at == noDeadline:
+		return running, noDeadline
+	case at <= elapsed:
 		return kind, 0
 	}
 	return running, at - elapsed

@@ -32,7 +32,8 @@ func TestTimeoutDue(t *testing.T) {
 		{name: "total passed", limits: timeouts{total: 5 * s}, elapsed: 5 * s, wantKind: timeoutTotal},
 		{name: "response start first", limits: timeouts{total: 5 * s, responseStart: 2 * s}, elapsed: s, wantNext: s},
 		{name: "response start passed", limits: timeouts{total: 5 * s, responseStart: 2 * s}, elapsed: 2 * s, wantKind: timeoutResponseStart},
-		{name: "response started", limits: timeouts{total: 5 * s, responseStart: 2 * s}, started: true, elapsed: 2 * s, wantNext: 3 * s},
+		{name: "response started: nothing left to time", limits: timeouts{total: 5 * s, responseStart: 2 * s}, started: true, elapsed: 2 * s, wantNext: noDeadline},
+		{name: "response started: total no longer applies, idle does", limits: timeouts{total: 5 * s, idle: s}, started: true, active: 5500 * time.Millisecond, elapsed: 6 * s, wantNext: 500 * time.Millisecond},
 		{name: "idle from the arrival", limits: timeouts{total: 5 * s, idle: s}, elapsed: s, wantKind: timeoutIdle},
 		{name: "idle after activity", limits: timeouts{total: 5 * s, idle: s}, active: 1500 * time.Millisecond, elapsed: 2 * s, wantNext: 500 * time.Millisecond},
 		{name: "idle past total", limits: timeouts{total: 5 * s, idle: s}, active: 4500 * time.Millisecond, elapsed: 5 * s, wantKind: timeoutTotal},
@@ -110,8 +111,20 @@ func TestRevisionTimeouts(t *testing.T) {
 		noPod: true, code: 504, kind: timeoutResponseStart, min: time.Second, max: 3 * time.Second,
 		want: "ferry: revision rev-1 did not get a ready pod within 1s (responseStartTimeoutSeconds)\n",
 	}, {
-		name: "total cuts a stream", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](1)},
-		backend: tick(time.Hour), code: 200, cut: true, want: "....", kind: timeoutTotal, min: time.Second, max: 3 * time.Second,
+		// As in Knative, timeoutSeconds ends only a response that has not started.
+		name: "total spares a stream under way", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](1)},
+		backend: func(w http.ResponseWriter, r *http.Request) {
+			for range 12 {
+				io.WriteString(w, ".")
+				http.NewResponseController(w).Flush()
+				time.Sleep(200 * time.Millisecond)
+			}
+		},
+		code: 200, want: "............", min: 2200 * time.Millisecond, max: 4 * time.Second,
+	}, {
+		name: "total ends the wait for a response", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](1)},
+		backend: hang, code: 504, kind: timeoutTotal, min: time.Second, max: 3 * time.Second,
+		want: "ferry: revision rev-1 did not answer in time: timeoutSeconds (1s) passed (pod 127.0.0.1)\n",
 	}, {
 		// Bytes every 200ms keep a stream alive past the idle timeout; silence ends it.
 		name: "idle cuts a silent stream", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), IdleTimeoutSeconds: ptr.To[int64](1)},

@@ -519,7 +519,7 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 	if p := c.spec.LivenessProbe; p != nil {
 		go func() {
 			if sleep(ctx, seconds(p.InitialDelaySeconds)) {
-				r.watch(ctx, p, try, "liveness", nil, func(why string) { r.restart(ctx, c, id, "liveness", why) })
+				r.watch(ctx, p, try, "liveness", func() {}, func(why string) { r.restart(ctx, c, id, "liveness", why) })
 			}
 		}()
 	}
@@ -541,7 +541,8 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 }
 
 // watch runs p every periodSeconds until ctx ends, calling pass after successThreshold
-// successes in a row and fail after failureThreshold failures in a row. For a startup
+// successes in a row and fail after failureThreshold failures in a row; a liveness
+// failure ends it (the container restarts, with probes of its own). For a startup
 // probe (no pass), it returns true at its first success.
 func (r *podRunner) watch(ctx context.Context, p *corev1.Probe, try func(*corev1.Probe, string) (bool, string), purpose string,
 	pass func(), fail func(why string)) bool {

@@ -1,9 +1,12 @@
 package programs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -236,11 +239,33 @@ func mountPoints(s *specs.Spec) (dirs, files []string) {
 }
 
 // makeRootfs makes a container's empty read-only root, with the mount points of s.
+// A tmpfs mount point gets its mount's mode: runc gives a tmpfs the mode of the
+// directory it covers, whatever its mode= option says (/tmp must be 1777).
 func makeRootfs(s *specs.Spec) error {
 	dirs, files := mountPoints(s)
 	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(s.Root.Path, d), 0o755); err != nil {
 			return err
+		}
+	}
+	for _, m := range s.Mounts {
+		if m.Type != "tmpfs" {
+			continue
+		}
+		for _, o := range m.Options {
+			if v, ok := strings.CutPrefix(o, "mode="); ok {
+				mode, err := strconv.ParseUint(v, 8, 32)
+				if err != nil {
+					return fmt.Errorf("mount %s: %s: %w", m.Destination, o, err)
+				}
+				perm := os.FileMode(mode).Perm()
+				if mode&0o1000 != 0 {
+					perm |= os.ModeSticky
+				}
+				if err := os.Chmod(filepath.Join(s.Root.Path, m.Destination), perm); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	for _, f := range files {

@@ -1,6 +1,8 @@
 package programs
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -153,6 +155,24 @@ func TestContainerMounts(t *testing.T) {
 	for _, bad := range []corev1.VolumeMount{{Name: "missing", MountPath: "/x"}, {Name: "cm", MountPath: "/x", SubPath: "../etc"}} {
 		if _, err := containerMounts(&corev1.Container{VolumeMounts: []corev1.VolumeMount{bad}}, p, vols); err == nil {
 			t.Errorf("%+v: no error", bad)
+		}
+	}
+}
+
+// TestRootfsTmpfsMode: runc gives a tmpfs the mode of its mount point, so the root
+// must have /tmp at 1777 for the container's /tmp to be writable by any user.
+func TestRootfsTmpfsMode(t *testing.T) {
+	s := &specs.Spec{Root: &specs.Root{Path: t.TempDir()}, Mounts: systemMounts()}
+	if err := makeRootfs(s); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]os.FileMode{"/tmp": 0o777 | os.ModeSticky, "/dev/shm": 0o777 | os.ModeSticky, "/dev": 0o755, "/proc": 0o755} {
+		info, err := os.Stat(filepath.Join(s.Root.Path, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := info.Mode() &^ os.ModeDir; got != want {
+			t.Errorf("%s: mode %v, want %v", dir, got, want)
 		}
 	}
 }
