@@ -61,3 +61,8 @@ if ! FERRY_BIN="$PWD/bin/ferry" go test -count=1 -timeout 40m -ldflags "$(make -
   grep -E -- '^\s*--- FAIL|^panic:|^\s+[a-z0-9_]+_test\.go:[0-9]+:|^FAIL|test timed out' "$out" | tail -n 60
   exit 1
 fi
+
+step "Knative's conformance suite against ferry up (make conformance, docs/conformance.md)"
+# Knative's own api/v1 and runtime tests, its test images running as real programs on
+# ferry up's program node (needs root and runc: .ci/run installs runc).
+./hack/conformance.sh
