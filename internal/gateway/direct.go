@@ -194,7 +194,9 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 		writeHeaderLine(bw, "X-Forwarded-Proto", proto)
 	}
 	if !setBy(appended, "Forwarded") {
-		writeHeaderLine(bw, "Forwarded", forwarded(clientIP, r.Host, proto))
+		bw.WriteString("Forwarded: ")
+		bw.Write(appendForwarded(bw.AvailableBuffer(), clientIP, r.Host, proto))
+		bw.WriteString("\r\n")
 	}
 	for i, h := range appended {
 		switch h.name {

@@ -354,8 +354,8 @@ func TestForwarded(t *testing.T) {
 		{"::1", "h.example.com:8443", "https", `for="[::1]";host=h.example.com:8443;proto=https`},
 		{"", "h", "http", "host=h;proto=http"},
 	} {
-		if got := forwarded(tc.ip, tc.host, tc.proto); got != tc.want {
-			t.Errorf("forwarded(%q, %q, %q) = %q, want %q", tc.ip, tc.host, tc.proto, got, tc.want)
+		if got := string(appendForwarded(nil, tc.ip, tc.host, tc.proto)); got != tc.want {
+			t.Errorf("appendForwarded(%q, %q, %q) = %q, want %q", tc.ip, tc.host, tc.proto, got, tc.want)
 		}
 	}
 }
