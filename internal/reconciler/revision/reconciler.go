@@ -182,17 +182,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // updateDeployment puts back what the Revision sets on its Deployment: the pod
 // template, the progress deadline and its labels. Fields the API server or others
 // filled in are left alone, and so are the replicas: set at creation, they are the
-// autoscaler's since. The drain (preStop sleep, grace period) alone does not roll a
-// Deployment an older Ferry made: at upgrade that would restart every Revision's pods,
-// and the pods replaced, having no drain, would cut their requests. It comes with the
-// next change that rolls the pods anyway.
+// autoscaler's since. What an older Ferry did not set alone does not roll a
+// Deployment it made, the drain (preStop sleep, grace period) and the runtime
+// contract's K_REVISION, K_CONFIGURATION, K_SERVICE: at upgrade that would restart
+// every Revision's pods, and the pods replaced, having no drain, would cut their
+// requests. They come with the next change that rolls the pods anyway.
 func updateDeployment(desired, have *appsv1.Deployment) bool {
 	desired.Spec.Replicas = have.Spec.Replicas
 	labels := child.MergeLabels(desired, have)
 	compared := &desired.Spec
-	if !resources.Drains(&have.Spec.Template.Spec) {
+	drains, knativeEnv := resources.Drains(&have.Spec.Template.Spec), resources.HasKnativeEnv(&have.Spec.Template.Spec)
+	if !drains || !knativeEnv {
 		compared = desired.Spec.DeepCopy()
+	}
+	if !drains {
 		resources.WithoutDrain(&compared.Template.Spec)
+	}
+	if !knativeEnv {
+		resources.WithoutKnativeEnv(&compared.Template.Spec)
 	}
 	if equality.Semantic.DeepDerivative(*compared, have.Spec) {
 		return labels

@@ -197,17 +197,25 @@ func TestReconcileTable(t *testing.T) {
 		Key:     key,
 		Objects: []client.Object{rev(readyStatus, func(r *v1.Revision) { r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1)) }), deployment(1, 1, withoutDrain), pa(1, 1, paActive)},
 	}, {
+		Name: "a Deployment an older Ferry made, without K_REVISION and the like: not rolled for it alone",
+		Key:  key,
+		Objects: []client.Object{rev(readyStatus, func(r *v1.Revision) { r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1)) }),
+			deployment(1, 1, func(d *appsv1.Deployment) { resources.WithoutKnativeEnv(&d.Spec.Template.Spec) }), pa(1, 1, paActive)},
+	}, {
 		Name: "a Deployment an older Ferry made, rolled for another change: it gets the drain too",
 		Key:  key,
 		Objects: []client.Object{rev(readyStatus, func(r *v1.Revision) {
 			r.Annotations[v1.ProgressDeadlineAnnotationKey] = "300s"
 			r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1))
-		}), deployment(1, 1, withoutDrain), pa(1, 1, paActive)},
+		}), deployment(1, 1, withoutDrain, func(d *appsv1.Deployment) { resources.WithoutKnativeEnv(&d.Spec.Template.Spec) }), pa(1, 1, paActive)},
 		WantWrites: []string{"update Deployment ns/hello-00001-deployment", "update PodAutoscaler ns/hello-00001"},
 		Check: func(t *testing.T, env *rt.Env) {
 			d := env.Written(rt.Update, "Deployment", depName).(*appsv1.Deployment)
 			if !resources.Drains(&d.Spec.Template.Spec) || d.Spec.Template.Spec.TerminationGracePeriodSeconds == nil {
 				t.Errorf("updated Deployment's pods: lifecycle %+v, grace %v; want the drain", d.Spec.Template.Spec.Containers[0].Lifecycle, d.Spec.Template.Spec.TerminationGracePeriodSeconds)
+			}
+			if !resources.HasKnativeEnv(&d.Spec.Template.Spec) {
+				t.Errorf("updated Deployment's env %v: want K_REVISION and the like", d.Spec.Template.Spec.Containers[0].Env)
 			}
 		},
 	}, {

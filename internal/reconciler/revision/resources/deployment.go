@@ -4,6 +4,7 @@
 package resources
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -178,6 +179,23 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 		}
 	}
 	return spec
+}
+
+// HasKnativeEnv says whether the containers of spec get knativeEnv: a Deployment that
+// an older Ferry made has none.
+func HasKnativeEnv(spec *corev1.PodSpec) bool {
+	return len(spec.Containers) == 0 || hasEnv(spec.Containers[0].Env, "K_REVISION")
+}
+
+// WithoutKnativeEnv leaves knativeEnv out of spec's containers, for a comparison with
+// a Deployment that has none.
+func WithoutKnativeEnv(spec *corev1.PodSpec) {
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "K_REVISION" || e.Name == "K_CONFIGURATION" || e.Name == "K_SERVICE"
+		})
+	}
 }
 
 // knativeEnv is what Knative's runtime contract gives every container of a Revision:
