@@ -71,11 +71,10 @@ type Node struct {
 	vk      *nodeutil.Node
 	events  record.EventRecorder
 
-	mu        sync.Mutex
-	pods      map[types.NamespacedName]*podRunner
-	notifyFn  func(*corev1.Pod)
-	sandboxes sync.Map // pod UID → *sandbox
-	inFlight  atomic.Pointer[func(ip string) int64]
+	mu       sync.Mutex
+	pods     map[types.NamespacedName]*podRunner
+	notifyFn func(*corev1.Pod)
+	inFlight atomic.Pointer[func(ip string) int64]
 }
 
 // Supported says why the node cannot run on this machine, or nil: it needs Linux, root

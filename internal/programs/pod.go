@@ -52,7 +52,7 @@ type podRunner struct {
 	mu          sync.Mutex
 	pod         *corev1.Pod
 	phase       corev1.PodPhase
-	ip          string
+	sandbox     *sandbox // the pod's network namespace, once made
 	started     metav1.Time
 	readySince  metav1.Time
 	ctrs        []*containerRun
@@ -149,20 +149,19 @@ func (r *podRunner) resolvePrograms() error {
 
 func (r *podRunner) makeSandbox() error {
 	r.mu.Lock()
-	haveIP := r.ip != ""
+	sb := r.sandbox
 	r.mu.Unlock()
-	if !haveIP {
-		sb, err := r.n.network.create(r.ctx, string(r.pod.UID))
-		if err != nil {
+	if sb == nil {
+		var err error
+		if sb, err = r.n.network.create(r.ctx, string(r.pod.UID)); err != nil {
 			r.setAllWaiting("CreateContainerConfigError", "pod network: "+err.Error())
 			return err
 		}
 		r.mu.Lock()
-		r.ip = sb.ip.String()
+		r.sandbox = sb
 		r.mu.Unlock()
-		r.n.sandboxes.Store(r.pod.UID, sb)
 	}
-	if err := podFiles(r.ctx, r.n.client, r.pod, r.ip, r.dir); err != nil {
+	if err := podFiles(r.ctx, r.n.client, r.pod, sb.ip.String(), r.dir); err != nil {
 		r.setAllWaiting("CreateContainerConfigError", err.Error())
 		return err
 	}
@@ -215,9 +214,11 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		return 0, err
 	}
-	sb, _ := r.n.sandboxes.Load(r.pod.UID)
+	r.mu.Lock()
+	netns := r.sandbox.path()
+	r.mu.Unlock()
 	spec := ociSpec(containerConfig{pod: r.pod, container: c.spec, program: c.program, rootfs: filepath.Join(bundle, "rootfs"),
-		netns: sb.(*sandbox).path(), cgroupPath: "/" + r.n.prefix + "/" + id, mounts: mounts})
+		netns: netns, cgroupPath: "/" + r.n.prefix + "/" + id, mounts: mounts})
 	logPath := filepath.Join(r.dir, "logs", c.spec.Name, fmt.Sprintf("%d.log", run))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
 		return 0, err
@@ -308,7 +309,7 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 	ctx := context.WithoutCancel(r.ctx)
 	r.mu.Lock()
 	r.terminating = true
-	ip := r.ip
+	ip, sb := r.podIP(), r.sandbox
 	grace := 30 * time.Second
 	if g := r.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
@@ -342,8 +343,8 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 		r.signalAll(ctx, syscall.SIGKILL)
 		<-stopped
 	}
-	if sb, ok := r.n.sandboxes.LoadAndDelete(r.pod.UID); ok {
-		r.n.network.remove(ctx, sb.(*sandbox))
+	if sb != nil {
+		r.n.network.remove(ctx, sb)
 	}
 	_ = os.RemoveAll(r.dir)
 	r.mu.Lock()
@@ -419,6 +420,14 @@ func (r *podRunner) setReady(c *containerRun, id string, ready bool) {
 	}
 }
 
+// podIP is the pod's address, "" before its network namespace is made; r.mu held.
+func (r *podRunner) podIP() string {
+	if r.sandbox == nil {
+		return ""
+	}
+	return r.sandbox.ip.String()
+}
+
 func (r *podRunner) notify() { r.n.notify(r.snapshot()) }
 
 // snapshot is the pod with the status this node reports for it.
@@ -427,8 +436,8 @@ func (r *podRunner) snapshot() *corev1.Pod {
 	defer r.mu.Unlock()
 	p := r.pod.DeepCopy()
 	st := corev1.PodStatus{Phase: r.phase, HostIP: nodeIP, HostIPs: []corev1.HostIP{{IP: nodeIP}}, StartTime: &r.started}
-	if r.ip != "" {
-		st.PodIP, st.PodIPs = r.ip, []corev1.PodIP{{IP: r.ip}}
+	if ip := r.podIP(); ip != "" {
+		st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	}
 	ready := r.phase == corev1.PodRunning
 	for _, c := range r.ctrs {
@@ -498,7 +507,7 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 		}
 	}()
 	r.mu.Lock()
-	ip := r.ip
+	ip := r.podIP()
 	r.mu.Unlock()
 	try := func(p *corev1.Probe, purpose string) (bool, string) {
 		return probeOnce(ctx, p, c.spec, ip, purpose, func(ctx context.Context, args []string, out *bytes.Buffer) error {
