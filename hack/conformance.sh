@@ -33,15 +33,10 @@ timeout=${TIMEOUT:-40m}
 # that fails is a gap in Ferry (docs/conformance.md), not something to skip.
 skip_names=() skip_reasons=()
 skip() { skip_names+=("$1"); skip_reasons+=("$2"); }
-# None today: with runc each pod has the network and mount namespaces, cgroups, user
-# and /dev the suite checks. A test goes here as
+# None: with runc each pod has the network and mount namespaces, cgroups, user and
+# /dev the suite checks. A test goes here as
 #   skip TestName "the isolation it needs that this machine cannot give"
-# A gap in Ferry itself is not skipped for the machine's sake; one that is known and
-# open is left out of the default run, named with its gap, so that CI stays green
-# while it is worked on. ALL=1 runs it too.
-if [ "${ALL:-}" != 1 ]; then
-  skip TestRouteCreation "Ferry gap, not this machine's: a routed Revision is not labelled serving.knative.dev/routingState=active, which the test waits 10 minutes for (docs/conformance.md)"
-fi
+# A gap in Ferry itself is never skipped: it is fixed.
 
 data=$(mktemp -d "${TMPDIR:-/tmp}/ferry-conformance.XXXXXX")
 up_pid= test_pids=()

@@ -126,12 +126,13 @@ func TestReconcileTable(t *testing.T) {
 			for k, want := range map[string]string{
 				v1.ConfigurationLabelKey: "hello", v1.ConfigurationGenerationLabelKey: "1", v1.ConfigurationUIDLabelKey: "cfg-uid",
 				v1.ServiceLabelKey: "hello", v1.ServiceUIDLabelKey: "svc-uid", "app": "hello",
+				v1.RoutingStateLabelKey: "pending",
 			} {
 				if r.Labels[k] != want {
 					t.Errorf("label %s = %q, want %q", k, r.Labels[k], want)
 				}
 			}
-			if _, ok := r.Labels["team"]; ok || len(r.Labels) != 6 {
+			if _, ok := r.Labels["team"]; ok || len(r.Labels) != 7 {
 				t.Errorf("labels %v: the Configuration's own labels other than the Service's must not be copied", r.Labels)
 			}
 			if len(r.Annotations) != 1 || r.Annotations["note"] != "x" {

@@ -13,8 +13,11 @@ func TestWant(t *testing.T) {
 		routed, latest bool
 		want           v1.RoutingState // "" with ok false: leave it
 	}{
-		{name: "new, not yet routed", have: v1.RoutingStateUnset, latest: true},
-		{name: "routed, never left", have: v1.RoutingStateUnset, routed: true},
+		{name: "new, not yet routed", have: v1.RoutingStatePending, latest: true},
+		{name: "new, routed", have: v1.RoutingStatePending, routed: true, latest: true, want: v1.RoutingStateActive},
+		{name: "made by an older Ferry, routed", have: v1.RoutingStateUnset, routed: true, want: v1.RoutingStateActive},
+		{name: "made by an older Ferry, latest, not routed", have: v1.RoutingStateUnset, latest: true},
+		{name: "routed, active already", have: v1.RoutingStateActive, routed: true},
 		{name: "routed, labelled by Knative", have: v1.RoutingStateActive, routed: true, latest: true},
 		{name: "left its Routes", have: v1.RoutingStateUnset, want: v1.RoutingStateReserve},
 		{name: "left its Routes, labelled active by Knative", have: v1.RoutingStateActive, want: v1.RoutingStateReserve},

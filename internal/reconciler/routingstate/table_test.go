@@ -75,9 +75,15 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"patch Revision ns/hello-00001"},
 		Check:      labelled("hello-00001", v1.RoutingStateReserve),
 	}, {
-		Name:    "a routed Revision that never left: no write",
+		Name:       "a new Revision routed: active, as Knative's conformance tests wait for",
+		Key:        rt.Key(ns, "hello-00001"),
+		Objects:    objs(cfg(), rev("hello-00001", v1.RoutingStatePending), routeTo("hello-00001")),
+		WantWrites: []string{"patch Revision ns/hello-00001"},
+		Check:      labelled("hello-00001", v1.RoutingStateActive),
+	}, {
+		Name:    "a routed Revision labelled active: no write",
 		Key:     rt.Key(ns, "hello-00001"),
-		Objects: objs(cfg(), rev("hello-00001", ""), routeTo("hello-00001")),
+		Objects: objs(cfg(), rev("hello-00001", v1.RoutingStateActive), routeTo("hello-00001")),
 	}, {
 		Name:       "a reserve Revision routed again: active",
 		Key:        rt.Key(ns, "hello-00001"),
@@ -87,7 +93,7 @@ func TestReconcileTable(t *testing.T) {
 	}, {
 		Name:    "the latest Revision without traffic: no write",
 		Key:     rt.Key(ns, "hello-00002"),
-		Objects: objs(cfg(), rev("hello-00002", ""), routeTo("hello-00001")),
+		Objects: objs(cfg(), rev("hello-00002", v1.RoutingStatePending), routeTo("hello-00001")),
 	}, {
 		Name:    "the latest ready Revision while a newer one is created: no write",
 		Key:     rt.Key(ns, "hello-00001"),

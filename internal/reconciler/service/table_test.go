@@ -78,6 +78,11 @@ func config(s *v1.Service, opts ...func(*v1.Configuration)) *v1.Configuration {
 	d := s.DeepCopy()
 	d.SetDefaults(context.Background())
 	c := &v1.Configuration{ObjectMeta: childMeta(s), Spec: v1.ConfigurationSpec{Template: d.Spec.Template}}
+	for _, t := range d.Spec.Traffic {
+		if t.RevisionName == "" { // the Route follows the latest: Knative's routes annotation
+			c.Annotations[v1.RoutesAnnotationKey] = s.Name
+		}
+	}
 	c.Status.ObservedGeneration = 1
 	c.Status.Conditions = []duck.Condition{{Type: duck.ConditionReady, Status: corev1.ConditionTrue}}
 	c.Status.LatestCreatedRevisionName, c.Status.LatestReadyRevisionName = "hello-00001", "hello-00001"
@@ -218,10 +223,14 @@ func TestReconcileTable(t *testing.T) {
 		Objects: []client.Object{svc(func(s *v1.Service) {
 			s.Spec.Traffic = []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: ptr(int64(100)), Tag: "pinned"}}
 		}), config(s), route(s, func(r *v1.Route) { r.Labels["old"] = "yes" })},
-		WantWrites: []string{"update Route ns/hello", "status Service ns/hello"},
+		// No Route follows the latest Revision any more: the routes annotation goes.
+		WantWrites: []string{"update Configuration ns/hello", "update Route ns/hello", "status Service ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
 			wantStatus(rt.Unknown(v1.ServiceConditionReady, "OutOfDate", msgRouteOutOfDate), configReady,
 				rt.Unknown(v1.ServiceConditionRoutesReady, "OutOfDate", msgRouteOutOfDate))(t, env)
+			if c := env.Written(rt.Update, "Configuration", "hello").(*v1.Configuration); c.Annotations[v1.RoutesAnnotationKey] != "" {
+				t.Errorf("Configuration annotations %v: routes stays while no Route follows the latest", c.Annotations)
+			}
 			r := env.Written(rt.Update, "Route", "hello").(*v1.Route)
 			want := []v1.TrafficTarget{{RevisionName: "hello-00001", Percent: ptr(int64(100)), Tag: "pinned", LatestRevision: ptr(false)}}
 			if !equality.Semantic.DeepEqual(r.Spec.Traffic, want) || r.Labels["old"] != "" {

@@ -50,13 +50,26 @@ func MakeRevision(ctx context.Context, cfg *v1.Configuration) *v1.Revision {
 	defaulted.SetDefaults(ctx)
 	tmpl := &defaulted.Spec.Template
 
-	labels := make(map[string]string, len(tmpl.ObjectMeta.Labels)+5)
+	labels := make(map[string]string, len(tmpl.ObjectMeta.Labels)+6)
 	for k, v := range tmpl.ObjectMeta.Labels {
 		labels[k] = v
 	}
 	labels[v1.ConfigurationLabelKey] = cfg.Name
 	labels[v1.ConfigurationGenerationLabelKey] = strconv.FormatInt(cfg.Generation, 10)
 	labels[v1.ConfigurationUIDLabelKey] = string(cfg.UID)
+	// Not yet seen by a Route (package routingstate labels it active or reserve),
+	// unless a Route follows the Configuration's latest Revision: then active at once,
+	// as Knative does. Knative also stamps routingStateModified here; unset, config-gc
+	// counts from the creation, the same instant.
+	annotations := kmeta.WithoutLastApplied(tmpl.ObjectMeta.Annotations)
+	labels[v1.RoutingStateLabelKey] = string(v1.RoutingStatePending)
+	if routes, ok := cfg.Annotations[v1.RoutesAnnotationKey]; ok {
+		labels[v1.RoutingStateLabelKey] = string(v1.RoutingStateActive)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[v1.RoutesAnnotationKey] = routes
+	}
 	for _, k := range []string{v1.ServiceLabelKey, v1.ServiceUIDLabelKey} {
 		if v, ok := cfg.Labels[k]; ok {
 			labels[k] = v
@@ -68,7 +81,7 @@ func MakeRevision(ctx context.Context, cfg *v1.Configuration) *v1.Revision {
 			Name:            RevisionName(cfg),
 			Namespace:       cfg.Namespace,
 			Labels:          labels,
-			Annotations:     kmeta.WithoutLastApplied(tmpl.ObjectMeta.Annotations),
+			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cfg, v1.SchemeGroupVersion.WithKind("Configuration"))},
 		},
 		Spec: tmpl.Spec,

@@ -93,3 +93,27 @@ func TestRevisionName(t *testing.T) {
 		}
 	}
 }
+
+// A Revision is pending until a Route reaches it, and active from its creation when a
+// Route already follows its Configuration's latest Revision (Knative's routes
+// annotation on the Configuration).
+func TestMakeRevisionRoutingState(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		annotations map[string]string
+		want        v1.RoutingState
+		routes      string
+	}{
+		{name: "no Route follows it", want: v1.RoutingStatePending},
+		{name: "a Route follows it", annotations: map[string]string{v1.RoutesAnnotationKey: "hello"}, want: v1.RoutingStateActive, routes: "hello"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", Generation: 1, Annotations: tt.annotations}}
+			cfg.Spec.Template.Spec.Containers = []corev1.Container{{Image: "img"}}
+			rev := MakeRevision(context.Background(), cfg)
+			if got := v1.RoutingState(rev.Labels[v1.RoutingStateLabelKey]); got != tt.want || rev.Annotations[v1.RoutesAnnotationKey] != tt.routes {
+				t.Errorf("routingState %q, routes %q; want %q, %q", got, rev.Annotations[v1.RoutesAnnotationKey], tt.want, tt.routes)
+			}
+		})
+	}
+}

@@ -38,15 +38,29 @@ func Selector(rev *v1.Revision) map[string]string {
 }
 
 // Labels are the labels of everything a Revision owns: the Revision's own plus the
-// revision name and UID.
+// revision name and UID, less those that say which Routes reach it (route,
+// routingState), as in Knative: they change with traffic, and on a pod template a
+// change would roll the pods.
 func Labels(rev *v1.Revision) map[string]string {
 	l := make(map[string]string, len(rev.Labels)+2)
 	for k, v := range rev.Labels {
-		l[k] = v
+		if k != v1.RouteLabelKey && k != v1.RoutingStateLabelKey {
+			l[k] = v
+		}
 	}
 	l[v1.RevisionLabelKey] = rev.Name
 	l[v1.RevisionUIDLabelKey] = string(rev.UID)
 	return l
+}
+
+// Annotations are the annotations of everything a Revision owns: the Revision's own
+// less kubectl's last-applied copy and, for the same reason as in Labels, the routing
+// bookkeeping (routes, routingStateModified).
+func Annotations(rev *v1.Revision) map[string]string {
+	a := kmeta.WithoutLastApplied(rev.Annotations)
+	delete(a, v1.RoutesAnnotationKey)
+	delete(a, v1.RoutingStateModifiedAnnotation)
+	return a
 }
 
 // DeploymentName is the name of the Deployment that runs a Revision's pods, as Knative
@@ -64,7 +78,7 @@ func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.
 			Name:            DeploymentName(rev.Name),
 			Namespace:       rev.Namespace,
 			Labels:          labels,
-			Annotations:     kmeta.WithoutLastApplied(rev.Annotations),
+			Annotations:     Annotations(rev),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(rev)},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -72,7 +86,7 @@ func MakeDeployment(rev *v1.Revision, progressDeadline, replicas int32) *appsv1.
 			Selector:                &metav1.LabelSelector{MatchLabels: Selector(rev)},
 			ProgressDeadlineSeconds: ptr(progressDeadline),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: kmeta.WithoutLastApplied(rev.Annotations)},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: Annotations(rev)},
 				Spec:       makePodSpec(rev),
 			},
 		},

@@ -187,3 +187,20 @@ func deref(p *int64) any {
 	}
 	return *p
 }
+
+// A Route reaching a Revision relabels it (routingState pending → active); its pods
+// must not roll for that.
+func TestMakeDeploymentIgnoresRouting(t *testing.T) {
+	pending, active := revision(nil), revision(nil)
+	pending.Labels[v1.RoutingStateLabelKey] = string(v1.RoutingStatePending)
+	active.Labels[v1.RoutingStateLabelKey] = string(v1.RoutingStateActive)
+	active.Labels[v1.RouteLabelKey] = "hello"
+	active.Annotations = map[string]string{v1.RoutingStateModifiedAnnotation: "2026-12-05T01:00:00Z", v1.RoutesAnnotationKey: "hello"}
+	a, b := MakeDeployment(pending, 600, 1), MakeDeployment(active, 600, 1)
+	if !equality.Semantic.DeepEqual(a, b) {
+		t.Errorf("the Deployment changed with the routing labels:\n%v\n%v", a.Labels, b.Labels)
+	}
+	if _, ok := a.Spec.Template.Labels[v1.RoutingStateLabelKey]; ok {
+		t.Errorf("pod template labels %v carry routingState", a.Spec.Template.Labels)
+	}
+}

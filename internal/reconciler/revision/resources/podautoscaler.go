@@ -9,7 +9,6 @@ import (
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/kmeta"
 )
 
 // The PodAutoscaler's protocol types (Knative's networking ProtocolType).
@@ -22,10 +21,9 @@ const (
 // Revision reconciler does (pkg/reconciler/revision/resources/pa.go):
 //
 //   - named after the Revision, in its namespace, with the Revision as controller owner;
-//   - labelled as everything the Revision owns (Labels) but for the route and
-//     routingState labels, which Knative leaves off so that routing does not rewrite it;
-//   - annotated with the Revision's annotations but for kubectl's last-applied copy and
-//     the routing bookkeeping (routes, routingStateModified), and with
+//   - labelled as everything the Revision owns (Labels: not the route and
+//     routingState labels, which Knative leaves off so that routing does not rewrite it);
+//   - annotated as everything the Revision owns (Annotations), and with
 //     autoscaling.knative.dev/class set to cfg's pod-autoscaler-class when the
 //     Revision names none (Knative's PodAutoscaler defaulting);
 //   - scaling the Revision's Deployment, with its containerConcurrency (0: none);
@@ -37,12 +35,8 @@ func MakePodAutoscaler(rev *v1.Revision, cfg *config.Autoscaler) *av1alpha1.PodA
 		cfg = config.DefaultAutoscaler()
 	}
 	labels := Labels(rev)
-	delete(labels, v1.RouteLabelKey)
-	delete(labels, v1.RoutingStateLabelKey)
 
-	anns := kmeta.WithoutLastApplied(rev.Annotations)
-	delete(anns, v1.RoutesAnnotationKey)
-	delete(anns, v1.RoutingStateModifiedAnnotation)
+	anns := Annotations(rev)
 	if _, ok := anns[av1alpha1.ClassAnnotationKey]; !ok && cfg.PodAutoscalerClass != "" {
 		if anns == nil {
 			anns = map[string]string{}

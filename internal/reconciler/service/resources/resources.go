@@ -9,12 +9,33 @@ import (
 )
 
 // MakeConfiguration builds the Service's Configuration: its template, as the user
-// wrote it, under the Service's name.
+// wrote it, under the Service's name. While the Service's Route follows its latest
+// Revision, the Configuration is annotated serving.knative.dev/routes with the Route's
+// name, as Knative's labeler annotates it, so that its next Revision is created
+// routingState active rather than labelled so by one more write (package routingstate).
 func MakeConfiguration(s *v1.Service) *v1.Configuration {
+	meta := childMeta(s)
+	if followsLatest(s) {
+		if meta.Annotations == nil {
+			meta.Annotations = map[string]string{}
+		}
+		meta.Annotations[v1.RoutesAnnotationKey] = s.Name
+	}
 	return &v1.Configuration{
-		ObjectMeta: childMeta(s),
+		ObjectMeta: meta,
 		Spec:       v1.ConfigurationSpec{Template: *s.Spec.Template.DeepCopy()},
 	}
+}
+
+// followsLatest reports whether a traffic target of the Service follows its latest
+// Revision (the defaulted traffic of a Service that names none does).
+func followsLatest(s *v1.Service) bool {
+	for _, t := range s.Spec.Traffic {
+		if t.RevisionName == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // MakeRoute builds the Service's Route from its defaulted traffic: targets that follow
