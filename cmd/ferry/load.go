@@ -3,12 +3,12 @@ package main
 import (
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/load"
+	"github.com/ferry-serving/ferry/internal/loadgen"
 	"github.com/spf13/cobra"
 )
 
 func newLoadCommand() *cobra.Command {
-	var o load.Options
+	var o loadgen.Options
 	cmd := &cobra.Command{
 		Use:   "load URL -c N -d DURATION [--host H]",
 		Short: "Send steady load to a local gateway and report requests/s, status codes and latency percentiles",
@@ -26,7 +26,7 @@ autoscaler sees. At most 1000 workers, 10 minutes and 1,000,000 requests.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.URL = args[0]
-			res, err := load.Run(cmd.Context(), o)
+			res, err := loadgen.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

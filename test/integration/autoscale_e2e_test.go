@@ -18,7 +18,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/load"
+	"github.com/ferry-serving/ferry/internal/loadgen"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/manager"
 )
@@ -55,19 +55,19 @@ func knativeAutoscaled(ns, name string, annotations map[string]string) *v1.Servi
 
 // steadyLoad keeps clients requests in flight to host through gw (each a GET of
 // path) until stop, which waits for the last answers and returns the result.
-func steadyLoad(t *testing.T, gw, host, path string, clients int) (stop func() *load.Result) {
+func steadyLoad(t *testing.T, gw, host, path string, clients int) (stop func() *loadgen.Result) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan *load.Result, 1)
+	done := make(chan *loadgen.Result, 1)
 	go func() {
-		res, err := load.Run(ctx, load.Options{URL: "http://" + gw + "/" + path, Host: host, Concurrency: clients, Duration: 5 * time.Minute})
+		res, err := loadgen.Run(ctx, loadgen.Options{URL: "http://" + gw + "/" + path, Host: host, Concurrency: clients, Duration: 5 * time.Minute})
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
 	t.Cleanup(cancel)
-	return func() *load.Result {
+	return func() *loadgen.Result {
 		cancel()
 		return <-done
 	}
@@ -75,7 +75,7 @@ func steadyLoad(t *testing.T, gw, host, path string, clients int) (stop func() *
 
 // allAnswered fails the test unless every request of res was answered 200 (Knative's
 // bar is a 0.999 success rate).
-func allAnswered(t *testing.T, what string, res *load.Result) {
+func allAnswered(t *testing.T, what string, res *loadgen.Result) {
 	t.Helper()
 	if res == nil {
 		t.Fatalf("%s: no load result", what)

@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/load"
+	"github.com/ferry-serving/ferry/internal/loadgen"
 )
 
 // TestSimulatedLoadScalesUpAndDown: on ferry up's simulated pods, which the gateway
@@ -32,16 +32,16 @@ func TestSimulatedLoadScalesUpAndDown(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan *load.Result, 1)
+	done := make(chan *loadgen.Result, 1)
 	go func() {
-		res, err := load.Run(ctx, load.Options{URL: "http://" + gw + "/", Host: host, Concurrency: clients, Duration: 8 * time.Second})
+		res, err := loadgen.Run(ctx, loadgen.Options{URL: "http://" + gw + "/", Host: host, Concurrency: clients, Duration: 8 * time.Second})
 		if err != nil {
 			t.Error(err)
 		}
 		done <- res
 	}()
 	var peak, peakReady int32
-	var res *load.Result
+	var res *loadgen.Result
 	for finished := false; !finished; {
 		spec, ready := scaleOf(t, ns, revision)
 		peak, peakReady = max(peak, spec), max(peakReady, ready)
@@ -52,7 +52,7 @@ func TestSimulatedLoadScalesUpAndDown(t *testing.T) {
 		}
 	}
 	if res == nil {
-		t.FailNow() // load.Run said why
+		t.FailNow() // loadgen.Run said why
 	}
 	stopped := time.Now()
 	t.Logf("%d requests at %.1f/s, codes %v, p50 %v p99 %v; peak %d replicas (%d ready)",

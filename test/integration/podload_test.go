@@ -14,7 +14,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway"
-	"github.com/ferry-serving/ferry/internal/load"
+	"github.com/ferry-serving/ferry/internal/loadgen"
 	"github.com/ferry-serving/ferry/internal/manager"
 )
 
@@ -62,7 +62,7 @@ func TestPodLoadIsExported(t *testing.T) {
 	go func() {
 		defer close(done)
 		// Long enough for the check below; cancelled once it passes.
-		if _, err := load.Run(ctx, load.Options{URL: "http://" + f.Gateway.ExternalAddr() + "/", Host: host,
+		if _, err := loadgen.Run(ctx, loadgen.Options{URL: "http://" + f.Gateway.ExternalAddr() + "/", Host: host,
 			Concurrency: clients, Duration: time.Minute}); err != nil && ctx.Err() == nil {
 			t.Error(err)
 		}

@@ -1,4 +1,4 @@
-package load
+package loadgen
 
 import (
 	"context"
