@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-serving/ferry/api/scheme"
 	"github.com/ferry-serving/ferry/internal/explain"
-	"github.com/ferry-serving/ferry/internal/manager"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,7 +103,7 @@ func runExplain(ctx context.Context, out io.Writer, f explainFlags, kindArg, nam
 			ns = "default"
 		}
 	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

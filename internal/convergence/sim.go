@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ferry-serving/ferry/internal/manager"
+	"github.com/ferry-serving/ferry/api/scheme"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
 
@@ -90,7 +90,7 @@ func (m simMapper) gvkFor(obj runtime.Object) (schema.GroupVersionKind, error) {
 }
 
 func newSim(seed int64, sc Scenario, weaken Weaken) *Sim {
-	scheme := manager.Scheme()
+	scheme := scheme.New()
 	rm := meta.NewDefaultRESTMapper(nil)
 	for gvk := range scheme.AllKnownTypes() {
 		rm.Add(gvk, meta.RESTScopeNamespace)

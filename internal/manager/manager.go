@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
-	networkingv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/api/scheme"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
-	servingv1beta1 "github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/admission"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/backpressure"
@@ -20,8 +18,6 @@ import (
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -90,17 +86,6 @@ type Ferry struct {
 	stop context.CancelFunc
 }
 
-// Scheme returns a scheme with Kubernetes' kinds and Ferry's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme, servingv1beta1.AddToScheme, networkingv1alpha1.AddToScheme, autoscalingv1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err) // only a programming error: the kinds are fixed at build time
-		}
-	}
-	return s
-}
-
 // New builds the manager; the gateway's listeners are bound when New returns.
 func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.MetricsAddr == "" {
@@ -114,7 +99,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	}
 	stopping, stop := context.WithCancel(context.Background())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  Scheme(),
+		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
 		PprofBindAddress:        opts.PprofAddr,

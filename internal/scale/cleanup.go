@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-serving/ferry/api/scheme"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,7 @@ func Cleanup(ctx context.Context, cfg *rest.Config, r *Result, timeout time.Dura
 	if progress == nil {
 		progress = io.Discard
 	}
-	c, err := client.New(unthrottled(cfg), client.Options{Scheme: Scheme()})
+	c, err := client.New(unthrottled(cfg), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

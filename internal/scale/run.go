@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-serving/ferry/api/scheme"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
@@ -66,7 +67,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Warnings are the run's to report (as each Service's CreateWarning), not to print.
 	r.cfg.WarningHandler, r.cfg.WarningHandlerWithContext = nil, r
-	if r.c, err = client.NewWithWatch(r.cfg, client.Options{Scheme: Scheme()}); err != nil {
+	if r.c, err = client.NewWithWatch(r.cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return nil, err
 	}
 	r.http = &http.Client{

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -25,6 +24,7 @@ import (
 
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/api/scheme"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
@@ -42,17 +42,6 @@ const (
 	Scale  = "scale"
 	Delete = "delete"
 )
-
-// Scheme returns a scheme with Kubernetes' kinds and Ferry's.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1beta1.AddToScheme, av1alpha1.AddToScheme, netv1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
 
 // Write is one write the reconciler made through the client.
 type Write struct {
@@ -114,7 +103,7 @@ type Env struct {
 // cache's field indexes are those of package index.
 func New(t testing.TB, objs []client.Object, failures ...Failure) *Env {
 	t.Helper()
-	e := &Env{Events: &Events{}, Scheme: Scheme(), failures: failures, failed: make([]int, len(failures))}
+	e := &Env{Events: &Events{}, Scheme: scheme.New(), failures: failures, failed: make([]int, len(failures))}
 	seed := make([]client.Object, len(objs))
 	for i, o := range objs {
 		seed[i] = o.DeepCopyObject().(client.Object)
