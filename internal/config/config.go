@@ -3,7 +3,7 @@ package config
 import (
 	"context"
 
-	apiconfig "github.com/ferry-serving/ferry/api/config"
+	"github.com/ferry-serving/ferry/api/defaulting"
 )
 
 // SystemNamespace is where Ferry reads its ConfigMaps (Knative: knative-serving).
@@ -47,33 +47,33 @@ func Default() *Config {
 	}
 }
 
-// config-defaults and config-features are typed in api/config, where the API's
+// config-defaults and config-features are typed in api/defaulting, where the API's
 // defaulting reads them; they are parsed here, with the other ConfigMaps.
 type (
-	Defaults = apiconfig.Defaults
-	Features = apiconfig.Features
-	Flag     = apiconfig.Flag
+	Defaults = defaulting.Defaults
+	Features = defaulting.Features
+	Flag     = defaulting.Flag
 )
 
 // config-features' values.
 const (
-	Enabled          = apiconfig.Enabled
-	Disabled         = apiconfig.Disabled
-	Allowed          = apiconfig.Allowed
-	AllowRootBounded = apiconfig.AllowRootBounded
+	Enabled          = defaulting.Enabled
+	Disabled         = defaulting.Disabled
+	Allowed          = defaulting.Allowed
+	AllowRootBounded = defaulting.AllowRootBounded
 )
 
 // DefaultDefaults are Knative's config-defaults defaults.
-func DefaultDefaults() *Defaults { return apiconfig.DefaultDefaults() }
+func DefaultDefaults() *Defaults { return defaulting.DefaultDefaults() }
 
 // DefaultFeatures are Knative's config-features defaults.
-func DefaultFeatures() *Features { return apiconfig.DefaultFeatures() }
+func DefaultFeatures() *Features { return defaulting.DefaultFeatures() }
 
 // ToContext returns ctx carrying c's config-defaults and config-features for the API
 // types' SetDefaults: admission and the reconcilers default with the live
 // configuration through it.
 func ToContext(ctx context.Context, c *Config) context.Context {
-	return apiconfig.ToContext(ctx, &apiconfig.Config{Defaults: c.Defaults, Features: c.Features})
+	return defaulting.ToContext(ctx, &defaulting.Config{Defaults: c.Defaults, Features: c.Features})
 }
 
 // ToContextFrom is ToContext with the configuration load returns now; a nil load leaves

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	"github.com/ferry-serving/ferry/api/config"
+	"github.com/ferry-serving/ferry/api/defaulting"
 )
 
 // Defaulting is Knative's (pkg/apis/serving/v1/*_defaults.go), and is as on a create
@@ -101,7 +101,7 @@ func defaultTraffic(tt []TrafficTarget) {
 // does. parent is the Service's or Configuration's metadata, which the container name
 // templates read.
 func (rs *RevisionSpec) setDefaults(ctx context.Context, parent metav1.ObjectMeta) {
-	cfg := config.FromContextOrDefaults(ctx)
+	cfg := defaulting.FromContextOrDefaults(ctx)
 	d := cfg.Defaults
 	if rs.TimeoutSeconds == nil || *rs.TimeoutSeconds == 0 {
 		rs.TimeoutSeconds = ptr(d.RevisionTimeoutSeconds)
@@ -169,7 +169,7 @@ func (rs *RevisionSpec) setDefaults(ctx context.Context, parent metav1.ObjectMet
 	}
 }
 
-func defaultResources(c *corev1.Container, d *config.Defaults) {
+func defaultResources(c *corev1.Container, d *defaulting.Defaults) {
 	for _, r := range []struct {
 		name       corev1.ResourceName
 		req, limit *resource.Quantity
@@ -214,8 +214,8 @@ func defaultReadOnlyMounts(c *corev1.Container, volumes []corev1.Volume) {
 }
 
 // defaultSecurityContext applies secure-pod-defaults (AllowRootBounded or Enabled).
-func defaultSecurityContext(psc *corev1.PodSecurityContext, c *corev1.Container, f *config.Features) {
-	if f.SecurePodDefaults != config.Enabled && f.SecurePodDefaults != config.AllowRootBounded {
+func defaultSecurityContext(psc *corev1.PodSecurityContext, c *corev1.Container, f *defaulting.Features) {
+	if f.SecurePodDefaults != defaulting.Enabled && f.SecurePodDefaults != defaulting.AllowRootBounded {
 		return
 	}
 	if psc == nil {
@@ -245,7 +245,7 @@ func defaultSecurityContext(psc *corev1.PodSecurityContext, c *corev1.Container,
 			}
 		}
 	}
-	if f.SecurePodDefaults == config.Enabled && psc.RunAsNonRoot == nil && sc.RunAsNonRoot == nil {
+	if f.SecurePodDefaults == defaulting.Enabled && psc.RunAsNonRoot == nil && sc.RunAsNonRoot == nil {
 		sc.RunAsNonRoot = ptr(true)
 	}
 	if !equality.Semantic.DeepEqual(*sc, corev1.SecurityContext{}) {

@@ -8,14 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ferry-serving/ferry/api/config"
+	"github.com/ferry-serving/ferry/api/defaulting"
 )
 
 // withDefaults is a context whose config-defaults are Knative's changed by change.
-func withDefaults(change func(*config.Defaults)) context.Context {
-	d := config.DefaultDefaults()
+func withDefaults(change func(*defaulting.Defaults)) context.Context {
+	d := defaulting.DefaultDefaults()
 	change(d)
-	return config.ToContext(context.Background(), &config.Config{Defaults: d, Features: config.DefaultFeatures()})
+	return defaulting.ToContext(context.Background(), &defaulting.Config{Defaults: d, Features: defaulting.DefaultFeatures()})
 }
 
 // TestRevisionSpecDefaults pins Knative's RevisionSpec.SetDefaults
@@ -39,7 +39,7 @@ func TestRevisionSpecDefaults(t *testing.T) {
 		}},
 	}, {
 		name: "config-defaults from the context",
-		ctx: withDefaults(func(d *config.Defaults) {
+		ctx: withDefaults(func(d *defaulting.Defaults) {
 			d.RevisionTimeoutSeconds, d.ContainerConcurrency, d.UserContainerNameTemplate = 120, 10, "main"
 		}),
 		in: RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{}}}},
@@ -50,19 +50,19 @@ func TestRevisionSpecDefaults(t *testing.T) {
 	}, {
 		name: "a timeout of 0 is defaulted",
 		// revision-response-start-timeout-seconds follows the timeout when not given.
-		ctx:  withDefaults(func(d *config.Defaults) { d.RevisionTimeoutSeconds, d.RevisionResponseStartTimeoutSeconds = 456, 456 }),
+		ctx:  withDefaults(func(d *defaulting.Defaults) { d.RevisionTimeoutSeconds, d.RevisionResponseStartTimeoutSeconds = 456, 456 }),
 		in:   RevisionSpec{TimeoutSeconds: ptr(int64(0)), ContainerConcurrency: ptr(int64(1)), PodSpec: corev1.PodSpec{EnableServiceLinks: ptr(true)}},
 		want: RevisionSpec{TimeoutSeconds: ptr(int64(456)), ContainerConcurrency: ptr(int64(1)), PodSpec: corev1.PodSpec{EnableServiceLinks: ptr(true)}},
 	}, {
 		name: "idle and response-start timeouts only below the timeout",
-		ctx: withDefaults(func(d *config.Defaults) {
+		ctx: withDefaults(func(d *defaulting.Defaults) {
 			d.RevisionIdleTimeoutSeconds, d.RevisionResponseStartTimeoutSeconds = 100, 300
 		}),
 		in:   RevisionSpec{ContainerConcurrency: ptr(int64(1)), PodSpec: corev1.PodSpec{EnableServiceLinks: ptr(true)}},
 		want: RevisionSpec{TimeoutSeconds: ptr(int64(300)), IdleTimeoutSeconds: ptr(int64(100)), ContainerConcurrency: ptr(int64(1)), PodSpec: corev1.PodSpec{EnableServiceLinks: ptr(true)}},
 	}, {
 		name: "enable-service-links unset in config-defaults leaves it unset",
-		ctx:  withDefaults(func(d *config.Defaults) { d.EnableServiceLinks = nil }),
+		ctx:  withDefaults(func(d *defaulting.Defaults) { d.EnableServiceLinks = nil }),
 		in:   RevisionSpec{TimeoutSeconds: ptr(int64(1)), ContainerConcurrency: ptr(int64(1))},
 		want: RevisionSpec{TimeoutSeconds: ptr(int64(1)), ContainerConcurrency: ptr(int64(1))},
 	}, {
@@ -155,7 +155,7 @@ func TestDefaultsWithinUpdate(t *testing.T) {
 
 // TestContainerNameTemplate: the template runs on the parent's metadata.
 func TestContainerNameTemplate(t *testing.T) {
-	ctx := withDefaults(func(d *config.Defaults) { d.UserContainerNameTemplate = "{{.Name}}-ctr" })
+	ctx := withDefaults(func(d *defaulting.Defaults) { d.UserContainerNameTemplate = "{{.Name}}-ctr" })
 	svc := &Service{ObjectMeta: metav1.ObjectMeta{Name: "hello"}}
 	svc.Spec.Template.Spec.Containers = []corev1.Container{{}}
 	svc.SetDefaults(ctx)

@@ -7,7 +7,7 @@
 // SetDefaults, in defaults.go: the mutating admission runs them on what users write, and
 // the reconcilers on a copy of what they read, so that they act on what the webhook
 // would have written even where it did not run. They read config-defaults and
-// config-features from the context (api/config), Knative's defaults when there are none.
+// config-features from the context (api/defaulting), Knative's defaults when there are none.
 //
 // +kubebuilder:object:generate=true
 // +groupName=serving.knative.dev

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/ferry-serving/ferry/api/config"
+	"github.com/ferry-serving/ferry/api/defaulting"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/kmeta"
 )
@@ -145,7 +145,7 @@ func timeoutSeconds(rev *v1.Revision) int64 {
 	if t := rev.Spec.TimeoutSeconds; t != nil && *t > 0 {
 		return *t
 	}
-	return config.DefaultDefaults().RevisionTimeoutSeconds
+	return defaulting.DefaultDefaults().RevisionTimeoutSeconds
 }
 
 // makePodSpec is the Revision's PodSpec with what Knative adds around the serving

@@ -1,4 +1,4 @@
-package config
+package defaulting
 
 // Flag is a config-features value.
 type Flag string

@@ -1,9 +1,9 @@
-// Package config holds the configuration the API's defaulting reads, as Knative's
+// Package defaulting holds the configuration the API's defaulting reads, as Knative's
 // pkg/apis/config does: config-defaults and config-features. It is typed here, beside
 // the types, because api/ must not import internal/; internal/config parses the
 // ConfigMaps into these types and puts them into the context the defaulting runs with
 // (config.ToContext there).
-package config
+package defaulting
 
 import "context"
 
