@@ -24,20 +24,20 @@ type activator struct {
 	maxQueued int64
 	// timeout is the revision timeout of Services without the annotation.
 	timeout time.Duration
-	metrics *metrics
+	metrics *Metrics
 	// active receives the revisions that come out of idleness; nil without a
 	// reporter.
-	active *activeSet
+	active *ActiveSet
 	// draining is closed when the listeners stop accepting: held requests are
 	// answered then, so that clients retry elsewhere instead of waiting for the
 	// drain timeout.
 	draining  chan struct{}
 	drainOnce sync.Once
 	// replicas split containerConcurrency among the gateway replicas; nil: alone.
-	replicas *replicaSet
+	replicas *ReplicaSet
 }
 
-func newActivator(opts Options, m *metrics) *activator {
+func newActivator(opts Options, m *Metrics) *activator {
 	return &activator{sink: opts.Stats, maxQueued: int64(opts.MaxQueued), timeout: opts.RequestTimeout, metrics: m,
 		draining: make(chan struct{})}
 }
@@ -47,27 +47,27 @@ func (a *activator) drain() { a.drainOnce.Do(func() { close(a.draining) }) }
 
 // waitRoom is where a Service's held requests wait. waiting is read on every release
 // of a slot, so that releases cost one atomic load while nobody waits.
-type waitRoom struct {
+type WaitRoom struct {
 	// waiting counts the held requests of the Service, for its bound and its poke.
-	waiting atomic.Int64
+	Waiting atomic.Int64
 
 	mu sync.Mutex
 	// lines are the waiters by the split port they route to: a slot freed on one
 	// port's endpoint is of no use to the others', so each line gets its own token.
-	lines []*waitLine
+	lines []*WaitLine
 }
 
 // waitLine is the requests waiting for one port of a Service. tokens holds at most
 // one wake-up: a release that finds the line waiting leaves one, and the waiter that
 // takes it and gets a slot passes another on if others still wait, so that no freed
 // slot goes unnoticed while none is wasted on a herd.
-type waitLine struct {
+type WaitLine struct {
 	port    intstr.IntOrString
 	waiters int // guarded by waitRoom.mu
-	tokens  chan struct{}
+	Tokens  chan struct{}
 }
 
-func (wr *waitRoom) join(port intstr.IntOrString) *waitLine {
+func (wr *WaitRoom) Join(port intstr.IntOrString) *WaitLine {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for _, l := range wr.lines {
@@ -76,14 +76,14 @@ func (wr *waitRoom) join(port intstr.IntOrString) *waitLine {
 			return l
 		}
 	}
-	l := &waitLine{port: port, waiters: 1, tokens: make(chan struct{}, 1)}
+	l := &WaitLine{port: port, waiters: 1, Tokens: make(chan struct{}, 1)}
 	wr.lines = append(wr.lines, l)
 	return l
 }
 
 // leave takes a waiter out of its line; one that got a limited slot wakes the next
 // (passOn), since more slots may have been freed than tokens left.
-func (wr *waitRoom) leave(l *waitLine, passOn bool) {
+func (wr *WaitRoom) Leave(l *WaitLine, passOn bool) {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	l.waiters--
@@ -103,7 +103,7 @@ func (wr *waitRoom) leave(l *waitLine, passOn bool) {
 
 // slotFreed wakes one waiter of each line; a release calls it after giving back its
 // slot, when waiting says someone waits.
-func (wr *waitRoom) slotFreed() {
+func (wr *WaitRoom) SlotFreed() {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
 	for _, l := range wr.lines {
@@ -111,9 +111,9 @@ func (wr *waitRoom) slotFreed() {
 	}
 }
 
-func wake(l *waitLine) {
+func wake(l *WaitLine) {
 	select {
-	case l.tokens <- struct{}{}:
+	case l.Tokens <- struct{}{}:
 	default: // a token is already there
 	}
 }
@@ -123,60 +123,60 @@ func wake(l *waitLine) {
 // the request itself (503, 504, or nothing for a client that left: 499) and returns
 // nil. cold says the request found no ready endpoint at all, rather than none below
 // the limit.
-func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedRequest, cold bool) *target {
-	svc := rr.split.service
-	room := &svc.room
-	queued := room.waiting.Add(1)
+func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedRequest, cold bool) *Target {
+	svc := rr.split.Service
+	room := &svc.Room
+	queued := room.Waiting.Add(1)
 	if queued > a.maxQueued {
-		room.waiting.Add(-1)
+		room.Waiting.Add(-1)
 		rr.code = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
 		writeError(w, rr.code, "ferry: revision %s has %d requests waiting; try again\n", rr.revision, queued-1)
 		return nil
 	}
-	line := room.join(rr.split.port)
-	a.metrics.queued.Inc()
+	line := room.Join(rr.split.Port)
+	a.metrics.Queued.Inc()
 	passOn := false
 	defer func() {
-		room.leave(line, passOn)
-		room.waiting.Add(-1)
-		a.metrics.queued.Dec()
+		room.Leave(line, passOn)
+		room.Waiting.Add(-1)
+		a.metrics.Queued.Dec()
 	}()
 	if cold && queued == 1 && a.sink != nil {
 		// The first request to wait for a revision without a pod tells the
 		// autoscaler at once; the others are in the next report. Not under a lock.
-		a.sink.Poke(svc.key.Namespace, rr.revision)
+		a.sink.Poke(svc.Key.Namespace, rr.revision)
 	}
 
 	for {
 		// changed before endpoints: a swap after this load closes ch.
 		changed := *svc.changed.Load()
 		se := svc.endpoints.Load()
-		targets := se.targets(rr.split.port)
-		limit, m := se.limit(), a.replicas.members()
-		if t := targets.acquire(limit, m); t != nil {
+		targets := se.targets(rr.split.Port)
+		limit, m := se.limit(), a.replicas.Members()
+		if t := targets.Acquire(limit, m); t != nil {
 			passOn = limit > 0
 			now := time.Now()
-			t.pod.began(micros(now))
+			t.Pod.Began(Micros(now))
 			waited := now.Sub(rr.start)
 			if cold {
 				// From the swap that brought the pod (or the arrival, if the
 				// swap came first) to here: the gateway's own share of the cold
 				// start.
-				from := se.published
+				from := se.Published
 				if from.Before(rr.start) {
 					from = rr.start
 				}
-				a.metrics.releaseDelay.Observe(now.Sub(from).Seconds())
+				a.metrics.ReleaseDelay.Observe(now.Sub(from).Seconds())
 			}
-			a.metrics.activationWait.Observe(waited.Seconds())
+			a.metrics.ActivationWait.Observe(waited.Seconds())
 			w.Header().Set("X-Ferry-Activation-Wait", formatWait(waited))
 			rr.revision = svc.revisionName(se)
 			return t
 		}
 		select {
 		case <-changed:
-		case <-line.tokens:
+		case <-line.Tokens:
 		case <-r.Context().Done():
 			kind := rr.timer.fired()
 			if kind == running {
@@ -187,11 +187,11 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 			rr.code = http.StatusGatewayTimeout
 			within := fmt.Sprintf("%s (%s)", rr.timer.limit(kind), timeoutNames[kind])
 			w.Header().Set("X-Ferry-Activation-Wait", formatWait(time.Since(rr.start)))
-			if targets.empty() {
+			if targets.Empty() {
 				writeError(w, rr.code, "ferry: revision %s did not get a ready pod within %s\n", rr.revision, within)
-			} else if m.count > 1 {
+			} else if m.Count > 1 {
 				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d, shared by %d gateway replicas) within %s\n",
-					rr.revision, limit, m.count, within)
+					rr.revision, limit, m.Count, within)
 			} else {
 				writeError(w, rr.code, "ferry: revision %s had no pod free for the request (containerConcurrency %d) within %s\n",
 					rr.revision, limit, within)

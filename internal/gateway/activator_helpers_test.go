@@ -66,7 +66,7 @@ func (tg *testGateway) serveRevision(svc *corev1.Service, backends ...*httptest.
 		s.Name = svc.Name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.update(key(svc.Name), buildEndpoints(svc, slices, notSimulated))
+	tg.services.Update(key(svc.Name), BuildEndpoints(svc, slices, notSimulated))
 }
 
 // route programs host to the Service name.
@@ -74,7 +74,7 @@ func (tg *testGateway) route(host, name string) {
 	tg.program(newIngress(name, 0, externalRule([]string{host}, path("", splitTo(name, 100)))))
 }
 
-func (tg *testGateway) service(name string) *service {
+func (tg *testGateway) service(name string) *Service {
 	tg.services.mu.Lock()
 	defer tg.services.mu.Unlock()
 	return tg.services.services[key(name)]

@@ -10,12 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// service is the data plane's view of one Kubernetes Service. Compiled routes point at
+// Service is the data plane's view of one Kubernetes Service. Compiled routes point at
 // it and read its endpoints atomically per request, so endpoint churn (scaling, pods
 // becoming ready) never recompiles an ingress or rebuilds the routing table.
-type service struct {
-	key       types.NamespacedName
-	endpoints atomic.Pointer[serviceEndpoints]
+type Service struct {
+	Key       types.NamespacedName
+	endpoints atomic.Pointer[Endpoints]
 	// changed is closed, and replaced, each time endpoints is: held requests wait on
 	// it instead of polling.
 	changed atomic.Pointer[chan struct{}]
@@ -24,17 +24,17 @@ type service struct {
 	// pods are the in-flight counters of the endpoints, by address, carried from one
 	// snapshot to the next, and kept while a removed endpoint still has requests in
 	// flight; guarded by serviceRegistry.mu.
-	pods map[string]*podSlot
-	// load is the demand accounting of the requests routed here.
-	load revisionLoad
-	// room is where requests wait for a ready endpoint or a free slot.
-	room waitRoom
-	// metrics are the series children of requests routed here, made once.
-	metrics serviceMetrics
+	pods map[string]*PodSlot
+	// Load is the demand accounting of the requests routed here.
+	Load RevisionLoad
+	// Room is where requests wait for a ready endpoint or a free slot.
+	Room WaitRoom
+	// Series are the series children of requests routed here, made once.
+	Series Series
 }
 
-// serviceEndpoints is an immutable snapshot of a Service's ready endpoints.
-type serviceEndpoints struct {
+// Endpoints is an immutable snapshot of a Service's ready endpoints.
+type Endpoints struct {
 	// revision is the Service's serving.knative.dev/revision label, for error bodies
 	// and metrics.
 	revision string
@@ -43,8 +43,8 @@ type serviceEndpoints struct {
 	specPorts []specPort
 	// byName and byNumber index the EndpointSlice ports, for a servicePort that the
 	// Service does not list (or a Service that is gone while its slices linger).
-	byName   map[string]*targetSet
-	byNumber map[int32]*targetSet
+	byName   map[string]*TargetSet
+	byNumber map[int32]*TargetSet
 	// concurrency is the revision's containerConcurrency, from the Service's
 	// annotation: no endpoint gets more requests at once. 0 is no limit.
 	concurrency int64
@@ -54,14 +54,14 @@ type serviceEndpoints struct {
 	// responseStart and idle are the Revision's responseStartTimeoutSeconds and
 	// idleTimeoutSeconds; 0: none.
 	responseStart, idle time.Duration
-	// published is when the registry swapped this snapshot in.
-	published time.Time
-	// simulation is how the Revision's simulated pods answer.
-	simulation simulation
+	// Published is when the registry swapped this snapshot in.
+	Published time.Time
+	// Simulation is how the Revision's simulated pods answer.
+	Simulation Simulation
 }
 
 // limit is the containerConcurrency of the snapshot, 0 (none) without one.
-func (se *serviceEndpoints) limit() int64 {
+func (se *Endpoints) limit() int64 {
 	if se == nil {
 		return 0
 	}
@@ -70,13 +70,13 @@ func (se *serviceEndpoints) limit() int64 {
 
 // limits are the revision's timeouts, def standing in for a timeoutSeconds it
 // lacks.
-func (se *serviceEndpoints) limits(def time.Duration) timeouts {
+func (se *Endpoints) limits(def time.Duration) Timeouts {
 	if se == nil {
-		return timeouts{total: def}
+		return Timeouts{Total: def}
 	}
-	l := timeouts{total: se.timeout, responseStart: se.responseStart, idle: se.idle}
-	if l.total <= 0 {
-		l.total = def
+	l := Timeouts{Total: se.timeout, ResponseStart: se.responseStart, Idle: se.idle}
+	if l.Total <= 0 {
+		l.Total = def
 	}
 	return l
 }
@@ -87,7 +87,7 @@ type specPort struct {
 }
 
 // targets returns the ready endpoints behind a split's servicePort, or nil.
-func (se *serviceEndpoints) targets(port intstr.IntOrString) *targetSet {
+func (se *Endpoints) targets(port intstr.IntOrString) *TargetSet {
 	if se == nil {
 		return nil
 	}
@@ -106,37 +106,37 @@ func (se *serviceEndpoints) targets(port intstr.IntOrString) *targetSet {
 // Revision's name, or a Service's revision label, else the Service's name (Knative
 // names a revision's Service after the revision). se is the snapshot the caller
 // routes by.
-func (s *service) revisionName(se *serviceEndpoints) string {
+func (s *Service) revisionName(se *Endpoints) string {
 	if se != nil && se.revision != "" {
 		return se.revision
 	}
-	return s.key.Name
+	return s.Key.Name
 }
 
-// targetSet is the ready endpoints of one port.
-type targetSet struct {
-	targets []target
+// TargetSet is the ready endpoints of one port.
+type TargetSet struct {
+	targets []Target
 	// next rotates where acquire starts looking, so that ties go round-robin.
 	next atomic.Uint32
 }
 
-type target struct {
-	// addr is host:port to dial.
-	addr string
+type Target struct {
+	// Addr is host:port to dial.
+	Addr string
 	// ip is the pod address, for messages.
-	ip string
+	IP string
 	// simulated marks a pod that kwok simulates: nothing listens at addr.
-	simulated bool
+	Simulated bool
 	// h2c says the pod speaks HTTP/2 without TLS (prior knowledge) at addr.
-	h2c bool
+	H2C bool
 	// pod counts the requests in flight to addr, across snapshots.
-	pod *podSlot
+	Pod *PodSlot
 }
 
-// podSlot is the number of requests in flight to one endpoint address, and their
+// PodSlot is the number of requests in flight to one endpoint address, and their
 // load accounting. Every request to the endpoint updates it, from any core: it has a
 // cache line of its own.
-type podSlot struct {
+type PodSlot struct {
 	// inflight is what balancing and containerConcurrency read: load's N, kept apart
 	// because taking a slot compares and swaps it before the request's time is taken.
 	inflight atomic.Int64
@@ -154,13 +154,13 @@ type podSlot struct {
 }
 
 // began counts, at t (µs), the start of the request that took a slot on p.
-func (p *podSlot) began(t uint64) {
+func (p *PodSlot) Began(t uint64) {
 	p.arrivals.Add(1)
 	p.load.begin(t)
 }
 
 // tryAcquire takes a slot below limit (0: no limit).
-func (p *podSlot) tryAcquire(limit int64) bool {
+func (p *PodSlot) tryAcquire(limit int64) bool {
 	if limit <= 0 {
 		p.inflight.Add(1)
 		return true
@@ -176,7 +176,7 @@ func (p *podSlot) tryAcquire(limit int64) bool {
 	}
 }
 
-func (ts *targetSet) empty() bool { return ts == nil || len(ts.targets) == 0 }
+func (ts *TargetSet) Empty() bool { return ts == nil || len(ts.targets) == 0 }
 
 // balanceWindow bounds how many endpoints an unlimited request compares: the least
 // loaded of up to this many, starting at a rotating position. A limited request
@@ -187,7 +187,7 @@ const balanceWindow = 16
 // round-robin, and counts the request on it; with a limit, only endpoints below this
 // replica's share of it (share, by the endpoint's rank in the sorted targets) qualify.
 // nil: no endpoint, or none with a free slot.
-func (ts *targetSet) acquire(limit int64, m membership) *target {
+func (ts *TargetSet) Acquire(limit int64, m Membership) *Target {
 	if ts == nil {
 		return nil
 	}
@@ -196,7 +196,7 @@ func (ts *targetSet) acquire(limit int64, m membership) *target {
 	case 0:
 		return nil
 	case 1:
-		if l := share(limit, 0, m); (limit <= 0 || l > 0) && ts.targets[0].pod.tryAcquire(l) {
+		if l := share(limit, 0, m); (limit <= 0 || l > 0) && ts.targets[0].Pod.tryAcquire(l) {
 			return &ts.targets[0]
 		}
 		return nil
@@ -207,12 +207,12 @@ func (ts *targetSet) acquire(limit int64, m membership) *target {
 	}
 	for {
 		start := ts.next.Add(1) - 1
-		var best *target
+		var best *Target
 		var bestLoad int64
 		for i := range scan {
 			rank := (start + i) % n
 			t := &ts.targets[rank]
-			load := t.pod.inflight.Load()
+			load := t.Pod.inflight.Load()
 			if limit > 0 && load >= share(limit, int(rank), m) || best != nil && load >= bestLoad {
 				continue
 			}
@@ -225,9 +225,9 @@ func (ts *targetSet) acquire(limit int64, m membership) *target {
 		case best == nil:
 			return nil
 		case limit <= 0:
-			best.pod.inflight.Add(1)
+			best.Pod.inflight.Add(1)
 			return best
-		case best.pod.inflight.CompareAndSwap(bestLoad, bestLoad+1):
+		case best.Pod.inflight.CompareAndSwap(bestLoad, bestLoad+1):
 			return best
 		}
 		// Another request took that slot first: look again.
@@ -235,23 +235,23 @@ func (ts *targetSet) acquire(limit int64, m membership) *target {
 }
 
 // release gives back, at end (µs), the slot a request took on t.
-func (t *target) release(end uint64) {
-	t.pod.inflight.Add(-1)
-	t.pod.load.end(end)
+func (t *Target) Release(end uint64) {
+	t.Pod.inflight.Add(-1)
+	t.Pod.load.end(end)
 }
 
-// serviceRegistry hands out one *service per Service name, shared by every split that
+// Registry hands out one *service per Service name, shared by every split that
 // references it, and drops it once nothing references it and the Service is gone.
-type serviceRegistry struct {
+type Registry struct {
 	mu       sync.Mutex
-	services map[types.NamespacedName]*service
+	services map[types.NamespacedName]*Service
 	// onForget, if set, is called with each service the registry drops, under mu.
-	onForget func(*service)
+	OnForget func(*Service)
 }
 
 // inFlightTo counts the requests in flight to every endpoint at ip, those of
 // endpoints already removed included.
-func (sr *serviceRegistry) inFlightTo(ip string) int64 {
+func (sr *Registry) InFlightTo(ip string) int64 {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	var n int64
@@ -265,12 +265,12 @@ func (sr *serviceRegistry) inFlightTo(ip string) int64 {
 	return n
 }
 
-func newServiceRegistry() *serviceRegistry {
-	return &serviceRegistry{services: map[types.NamespacedName]*service{}}
+func NewRegistry() *Registry {
+	return &Registry{services: map[types.NamespacedName]*Service{}}
 }
 
 // acquire returns the service for key and takes a reference that release gives back.
-func (sr *serviceRegistry) acquire(key types.NamespacedName) *service {
+func (sr *Registry) Acquire(key types.NamespacedName) *Service {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	s := sr.getLocked(key)
@@ -278,7 +278,7 @@ func (sr *serviceRegistry) acquire(key types.NamespacedName) *service {
 	return s
 }
 
-func (sr *serviceRegistry) release(s *service) {
+func (sr *Registry) Release(s *Service) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	s.refs--
@@ -287,7 +287,7 @@ func (sr *serviceRegistry) release(s *service) {
 
 // update stores the endpoints of a Service; nil means the Service and its slices are
 // gone. Requests held for the Service wake up and look again.
-func (sr *serviceRegistry) update(key types.NamespacedName, se *serviceEndpoints) {
+func (sr *Registry) Update(key types.NamespacedName, se *Endpoints) {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	if se == nil {
@@ -300,17 +300,17 @@ func (sr *serviceRegistry) update(key types.NamespacedName, se *serviceEndpoints
 	s := sr.getLocked(key)
 	s.attachPods(se)
 	if se.revision != "" {
-		if id := s.load.id.Load(); id == nil || id.revision != se.revision {
-			s.load.id.Store(&revisionID{namespace: key.Namespace, revision: se.revision})
+		if id := s.Load.id.Load(); id == nil || id.revision != se.revision {
+			s.Load.id.Store(&revisionID{namespace: key.Namespace, revision: se.revision})
 		}
 	}
-	se.published = time.Now()
+	se.Published = time.Now()
 	s.publish(se)
 }
 
 // publish swaps in se, then wakes whoever waits for a change. The order matters: a
 // waiter loads changed before endpoints, so it either sees se or is woken.
-func (s *service) publish(se *serviceEndpoints) {
+func (s *Service) publish(se *Endpoints) {
 	s.endpoints.Store(se)
 	next := make(chan struct{})
 	close(*s.changed.Swap(&next))
@@ -322,19 +322,19 @@ func (s *service) publish(se *serviceEndpoints) {
 // is kept while requests are still in flight on it, in case the address comes back
 // before they finish. An address that another pod took over gets the new pod's slot.
 // The reporter gets the slots in load.pods. Called under serviceRegistry.mu.
-func (s *service) attachPods(se *serviceEndpoints) {
-	next := make(map[string]*podSlot, len(s.pods))
-	attach := func(ts *targetSet) {
+func (s *Service) attachPods(se *Endpoints) {
+	next := make(map[string]*PodSlot, len(s.pods))
+	attach := func(ts *TargetSet) {
 		for i := range ts.targets {
 			t := &ts.targets[i]
-			p := next[t.addr]
+			p := next[t.Addr]
 			if p == nil {
-				if p = s.pods[t.addr]; p == nil || p.name != t.pod.name {
-					p = t.pod
+				if p = s.pods[t.Addr]; p == nil || p.name != t.Pod.name {
+					p = t.Pod
 				}
-				next[t.addr] = p
+				next[t.Addr] = p
 			}
-			t.pod = p
+			t.Pod = p
 		}
 	}
 	for _, ts := range se.byName {
@@ -349,14 +349,14 @@ func (s *service) attachPods(se *serviceEndpoints) {
 		}
 	}
 	s.pods = next
-	slots := make([]*podSlot, 0, len(next))
+	slots := make([]*PodSlot, 0, len(next))
 	for _, p := range next {
 		slots = append(slots, p)
 	}
-	s.load.pods.Store(&slots)
+	s.Load.pods.Store(&slots)
 }
 
-func (sr *serviceRegistry) getLocked(key types.NamespacedName) *service {
+func (sr *Registry) getLocked(key types.NamespacedName) *Service {
 	s := sr.services[key]
 	if s == nil {
 		s = newService(key)
@@ -365,8 +365,8 @@ func (sr *serviceRegistry) getLocked(key types.NamespacedName) *service {
 	return s
 }
 
-func newService(key types.NamespacedName) *service {
-	s := &service{key: key}
+func newService(key types.NamespacedName) *Service {
+	s := &Service{Key: key}
 	changed := make(chan struct{})
 	s.changed.Store(&changed)
 	return s
@@ -375,11 +375,11 @@ func newService(key types.NamespacedName) *service {
 // forgetIfUnusedLocked drops an entry that holds nothing worth keeping. An entry that
 // a split still points at stays even when empty: a Service created later must fill
 // the very object the live table references.
-func (sr *serviceRegistry) forgetIfUnusedLocked(s *service) {
-	if s.refs == 0 && s.endpoints.Load() == nil && sr.services[s.key] == s {
-		delete(sr.services, s.key)
-		if sr.onForget != nil {
-			sr.onForget(s)
+func (sr *Registry) forgetIfUnusedLocked(s *Service) {
+	if s.refs == 0 && s.endpoints.Load() == nil && sr.services[s.Key] == s {
+		delete(sr.services, s.Key)
+		if sr.OnForget != nil {
+			sr.OnForget(s)
 		}
 	}
 }

@@ -30,8 +30,8 @@ import (
 // BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
 // others, with three hosts each, are live: the KIngress reconciler pays it per event.
 func BenchmarkProgramAt5000(b *testing.B) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
+	services := NewRegistry()
+	p := NewProgrammer(services)
 	manyIngress := func(i int, generation int64) *v1alpha1.Ingress {
 		name := "app-" + strconv.Itoa(i)
 		ing := newIngress(name, i, externalRule([]string{name + ".ns.example.com"},
@@ -245,7 +245,7 @@ func TestBenchServe(t *testing.T) {
 				Ports: []corev1.ContainerPort{{Name: r.portName, ContainerPort: int32(port)}}}}}}}
 		pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
-		g.services.update(key(r.name), buildRevisionEndpoints(rev, pods, notSimulated))
+		g.services.Update(key(r.name), BuildRevisionEndpoints(rev, pods, notSimulated))
 		g.route(r.host, r.name)
 	}
 	if g.opts.HTTPSAddr != "" {

@@ -21,12 +21,12 @@ type compiledIngress struct {
 	generation int64
 	created    time.Time
 	// hosts maps each canonical host to what it serves; nil when invalid is set.
-	hosts map[string]*virtualHost
+	hosts map[string]*VirtualHost
 	// invalid says why the spec cannot be programmed.
 	invalid *specError
 	// services are the references taken for the splits, given back when this entry
 	// is replaced.
-	services []*service
+	services []*Service
 }
 
 // specError is a spec that cannot be programmed, with the condition reason to report.
@@ -50,7 +50,7 @@ const (
 )
 
 // compileIngress compiles ing, taking references on the services its splits use.
-func compileIngress(ing *v1alpha1.Ingress, services *serviceRegistry) *compiledIngress {
+func compileIngress(ing *v1alpha1.Ingress, services *Registry) *compiledIngress {
 	ci := &compiledIngress{
 		key:        types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name},
 		uid:        ing.UID,
@@ -61,18 +61,18 @@ func compileIngress(ing *v1alpha1.Ingress, services *serviceRegistry) *compiledI
 		ci.invalid = err
 		return ci
 	}
-	ci.hosts = map[string]*virtualHost{}
+	ci.hosts = map[string]*VirtualHost{}
 	for _, rule := range ing.Spec.Rules {
 		external := rule.Visibility != v1alpha1.IngressVisibilityClusterLocal
-		var routes []*route
+		var routes []*Route
 		for _, p := range rule.HTTP.Paths {
 			routes = append(routes, ci.compilePath(ing.Namespace, &p, services))
 		}
 		for _, h := range rule.Hosts {
-			host, _ := canonicalHost(h)
+			host, _ := CanonicalHost(h)
 			vh := ci.hosts[host]
 			if vh == nil {
-				vh = &virtualHost{}
+				vh = &VirtualHost{}
 				ci.hosts[host] = vh
 			}
 			if external {
@@ -88,14 +88,14 @@ func compileIngress(ing *v1alpha1.Ingress, services *serviceRegistry) *compiledI
 	return ci
 }
 
-func (ci *compiledIngress) compilePath(namespace string, p *v1alpha1.HTTPIngressPath, services *serviceRegistry) *route {
-	rt := &route{
+func (ci *compiledIngress) compilePath(namespace string, p *v1alpha1.HTTPIngressPath, services *Registry) *Route {
+	rt := &Route{
 		prefix:        p.Path,
-		appendHeaders: sortedHeaders(p.AppendHeaders),
-		rewriteHost:   p.RewriteHost,
+		AppendHeaders: sortedHeaders(p.AppendHeaders),
+		RewriteHost:   p.RewriteHost,
 	}
 	for name, m := range p.Headers {
-		rt.headers = append(rt.headers, header{name: http.CanonicalHeaderKey(name), value: m.Exact})
+		rt.headers = append(rt.headers, Header{Name: http.CanonicalHeaderKey(name), Value: m.Exact})
 	}
 	sortHeaders(rt.headers)
 	for _, s := range p.Splits {
@@ -108,14 +108,14 @@ func (ci *compiledIngress) compilePath(namespace string, p *v1alpha1.HTTPIngress
 		if ns == "" {
 			ns = namespace
 		}
-		svc := services.acquire(types.NamespacedName{Namespace: ns, Name: s.ServiceName})
+		svc := services.Acquire(types.NamespacedName{Namespace: ns, Name: s.ServiceName})
 		ci.services = append(ci.services, svc)
 		rt.total += weight
-		rt.splits = append(rt.splits, split{
-			service:       svc,
-			port:          s.ServicePort,
+		rt.splits = append(rt.splits, Split{
+			Service:       svc,
+			Port:          s.ServicePort,
 			upTo:          rt.total,
-			appendHeaders: sortedHeaders(s.AppendHeaders),
+			AppendHeaders: sortedHeaders(s.AppendHeaders),
 		})
 	}
 	return rt
@@ -124,7 +124,7 @@ func (ci *compiledIngress) compilePath(namespace string, p *v1alpha1.HTTPIngress
 // sortBySpecificity orders routes longest prefix first and, for equal prefixes, more
 // header matches first; otherwise the spec's order stands, so a rule can list a
 // header-matched path before its catch-all as Knative's tag routing does.
-func sortBySpecificity(routes []*route) {
+func sortBySpecificity(routes []*Route) {
 	sort.SliceStable(routes, func(i, j int) bool {
 		if len(routes[i].prefix) != len(routes[j].prefix) {
 			return len(routes[i].prefix) > len(routes[j].prefix)
@@ -135,20 +135,20 @@ func sortBySpecificity(routes []*route) {
 
 // sortedHeaders fixes the order of a map's headers so that a compiled route does not
 // depend on map iteration.
-func sortedHeaders(m map[string]string) []header {
+func sortedHeaders(m map[string]string) []Header {
 	if len(m) == 0 {
 		return nil
 	}
-	hs := make([]header, 0, len(m))
+	hs := make([]Header, 0, len(m))
 	for name, value := range m {
-		hs = append(hs, header{name: http.CanonicalHeaderKey(name), value: value})
+		hs = append(hs, Header{Name: http.CanonicalHeaderKey(name), Value: value})
 	}
 	sortHeaders(hs)
 	return hs
 }
 
-func sortHeaders(hs []header) {
-	slices.SortFunc(hs, func(a, b header) int { return strings.Compare(a.name, b.name) })
+func sortHeaders(hs []Header) {
+	slices.SortFunc(hs, func(a, b Header) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // validateSpec checks what the gateway needs to route; the CRD schema checks the rest.
@@ -158,7 +158,7 @@ func validateSpec(spec *v1alpha1.IngressSpec) *specError {
 			return invalidSpec(reasonInvalidHost, "rule %d has no hosts", i)
 		}
 		for _, h := range rule.Hosts {
-			if _, ok := canonicalHost(h); !ok {
+			if _, ok := CanonicalHost(h); !ok {
 				return invalidSpec(reasonInvalidHost, "rule %d: %q is not a valid host", i, h)
 			}
 		}

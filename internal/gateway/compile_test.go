@@ -54,7 +54,7 @@ func TestCompileValidation(t *testing.T) {
 		wantReason: reasonInvalidPath, wantInMsg: "no HTTP paths",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			services := newServiceRegistry()
+			services := NewRegistry()
 			ci := compileIngress(newIngress("a", 0, tc.rules...), services)
 			if tc.wantReason == "" {
 				if ci.invalid != nil {
@@ -82,13 +82,13 @@ func TestCompileVisibilityAndOrder(t *testing.T) {
 		),
 		localRule([]string{"a.ns.svc.cluster.local", "a.ns"}, path("/internal", splitTo("internal", 100))),
 	)
-	ci := compileIngress(ing, newServiceRegistry())
+	ci := compileIngress(ing, NewRegistry())
 	if ci.invalid != nil {
 		t.Fatal(ci.invalid)
 	}
-	names := func(routes []*route) (out []string) {
+	names := func(routes []*Route) (out []string) {
 		for _, rt := range routes {
-			out = append(out, rt.splits[0].service.key.Name)
+			out = append(out, rt.splits[0].Service.Key.Name)
 		}
 		return out
 	}
@@ -104,7 +104,7 @@ func TestCompileVisibilityAndOrder(t *testing.T) {
 		{host: "a.ns", external: true, want: nil},
 		{host: "a.ns", external: false, want: []string{"internal"}},
 	} {
-		if got := names(ci.hosts[tc.host].routes(tc.external)); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+		if got := names(ci.hosts[tc.host].Routes(tc.external)); strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%s external=%v: routes %v, want %v", tc.host, tc.external, got, tc.want)
 		}
 	}
@@ -112,29 +112,29 @@ func TestCompileVisibilityAndOrder(t *testing.T) {
 	// The header-matched path wins over the catch-all only when the header is there.
 	routes := ci.hosts["a.example.com"].external
 	r := httptest.NewRequest("GET", "http://a.example.com/", nil)
-	if got := matchRoute(routes, r).splits[0].service.key.Name; got != "catch-all" {
+	if got := MatchRoute(routes, r).splits[0].Service.Key.Name; got != "catch-all" {
 		t.Errorf("without header: %s", got)
 	}
 	r.Header.Set("Knative-Serving-Tag", "blue")
-	if got := matchRoute(routes, r).splits[0].service.key.Name; got != "blue" {
+	if got := MatchRoute(routes, r).splits[0].Service.Key.Name; got != "blue" {
 		t.Errorf("with header: %s", got)
 	}
 	r = httptest.NewRequest("GET", "http://a.example.com/api/v2/x", nil)
-	if got := matchRoute(routes, r).splits[0].service.key.Name; got != "api-v2" {
+	if got := MatchRoute(routes, r).splits[0].Service.Key.Name; got != "api-v2" {
 		t.Errorf("/api/v2/x: %s", got)
 	}
 }
 
 func TestSplitDistribution(t *testing.T) {
 	ci := compileIngress(newIngress("a", 0, externalRule([]string{"a.example.com"},
-		path("", splitTo("a-1", 90), splitTo("a-0", 0), splitTo("a-2", 10)))), newServiceRegistry())
+		path("", splitTo("a-1", 90), splitTo("a-0", 0), splitTo("a-2", 10)))), NewRegistry())
 	rt := ci.hosts["a.example.com"].external[0]
 
 	// Every roll lands on the split that owns it: 0..89 the first, 90..99 the last,
 	// none on the 0% split.
 	counts := map[string]int{}
 	for roll := range 100 {
-		counts[rt.pick(func(int) int { return roll }).service.key.Name]++
+		counts[rt.Pick(func(int) int { return roll }).Service.Key.Name]++
 	}
 	if counts["a-1"] != 90 || counts["a-2"] != 10 || counts["a-0"] != 0 {
 		t.Errorf("picks per roll = %v", counts)
@@ -145,7 +145,7 @@ func TestSplitDistribution(t *testing.T) {
 	counts = map[string]int{}
 	const n = 20000
 	for range n {
-		counts[rt.pick(rng).service.key.Name]++
+		counts[rt.Pick(rng).Service.Key.Name]++
 	}
 	if share := float64(counts["a-2"]) / n; share < 0.09 || share > 0.11 {
 		t.Errorf("a-2 got %.3f of %d picks, want 0.10±0.01", share, n)

@@ -37,7 +37,7 @@ func direct(r *http.Request, rr *routedRequest) bool {
 	default:
 		return false
 	}
-	if rr.target.h2c || r.ContentLength != 0 || len(r.TransferEncoding) != 0 || r.URL.Opaque != "" {
+	if rr.target.H2C || r.ContentLength != 0 || len(r.TransferEncoding) != 0 || r.URL.Opaque != "" {
 		return false
 	}
 	if _, ok := r.Header["Upgrade"]; ok {
@@ -86,8 +86,8 @@ func plainHost(host string) bool {
 
 // outHost is the Host the pod sees.
 func outHost(r *http.Request, rr *routedRequest) string {
-	if rr.route.rewriteHost != "" {
-		return rr.route.rewriteHost
+	if rr.route.RewriteHost != "" {
+		return rr.route.RewriteHost
 	}
 	return r.Host
 }
@@ -102,7 +102,7 @@ var hopHeaders = []string{
 // sent: hop-by-hop, named by Connection, a forwarding header the gateway sets
 // itself, set by an appendHeader, or one Request.write writes from the request's
 // fields (Host, User-Agent, Content-Length, Transfer-Encoding, Trailer).
-func skipRequestHeader(name string, connection []string, appended []header) bool {
+func skipRequestHeader(name string, connection []string, appended []Header) bool {
 	switch name {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 		"Te", "Trailer", "Transfer-Encoding", "Upgrade",
@@ -137,9 +137,9 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 			return errControlInURL
 		}
 	}
-	appended := rr.route.appendHeaders
-	if len(rr.split.appendHeaders) > 0 {
-		appended = append(appended[:len(appended):len(appended)], rr.split.appendHeaders...)
+	appended := rr.route.AppendHeaders
+	if len(rr.split.AppendHeaders) > 0 {
+		appended = append(appended[:len(appended):len(appended)], rr.split.AppendHeaders...)
 	}
 	bw.WriteString(r.Method)
 	bw.WriteByte(' ')
@@ -159,8 +159,8 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 		userAgent = v[0]
 	}
 	for _, h := range appended {
-		if h.name == "User-Agent" {
-			userAgent = h.value
+		if h.Name == "User-Agent" {
+			userAgent = h.Value
 		}
 	}
 	if userAgent != "" {
@@ -199,12 +199,12 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 		bw.WriteString("\r\n")
 	}
 	for i, h := range appended {
-		switch h.name {
+		switch h.Name {
 		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue // written from the request's fields, or not at all, by Request.write
 		}
-		if !setBy(appended[i+1:], h.name) && httpguts.ValidHeaderFieldName(h.name) {
-			writeHeaderLine(bw, h.name, h.value)
+		if !setBy(appended[i+1:], h.Name) && httpguts.ValidHeaderFieldName(h.Name) {
+			writeHeaderLine(bw, h.Name, h.Value)
 		}
 	}
 	_, err := bw.WriteString("\r\n")
@@ -214,9 +214,9 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 // errControlInURL is Request.write's refusal of a control character in the URL.
 var errControlInURL = errors.New("net/http: can't write control character in Request.URL")
 
-func setBy(appended []header, name string) bool {
+func setBy(appended []Header, name string) bool {
 	for _, h := range appended {
-		if h.name == name {
+		if h.Name == name {
 			return true
 		}
 	}
@@ -254,7 +254,7 @@ func removeHopByHop(h http.Header) {
 // ctx is r's context with rr's timer and rr.
 func (f *forwarder) forwardDirect(ctx context.Context, w http.ResponseWriter, r *http.Request, rr *routedRequest) {
 	rr.sent = time.Now()
-	res, err := f.upstream.send(ctx, rr.target.addr, r, true, func(bw *bufio.Writer) error {
+	res, err := f.upstream.send(ctx, rr.target.Addr, r, true, func(bw *bufio.Writer) error {
 		return writeRequest(bw, r, rr)
 	})
 	if err != nil {

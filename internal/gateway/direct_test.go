@@ -28,7 +28,7 @@ type twoWays struct {
 	seen            chan seen
 }
 
-func newTwoWays(t *testing.T, rt *route, sp *split, answer http.HandlerFunc) *twoWays {
+func newTwoWays(t *testing.T, rt *Route, sp *Split, answer http.HandlerFunc) *twoWays {
 	t.Helper()
 	tw := &twoWays{seen: make(chan seen, 1)}
 	tw.backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,16 +39,16 @@ func newTwoWays(t *testing.T, rt *route, sp *split, answer http.HandlerFunc) *tw
 		answer(w, r)
 	}))
 	t.Cleanup(tw.backend.Close)
-	f := newForwarder(Options{}.withDefaults(), newMetrics())
-	if sp.service == nil {
-		sp.service = &service{key: key("svc")}
+	f := newForwarder(Options{}.withDefaults(), NewMetrics())
+	if sp.Service == nil {
+		sp.Service = &Service{Key: key("svc")}
 	}
 	handler := func(viaDirect bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rr := &routedRequest{route: rt, split: sp, revision: "rev-1", start: start,
-				target: &target{addr: tw.backend.Listener.Addr().String(), ip: "127.0.0.1"}}
-			rr.timer.limits, rr.timer.start = timeouts{total: 10 * time.Second}, start
+				target: &Target{Addr: tw.backend.Listener.Addr().String(), IP: "127.0.0.1"}}
+			rr.timer.limits, rr.timer.start = Timeouts{Total: 10 * time.Second}, start
 			ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 			defer func() {
 				rr.timer.stop()
@@ -110,14 +110,14 @@ func (tw *twoWays) send(t *testing.T, srv *httptest.Server, raw string) (receive
 }
 
 func TestDirectRequestHeaders(t *testing.T) {
-	rt := &route{appendHeaders: []header{{"K-Original-Host", "a.example.com"}, {"X-Route", "route"}, {"X-Both", "route"}}}
-	sp := &split{appendHeaders: []header{{"X-Both", "split"}, {"X-Split", "split"}}}
+	rt := &Route{AppendHeaders: []Header{{"K-Original-Host", "a.example.com"}, {"X-Route", "route"}, {"X-Both", "route"}}}
+	sp := &Split{AppendHeaders: []Header{{"X-Both", "split"}, {"X-Split", "split"}}}
 	echoBack := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }
 	tw := newTwoWays(t, rt, sp, echoBack)
-	rewritten := newTwoWays(t, &route{rewriteHost: "b.ns.svc.cluster.local"}, &split{}, echoBack)
-	overrides := newTwoWays(t, &route{appendHeaders: []header{
+	rewritten := newTwoWays(t, &Route{RewriteHost: "b.ns.svc.cluster.local"}, &Split{}, echoBack)
+	overrides := newTwoWays(t, &Route{AppendHeaders: []Header{
 		{"X-Forwarded-Host", "set"}, {"User-Agent", "route-agent"}, {"Te", "gzip"}, {"Host", "no"}, {"Content-Length", "9"},
-	}}, &split{}, echoBack)
+	}}, &Split{}, echoBack)
 
 	for _, tc := range []struct {
 		name string
@@ -288,7 +288,7 @@ func TestDirectResponses(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			tw := newTwoWays(t, &route{}, &split{}, tc.answer)
+			tw := newTwoWays(t, &Route{}, &Split{}, tc.answer)
 			method := tc.method
 			if method == "" {
 				method = http.MethodGet
@@ -304,7 +304,7 @@ func TestDirectResponses(t *testing.T) {
 }
 
 func TestDirectSelection(t *testing.T) {
-	rr := &routedRequest{route: &route{}, split: &split{}, target: &target{}}
+	rr := &routedRequest{route: &Route{}, split: &Split{}, target: &Target{}}
 	for _, tc := range []struct {
 		raw  string
 		h2c  bool
@@ -326,7 +326,7 @@ func TestDirectSelection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rr.target.h2c = tc.h2c
+		rr.target.H2C = tc.h2c
 		if got := direct(r, rr); got != tc.want {
 			t.Errorf("%q (h2c %v): direct %v, want %v", tc.raw, tc.h2c, got, tc.want)
 		}
@@ -344,7 +344,7 @@ func TestDirectEventStream(t *testing.T) {
 	} {
 		t.Run(tc.contentType+" "+tc.length, func(t *testing.T) {
 			next := make(chan struct{})
-			tw := newTwoWays(t, &route{}, &split{}, func(w http.ResponseWriter, r *http.Request) {
+			tw := newTwoWays(t, &Route{}, &Split{}, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", tc.contentType)
 				if tc.length != "" {
 					w.Header().Set("Content-Length", tc.length)
@@ -379,7 +379,7 @@ func TestDirectEventStream(t *testing.T) {
 // TestDirectBackendBreaksOff checks that a body cut off by the pod is cut off for the
 // client too, not ended as if complete.
 func TestDirectBackendBreaksOff(t *testing.T) {
-	tw := newTwoWays(t, &route{}, &split{}, func(w http.ResponseWriter, r *http.Request) {
+	tw := newTwoWays(t, &Route{}, &Split{}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "100")
 		io.WriteString(w, "only ten b")
 		w.(http.Flusher).Flush()
@@ -407,7 +407,7 @@ func TestDirectBackendBreaksOff(t *testing.T) {
 // pod, which sees its request's context end.
 func TestDirectClientCancel(t *testing.T) {
 	ended := make(chan struct{})
-	tw := newTwoWays(t, &route{}, &split{}, func(w http.ResponseWriter, r *http.Request) {
+	tw := newTwoWays(t, &Route{}, &Split{}, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "started\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()

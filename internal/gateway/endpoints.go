@@ -55,7 +55,7 @@ func podRevision(o client.Object) []string {
 //   - otherwise a Service: its EndpointSlices' ready endpoints.
 type endpointsReconciler struct {
 	client   client.Reader
-	services *serviceRegistry
+	services *Registry
 	// simulatedPods treats every endpoint as simulated (ferry up, where kwok runs
 	// every pod).
 	simulatedPods bool
@@ -85,7 +85,7 @@ func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, err
 	}
 	if svc == nil && len(sliceList.Items) == 0 {
-		r.services.update(req.NamespacedName, nil)
+		r.services.Update(req.NamespacedName, nil)
 		return reconcile.Result{}, nil
 	}
 	var nodes []string
@@ -100,7 +100,7 @@ func (r *endpointsReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	r.services.update(req.NamespacedName, buildEndpoints(svc, sliceList.Items, simulated))
+	r.services.Update(req.NamespacedName, BuildEndpoints(svc, sliceList.Items, simulated))
 	return reconcile.Result{}, nil
 }
 
@@ -118,7 +118,7 @@ func (r *endpointsReconciler) reconcileRevision(ctx context.Context, key types.N
 	if err != nil {
 		return err
 	}
-	r.services.update(key, buildRevisionEndpoints(rev, pods.Items, simulated))
+	r.services.Update(key, BuildRevisionEndpoints(rev, pods.Items, simulated))
 	return nil
 }
 
@@ -158,15 +158,15 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string
 // already sent finish on their connections). containerConcurrency, the timeouts and
 // the protocol (a first port named h2c) come from the Revision's spec, how simulated
 // pods answer from its annotations.
-func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *serviceEndpoints {
+func BuildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *Endpoints {
 	port := rev.Spec.UserPort()
-	se := &serviceEndpoints{
+	se := &Endpoints{
 		revision:  rev.Name,
 		specPorts: []specPort{{name: networkingv1alpha1.ServicePortNameHTTP1, port: networkingv1alpha1.ServiceHTTPPort}},
-		byName:    map[string]*targetSet{},
-		byNumber:  map[int32]*targetSet{},
+		byName:    map[string]*TargetSet{},
+		byNumber:  map[int32]*TargetSet{},
 	}
-	se.simulation = simulationOf(rev.Annotations)
+	se.Simulation = simulationOf(rev.Annotations)
 	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
 		se.concurrency = *cc
 	}
@@ -174,15 +174,15 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 	se.responseStart = seconds(rev.Spec.ResponseStartTimeoutSeconds)
 	se.idle = seconds(rev.Spec.IdleTimeoutSeconds)
 	h2c := rev.Spec.Protocol() == servingv1.ProtocolH2C
-	var ready *targetSet
+	var ready *TargetSet
 	for i := range pods {
 		pod := &pods[i]
 		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
 			continue
 		}
 		ip := pod.Status.PodIP
-		ready = addTarget(ready, target{addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), ip: ip,
-			simulated: simulated(pod.Spec.NodeName), h2c: h2c, pod: &podSlot{name: pod.Name}})
+		ready = addTarget(ready, Target{Addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), IP: ip,
+			Simulated: simulated(pod.Spec.NodeName), H2C: h2c, Pod: &PodSlot{name: pod.Name}})
 	}
 	if ready != nil {
 		sortTargets(ready)
@@ -211,8 +211,8 @@ func podReady(pod *corev1.Pod) bool {
 
 // buildEndpoints indexes the ready endpoints of a Service's slices by slice port. svc
 // may be nil when the Service is gone but its slices are not yet.
-func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, simulated func(node string) bool) *serviceEndpoints {
-	se := &serviceEndpoints{byName: map[string]*targetSet{}, byNumber: map[int32]*targetSet{}}
+func BuildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, simulated func(node string) bool) *Endpoints {
+	se := &Endpoints{byName: map[string]*TargetSet{}, byNumber: map[int32]*TargetSet{}}
 	if svc != nil {
 		se.revision = svc.Labels[servingv1.RevisionLabelKey]
 		for _, p := range svc.Spec.Ports {
@@ -223,7 +223,7 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 	}
 	// Each address gets an in-flight counter; the registry replaces it with the one
 	// the address already has.
-	pods := map[string]*podSlot{}
+	pods := map[string]*PodSlot{}
 	// Slices may overlap while the endpoint controller moves endpoints between them.
 	seenByName, seenByNumber := map[string]bool{}, map[string]bool{}
 	for _, s := range endpointSlices {
@@ -247,17 +247,17 @@ func buildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 				}
 				// Addresses are fungible; consumers use the first.
 				ip := ep.Addresses[0]
-				t := target{addr: net.JoinHostPort(ip, strconv.Itoa(int(*port.Port))), ip: ip, simulated: simulated(node), h2c: h2c}
-				if t.pod = pods[t.addr]; t.pod == nil {
-					t.pod = &podSlot{name: endpointPod(ep)}
-					pods[t.addr] = t.pod
+				t := Target{Addr: net.JoinHostPort(ip, strconv.Itoa(int(*port.Port))), IP: ip, Simulated: simulated(node), H2C: h2c}
+				if t.Pod = pods[t.Addr]; t.Pod == nil {
+					t.Pod = &PodSlot{name: endpointPod(ep)}
+					pods[t.Addr] = t.Pod
 				}
-				if !seenByName[name+"/"+t.addr] {
-					seenByName[name+"/"+t.addr] = true
+				if !seenByName[name+"/"+t.Addr] {
+					seenByName[name+"/"+t.Addr] = true
 					se.byName[name] = addTarget(se.byName[name], t)
 				}
-				if !seenByNumber[t.addr] {
-					seenByNumber[t.addr] = true
+				if !seenByNumber[t.Addr] {
+					seenByNumber[t.Addr] = true
 					se.byNumber[*port.Port] = addTarget(se.byNumber[*port.Port], t)
 				}
 			}
@@ -309,9 +309,9 @@ func positiveAnnotation(svc *corev1.Service, key string) int64 {
 	return n
 }
 
-func addTarget(ts *targetSet, t target) *targetSet {
+func addTarget(ts *TargetSet, t Target) *TargetSet {
 	if ts == nil {
-		ts = &targetSet{}
+		ts = &TargetSet{}
 	}
 	ts.targets = append(ts.targets, t)
 	return ts
@@ -319,6 +319,6 @@ func addTarget(ts *targetSet, t target) *targetSet {
 
 // sortTargets fixes the order in which ties are broken, so that it does not follow
 // slice order.
-func sortTargets(ts *targetSet) {
-	slices.SortFunc(ts.targets, func(a, b target) int { return strings.Compare(a.addr, b.addr) })
+func sortTargets(ts *TargetSet) {
+	slices.SortFunc(ts.targets, func(a, b Target) int { return strings.Compare(a.Addr, b.Addr) })
 }

@@ -25,12 +25,12 @@ import (
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
-func addrs(ts *targetSet) (out []string) {
+func addrs(ts *TargetSet) (out []string) {
 	if ts == nil {
 		return nil
 	}
 	for _, t := range ts.targets {
-		out = append(out, t.addr)
+		out = append(out, t.Addr)
 	}
 	return out
 }
@@ -44,7 +44,7 @@ func TestBuildEndpointsPortResolution(t *testing.T) {
 	s2 := sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.3")
 	s2.Endpoints[1].Conditions.Ready = ptr.To(false)
 	s2.Endpoints = append(s2.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.4"}}) // Ready unknown counts as ready
-	se := buildEndpoints(svc, []discoveryv1.EndpointSlice{s, s2}, notSimulated)
+	se := BuildEndpoints(svc, []discoveryv1.EndpointSlice{s, s2}, notSimulated)
 
 	for _, tc := range []struct {
 		port intstr.IntOrString
@@ -63,20 +63,20 @@ func TestBuildEndpointsPortResolution(t *testing.T) {
 			t.Errorf("targets(%v) = %v, want %v", tc.port.String(), got, tc.want)
 		}
 	}
-	if got := (&service{key: key("rev-1")}).revisionName(se); got != "rev-1" {
+	if got := (&Service{Key: key("rev-1")}).revisionName(se); got != "rev-1" {
 		t.Errorf("revision %q", got)
 	}
 }
 
 // Idle endpoints (no request in flight) share requests round-robin.
 func TestTargetSetRoundRobin(t *testing.T) {
-	ts := buildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated).
+	ts := BuildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated).
 		targets(intstr.FromInt32(80))
 	var got []string
 	for range 6 {
-		tg := ts.acquire(0, *alone)
-		got = append(got, tg.ip)
-		tg.release(0)
+		tg := ts.Acquire(0, *alone)
+		got = append(got, tg.IP)
+		tg.Release(0)
 	}
 	if want := []string{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.3"}; !slices.Equal(got, want) {
 		t.Errorf("picks %v, want %v", got, want)
@@ -111,14 +111,14 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 		{simulatedPods: true, want: map[string]bool{"10.0.0.1": true, "10.0.0.2": true, "10.0.0.3": true}},
 		{simulatedPods: true, dialSimulated: true, want: map[string]bool{"10.0.0.1": false, "10.0.0.2": false, "10.0.0.3": false}},
 	} {
-		services := newServiceRegistry()
+		services := NewRegistry()
 		r := &endpointsReconciler{client: c, services: services, simulatedPods: tc.simulatedPods, dialSimulated: tc.dialSimulated}
 		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]bool{}
-		for _, tg := range services.acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80)).targets {
-			got[tg.ip] = tg.simulated
+		for _, tg := range services.Acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80)).targets {
+			got[tg.IP] = tg.Simulated
 		}
 		if !maps.Equal(got, tc.want) {
 			t.Errorf("SimulatedPods=%v DialSimulatedPods=%v: simulated %v, want %v", tc.simulatedPods, tc.dialSimulated, got, tc.want)
@@ -170,12 +170,12 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	if err := c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "terminating"}}); err != nil {
 		t.Fatal(err)
 	}
-	services := newServiceRegistry()
+	services := NewRegistry()
 	r := &endpointsReconciler{client: c, services: services}
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
 		t.Fatal(err)
 	}
-	se := services.acquire(key("rev-1")).endpoints.Load()
+	se := services.Acquire(key("rev-1")).endpoints.Load()
 	for _, port := range []intstr.IntOrString{intstr.FromInt32(80), intstr.FromString("http")} {
 		if got, want := addrs(se.targets(port)), []string{"10.0.0.1:9000", "10.0.0.2:9000"}; !slices.Equal(got, want) {
 			t.Errorf("port %s: endpoints %v, want %v", port.String(), got, want)
@@ -183,15 +183,15 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	}
 	simulated := map[string]bool{}
 	for _, tg := range se.targets(intstr.FromInt32(80)).targets {
-		simulated[tg.ip] = tg.simulated
-		if !tg.h2c {
-			t.Errorf("pod %s of a Revision whose port is named h2c is not spoken to with h2c", tg.ip)
+		simulated[tg.IP] = tg.Simulated
+		if !tg.H2C {
+			t.Errorf("pod %s of a Revision whose port is named h2c is not spoken to with h2c", tg.IP)
 		}
 	}
 	if want := map[string]bool{"10.0.0.1": true, "10.0.0.2": false}; !maps.Equal(simulated, want) {
 		t.Errorf("simulated %v, want %v", simulated, want)
 	}
-	want := timeouts{total: 7 * time.Second, responseStart: 5 * time.Second, idle: 2 * time.Second}
+	want := Timeouts{Total: 7 * time.Second, ResponseStart: 5 * time.Second, Idle: 2 * time.Second}
 	if se.revision != "rev-1" || se.limit() != 3 || se.limits(time.Minute) != want {
 		t.Errorf("revision %q, limit %d, timeouts %+v; want rev-1, 3, %+v", se.revision, se.limit(), se.limits(time.Minute), want)
 	}
@@ -203,33 +203,33 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := addrs(services.acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
+	if got := addrs(services.Acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
 		t.Errorf("after the Revision is deleted: endpoints %v, want the Service's", got)
 	}
 }
 
 func TestServiceRegistryKeepsReferencedEntries(t *testing.T) {
-	services := newServiceRegistry()
+	services := NewRegistry()
 	// An ingress references a Service before it exists...
-	s := services.acquire(key("rev-1"))
-	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1")}, notSimulated)
+	s := services.Acquire(key("rev-1"))
+	se := BuildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1")}, notSimulated)
 	// ...which then appears: the entry the route holds gets its endpoints.
-	services.update(key("rev-1"), se)
+	services.Update(key("rev-1"), se)
 	if s.endpoints.Load() != se {
 		t.Fatal("the referenced entry did not get the endpoints")
 	}
 	// Gone while referenced: emptied but kept, so a re-creation fills the same entry.
-	services.update(key("rev-1"), nil)
+	services.Update(key("rev-1"), nil)
 	if s.endpoints.Load() != nil || services.services[key("rev-1")] != s {
 		t.Fatal("a referenced entry was dropped")
 	}
-	services.release(s)
+	services.Release(s)
 	if _, ok := services.services[key("rev-1")]; ok {
 		t.Error("an unreferenced empty entry was kept")
 	}
 	// An unreferenced Service with endpoints stays, for the ingress that comes later.
-	services.update(key("rev-2"), se)
-	if services.acquire(key("rev-2")).endpoints.Load() != se {
+	services.Update(key("rev-2"), se)
+	if services.Acquire(key("rev-2")).endpoints.Load() != se {
 		t.Error("a known Service lost its endpoints before being referenced")
 	}
 }

@@ -75,7 +75,7 @@ func FuzzRouteHost(f *testing.F) {
 	for _, rule := range fuzzRules {
 		for _, path := range rule.HTTP.Paths {
 			name := path.Splits[0].ServiceName
-			g.services.update(key(name), buildEndpoints(serviceWithPort(name),
+			g.services.Update(key(name), BuildEndpoints(serviceWithPort(name),
 				[]discoveryv1.EndpointSlice{sliceFor(name, 8012, "10.244.0.1")}, func(string) bool { return true }))
 		}
 	}
@@ -86,9 +86,9 @@ func FuzzRouteHost(f *testing.F) {
 	g.programmer.program(ci)
 
 	f.Fuzz(func(t *testing.T, host, path string) {
-		canonical, ok := canonicalHost(host)
+		canonical, ok := CanonicalHost(host)
 		if ok {
-			if again, ok2 := canonicalHost(canonical); !ok2 || again != canonical {
+			if again, ok2 := CanonicalHost(canonical); !ok2 || again != canonical {
 				t.Fatalf("canonicalHost(%q) = %q is not canonical: %q, %v", host, canonical, again, ok2)
 			}
 			if lower(canonical) != canonical || strings.HasSuffix(canonical, ".") {

@@ -33,41 +33,41 @@ import (
 // routing table, and the two HTTP listeners that serve it.
 type Gateway struct {
 	opts       Options
-	services   *serviceRegistry
-	programmer *programmer
-	metrics    *metrics
+	services   *Registry
+	programmer *Programmer
+	metrics    *Metrics
 	forwarder  *forwarder
 	activator  *activator
 	// reporter sends the load reports; nil without Options.Stats.
-	reporter *reporter
+	reporter *Reporter
 	external *listener
 	local    *listener
 	// https serves spec.tls with the certificates in tlsStore; nil without
 	// Options.HTTPSAddr.
 	https    *listener
-	tlsStore *tlsStore
+	tlsStore *TLSStore
 }
 
 // New returns a Gateway; SetupWithManager wires it into a manager.
 func New(opts Options) *Gateway {
 	opts = opts.withDefaults()
-	services := newServiceRegistry()
-	m := newMetrics()
-	services.onForget = m.forget
+	services := NewRegistry()
+	m := NewMetrics()
+	services.OnForget = m.Forget
 	g := &Gateway{
 		opts:       opts,
 		services:   services,
-		programmer: newProgrammer(services),
+		programmer: NewProgrammer(services),
 		metrics:    m,
 		forwarder:  newForwarder(opts, m),
 		activator:  newActivator(opts, m),
 	}
 	if opts.HTTPSAddr != "" {
-		g.tlsStore = newTLSStore(func(reason string) { m.tlsRefused.WithLabelValues(reason).Inc() })
+		g.tlsStore = NewTLSStore(func(reason string) { m.TLSRefused.WithLabelValues(reason).Inc() })
 	}
 	if opts.Stats != nil {
-		g.activator.active = &activeSet{}
-		g.reporter = newReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
+		g.activator.active = &ActiveSet{}
+		g.reporter = NewReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
 	}
 	return g
 }
@@ -84,7 +84,7 @@ const readHeaderTimeout = 10 * time.Second
 // Every replica programs its own table, serves and reports, so neither the
 // reconcilers nor the listeners nor the reporter wait for leader election.
 func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
-	if err := g.metrics.register(g.opts.Registry); err != nil {
+	if err := g.metrics.Register(g.opts.Registry); err != nil {
 		return fmt.Errorf("registering gateway metrics: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{},
@@ -118,7 +118,7 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		ingresses.replicas, g.activator.replicas = rs, rs
 		// Another replica's record, or one coming or going, may make an ingress Ready.
-		ingressController = ingressController.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(rs.affected))
+		ingressController = ingressController.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(rs.Affected))
 	}
 	if err := ingressController.
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
@@ -242,7 +242,7 @@ func (g *Gateway) LocalAddr() string { return g.local.addr() }
 // InFlightTo is how many requests this gateway has in flight to a pod's IP: a kubelet
 // in the same process (ferry up's program node) ends a leaving pod's drain when none
 // are left.
-func (g *Gateway) InFlightTo(ip string) int64 { return g.services.inFlightTo(ip) }
+func (g *Gateway) InFlightTo(ip string) int64 { return g.services.InFlightTo(ip) }
 
 func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -252,10 +252,10 @@ func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	return &listener{ln: ln, server: g.newServer(g.handler(external))}, nil
 }
 
-func (g *Gateway) handler(external bool) *proxy {
-	return &proxy{
+func (g *Gateway) handler(external bool) *listenerHandler {
+	return &listenerHandler{
 		external:  external,
-		table:     g.programmer.table,
+		table:     g.programmer.Table,
 		roll:      rand.IntN,
 		forwarder: g.forwarder,
 		activator: g.activator,

@@ -114,8 +114,8 @@ func TestSpeaksH2C(t *testing.T) {
 	// appProtocol kubernetes.io/h2c.
 	slice := sliceFor("rev-1", 8013, "10.0.0.1")
 	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
-	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
-	if ts := se.targets(intstr.FromInt32(80)); ts.empty() || !ts.targets[0].h2c {
+	se := BuildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
+	if ts := se.targets(intstr.FromInt32(80)); ts.Empty() || !ts.targets[0].H2C {
 		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
 	}
 }

@@ -7,7 +7,7 @@ import "strings"
 // qualified name. ok is false when h cannot name a host, so that the caller answers 400
 // instead of looking up garbage. It does not allocate for the common already-lowercase
 // header.
-func canonicalHost(h string) (host string, ok bool) {
+func CanonicalHost(h string) (host string, ok bool) {
 	host = h
 	if strings.HasPrefix(host, "[") {
 		end := strings.IndexByte(host, ']')

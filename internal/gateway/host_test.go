@@ -30,7 +30,7 @@ func TestCanonicalHost(t *testing.T) {
 		{in: "[::1]x", ok: false},
 		{in: "[zz::1]", ok: false},
 	} {
-		got, ok := canonicalHost(tc.in)
+		got, ok := CanonicalHost(tc.in)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("canonicalHost(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
@@ -38,7 +38,7 @@ func TestCanonicalHost(t *testing.T) {
 }
 
 func TestCanonicalHostDoesNotAllocateForLowercase(t *testing.T) {
-	allocs := testing.AllocsPerRun(100, func() { canonicalHost("hello.default.example.com:8080") })
+	allocs := testing.AllocsPerRun(100, func() { CanonicalHost("hello.default.example.com:8080") })
 	if allocs != 0 {
 		t.Errorf("canonicalHost allocated %v times", allocs)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // servedHere reports whether the gateway implements ing's ingress class.
-func servedHere(ing *v1alpha1.Ingress) bool {
+func ServedHere(ing *v1alpha1.Ingress) bool {
 	class := ing.Annotations[v1alpha1.IngressClassAnnotationKey]
 	return class == "" || class == v1alpha1.IngressClass
 }
@@ -26,8 +26,8 @@ type ingressReconciler struct {
 	client client.Client
 	// apiReader reads past the cache after a write conflict.
 	apiReader  client.Reader
-	services   *serviceRegistry
-	programmer *programmer
+	services   *Registry
+	programmer *Programmer
 	// requeue feeds back ingresses whose hosts changed hands while programming
 	// another one.
 	requeue chan event.GenericEvent
@@ -35,7 +35,7 @@ type ingressReconciler struct {
 	publicDomain, privateDomain string
 	// replicas are the other gateway replicas, whose records say whether they serve
 	// an ingress; nil: this replica is alone.
-	replicas *replicaSet
+	replicas *ReplicaSet
 }
 
 func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -46,12 +46,12 @@ func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		}
 		// Deleted, including deletions the informer only saw as a tombstone: the
 		// request carries the key, and the key is all forgetting needs.
-		r.replicas.forget(req.NamespacedName)
+		r.replicas.Forget(req.NamespacedName)
 		return reconcile.Result{}, r.requeueAll(ctx, r.programmer.forget(req.NamespacedName))
 	}
-	if !servedHere(ing) {
+	if !ServedHere(ing) {
 		// The class may have moved to another implementation: stop serving it.
-		r.replicas.forget(req.NamespacedName)
+		r.replicas.Forget(req.NamespacedName)
 		return reconcile.Result{}, r.requeueAll(ctx, r.programmer.forget(req.NamespacedName))
 	}
 
@@ -66,10 +66,10 @@ func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	// program has published the table holding ci: from here on, a Ready status for
 	// this generation is true of this replica's data plane. The others say so in
 	// their Leases; until they all do, it is not Ready.
-	if ing.Status.ObservedGeneration < ci.generation || waitingForReplicas(&ing.Status) {
-		r.replicas.programmed(ci.key, ci.generation)
+	if ing.Status.ObservedGeneration < ci.generation || WaitingForReplicas(&ing.Status) {
+		r.replicas.Programmed(ci.key, ci.generation)
 	}
-	allServe := r.replicas.servedByAll(ctx, ci.key, ci.generation)
+	allServe := r.replicas.ServedByAll(ctx, ci.key, ci.generation)
 	return reconcile.Result{}, r.updateStatus(ctx, ing, ci, conflicts, allServe)
 }
 

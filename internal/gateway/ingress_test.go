@@ -19,7 +19,7 @@ import (
 )
 
 func TestMarkStatus(t *testing.T) {
-	services := newServiceRegistry()
+	services := NewRegistry()
 	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), services)
 
 	var status v1alpha1.IngressStatus
@@ -75,8 +75,8 @@ func TestIngressReconciler(t *testing.T) {
 			statusWrites++
 			return c.SubResource(sub).Update(ctx, o, opts...)
 		}}).Build()
-	services := newServiceRegistry()
-	r := &ingressReconciler{client: c, apiReader: c, services: services, programmer: newProgrammer(services),
+	services := NewRegistry()
+	r := &ingressReconciler{client: c, apiReader: c, services: services, programmer: NewProgrammer(services),
 		requeue: make(chan event.GenericEvent, 10), publicDomain: "pub", privateDomain: "priv"}
 	reconcileKey := func(name string) {
 		t.Helper()
@@ -154,8 +154,8 @@ func TestUpdateStatusStopsAtANewerGeneration(t *testing.T) {
 		}}).Build()
 	// The API server already holds generation 2, which the cache has not seen yet.
 	apiServer := fake.NewClientBuilder().WithScheme(scheme).WithObjects(newer).Build()
-	services := newServiceRegistry()
-	r := &ingressReconciler{client: c, apiReader: apiServer, services: services, programmer: newProgrammer(services)}
+	services := NewRegistry()
+	r := &ingressReconciler{client: c, apiReader: apiServer, services: services, programmer: NewProgrammer(services)}
 
 	ci := compileIngress(ing, services)
 	if err := r.updateStatus(ctx, ing, ci, nil, true); err != nil {

@@ -42,7 +42,7 @@ const (
 var clockBase = time.Now()
 
 // micros is t in microseconds since clockBase.
-func micros(t time.Time) uint64 { return uint64(t.Sub(clockBase) / time.Microsecond) }
+func Micros(t time.Time) uint64 { return uint64(t.Sub(clockBase) / time.Microsecond) }
 
 // loadArea is the packed word W·2^loadCountBits + N of a set of requests.
 type loadArea struct{ v atomic.Uint64 }
@@ -63,7 +63,7 @@ func (a *loadArea) read(t uint64) (area uint64, inflight uint64) {
 // revisionLoad is the demand accounting of the requests routed to one backend (a
 // Revision, or a Service). Requests update it with atomic adds
 // only; the reporter's fields are its own.
-type revisionLoad struct {
+type RevisionLoad struct {
 	area loadArea
 	// arrivals counts the requests that arrived since the reporter last looked.
 	arrivals atomic.Uint64
@@ -77,20 +77,20 @@ type revisionLoad struct {
 
 	// pods are the slots of the Service's endpoints, set with each snapshot, for the
 	// reporter.
-	pods atomic.Pointer[[]*podSlot]
+	pods atomic.Pointer[[]*PodSlot]
 
 	// lastArea is A at the reporter's previous reading; the reporter's alone.
 	lastArea uint64
 	// lastPods are the slots the reporter read last time: one that left pods gets a
 	// last reading, for the requests it had since. The reporter's alone.
-	lastPods []*podSlot
+	lastPods []*PodSlot
 }
 
 type revisionID struct{ namespace, revision string }
 
 // begin counts a request that arrived at t (µs). set, when reporting, is where a
 // load that was idle announces itself.
-func (l *revisionLoad) begin(t uint64, set *activeSet) {
+func (l *RevisionLoad) Begin(t uint64, set *ActiveSet) {
 	l.arrivals.Add(1)
 	l.area.begin(t)
 	if set != nil && !l.active.Load() && l.active.CompareAndSwap(false, true) {
@@ -99,25 +99,25 @@ func (l *revisionLoad) begin(t uint64, set *activeSet) {
 }
 
 // end counts the end, at t (µs), of a request that began.
-func (l *revisionLoad) end(t uint64) { l.area.end(t) }
+func (l *RevisionLoad) End(t uint64) { l.area.end(t) }
 
 // read returns the cumulative area at t (µs, modulo 2^44) and the requests in flight.
-func (l *revisionLoad) read(t uint64) (area uint64, inflight uint64) { return l.area.read(t) }
+func (l *RevisionLoad) Read(t uint64) (area uint64, inflight uint64) { return l.area.read(t) }
 
 // activeSet collects the loads that came out of idleness, for the reporter.
-type activeSet struct {
+type ActiveSet struct {
 	mu      sync.Mutex
-	pending []*revisionLoad
+	pending []*RevisionLoad
 }
 
-func (s *activeSet) add(l *revisionLoad) {
+func (s *ActiveSet) add(l *RevisionLoad) {
 	s.mu.Lock()
 	s.pending = append(s.pending, l)
 	s.mu.Unlock()
 }
 
 // take returns the pending loads and keeps spare, emptied, for the next ones.
-func (s *activeSet) take(spare []*revisionLoad) []*revisionLoad {
+func (s *ActiveSet) take(spare []*RevisionLoad) []*RevisionLoad {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	taken := s.pending
@@ -128,28 +128,28 @@ func (s *activeSet) take(spare []*revisionLoad) []*revisionLoad {
 // reporter sends, every interval, one stats.Report with a Stat for each revision that
 // had load in the period. It is a manager Runnable on every replica: each gateway
 // reports what it saw, and the autoscaler sums them.
-type reporter struct {
+type Reporter struct {
 	sink     stats.Sink
 	source   string
 	interval time.Duration
-	set      *activeSet
+	set      *ActiveSet
 	now      func() time.Time
 
 	// tracked are the loads that had traffic lately; the reporter's alone.
-	tracked map[*revisionLoad]struct{}
-	spare   []*revisionLoad
+	tracked map[*RevisionLoad]struct{}
+	spare   []*RevisionLoad
 	last    time.Time
 	// current and byName are scratch space of podStats.
-	current map[*podSlot]struct{}
+	current map[*PodSlot]struct{}
 	byName  map[string]int
 }
 
-func newReporter(sink stats.Sink, source string, interval time.Duration, set *activeSet) *reporter {
-	return &reporter{sink: sink, source: source, interval: interval, set: set, now: time.Now,
-		tracked: map[*revisionLoad]struct{}{}, current: map[*podSlot]struct{}{}, byName: map[string]int{}}
+func NewReporter(sink stats.Sink, source string, interval time.Duration, set *ActiveSet) *Reporter {
+	return &Reporter{sink: sink, source: source, interval: interval, set: set, now: time.Now,
+		tracked: map[*RevisionLoad]struct{}{}, current: map[*PodSlot]struct{}{}, byName: map[string]int{}}
 }
 
-func (r *reporter) Start(ctx context.Context) error {
+func (r *Reporter) Start(ctx context.Context) error {
 	r.last = r.now()
 	ticker := time.NewTicker(r.interval)
 	defer ticker.Stop()
@@ -164,24 +164,24 @@ func (r *reporter) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection is false: every replica reports its own traffic.
-func (r *reporter) NeedLeaderElection() bool { return false }
+func (r *Reporter) NeedLeaderElection() bool { return false }
 
 // collect reads the tracked loads at now and returns the period's report. A load
 // without traffic in the period leaves the tracked set: it costs nothing until its
 // next request.
-func (r *reporter) collect(now time.Time) stats.Report {
+func (r *Reporter) collect(now time.Time) stats.Report {
 	pending := r.set.take(r.spare)
 	for _, l := range pending {
 		r.tracked[l] = struct{}{}
 	}
 	clear(pending)
 	r.spare = pending
-	t := micros(now)
-	period := t - micros(r.last)
+	t := Micros(now)
+	period := t - Micros(r.last)
 	report := stats.Report{Source: r.source, Time: now, Period: now.Sub(r.last)}
 	r.last = now
 	for l := range r.tracked {
-		area, _ := l.read(t)
+		area, _ := l.Read(t)
 		grown := (area - l.lastArea) & loadAreaMask
 		l.lastArea = area
 		arrived := l.arrivals.Swap(0)
@@ -192,7 +192,7 @@ func (r *reporter) collect(now time.Time) stats.Report {
 			// in flight), so lastArea remains the right origin.
 			delete(r.tracked, l)
 			l.active.Store(false)
-			if _, n := l.read(t); (n > 0 || l.arrivals.Load() > 0) && l.active.CompareAndSwap(false, true) {
+			if _, n := l.Read(t); (n > 0 || l.arrivals.Load() > 0) && l.active.CompareAndSwap(false, true) {
 				r.tracked[l] = struct{}{}
 			}
 			continue
@@ -211,13 +211,13 @@ func (r *reporter) collect(now time.Time) stats.Report {
 // podStats reads the pods of l at t and returns each one's load over the period, by
 // pod name: every pod of the current snapshot, busy or not, and a pod that left it
 // since the last reading if it had requests in the meantime.
-func (r *reporter) podStats(l *revisionLoad, t, period uint64) []stats.PodStat {
-	var current []*podSlot
+func (r *Reporter) podStats(l *RevisionLoad, t, period uint64) []stats.PodStat {
+	var current []*PodSlot
 	if p := l.pods.Load(); p != nil {
 		current = *p
 	}
 	var out []stats.PodStat
-	add := func(p *podSlot, gone bool) {
+	add := func(p *PodSlot, gone bool) {
 		area, _ := p.load.read(t)
 		grown := (area - p.lastArea) & loadAreaMask
 		p.lastArea = area

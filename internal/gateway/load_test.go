@@ -16,20 +16,20 @@ import (
 const second = uint64(time.Second / time.Microsecond)
 
 func TestLoadAreaIsTheIntegralOfConcurrency(t *testing.T) {
-	var l revisionLoad
+	var l RevisionLoad
 	// Concurrency 1 on [1s, 1.25s), 2 on [1.25s, 1.5s), 1 on [1.5s, 2s), then 1.
-	l.begin(1*second, nil)
-	l.begin(1*second+second/4, nil)
-	l.end(1*second + second/2)
-	area, n := l.read(2 * second)
+	l.Begin(1*second, nil)
+	l.Begin(1*second+second/4, nil)
+	l.End(1*second + second/2)
+	area, n := l.Read(2 * second)
 	if want := second + second/4; area != want || n != 1 {
 		t.Errorf("A(2s) = %dµs with %d in flight; want %dµs with 1", area, n, want)
 	}
-	if a3, _ := l.read(3 * second); a3-area != second {
+	if a3, _ := l.Read(3 * second); a3-area != second {
 		t.Errorf("one request in flight for a second grew A by %dµs", a3-area)
 	}
-	l.end(3 * second)
-	if a4, n := l.read(10 * second); a4 != 2*second+second/4 || n != 0 {
+	l.End(3 * second)
+	if a4, n := l.Read(10 * second); a4 != 2*second+second/4 || n != 0 {
 		t.Errorf("after the end: A = %dµs, %d in flight", a4, n)
 	}
 	if got := l.arrivals.Load(); got != 2 {
@@ -39,12 +39,12 @@ func TestLoadAreaIsTheIntegralOfConcurrency(t *testing.T) {
 
 // The area is kept modulo 2^44µs (203 days); differences stay exact across the wrap.
 func TestLoadAreaWraps(t *testing.T) {
-	var l revisionLoad
+	var l RevisionLoad
 	const wrap = uint64(1) << 44
-	before, _ := l.read(wrap - second)
-	l.begin(wrap-second/2, nil)
-	l.begin(wrap-second/2, nil)
-	after, n := l.read(wrap + second)
+	before, _ := l.Read(wrap - second)
+	l.Begin(wrap-second/2, nil)
+	l.Begin(wrap-second/2, nil)
+	after, n := l.Read(wrap + second)
 	if grown := (after - before) & loadAreaMask; grown != 3*second || n != 2 {
 		t.Errorf("two requests for 1.5s across the wrap: %dµs, %d in flight", grown, n)
 	}
@@ -53,33 +53,33 @@ func TestLoadAreaWraps(t *testing.T) {
 // The reporter turns the area into average concurrency over its period, for the
 // revisions that had load, and forgets the idle ones.
 func TestReporterAveragesOverThePeriod(t *testing.T) {
-	services := newServiceRegistry()
+	services := NewRegistry()
 	for _, name := range []string{"busy-1", "idle-1"} {
-		services.update(key(name), buildEndpoints(serviceWithPort(name), nil, notSimulated))
+		services.Update(key(name), BuildEndpoints(serviceWithPort(name), nil, notSimulated))
 	}
 	plain := serviceWithPort("plain")
 	plain.Labels = nil // not a revision's Service
-	services.update(key("plain"), buildEndpoints(plain, nil, notSimulated))
+	services.Update(key("plain"), BuildEndpoints(plain, nil, notSimulated))
 	busy, idle, notRevision := services.services[key("busy-1")], services.services[key("idle-1")], services.services[key("plain")]
 
-	set := &activeSet{}
-	r := newReporter(&recordingSink{}, "gw-1", time.Second, set)
+	set := &ActiveSet{}
+	r := NewReporter(&recordingSink{}, "gw-1", time.Second, set)
 	t0 := clockBase.Add(time.Hour)
-	at := func(d time.Duration) uint64 { return micros(t0.Add(d)) }
+	at := func(d time.Duration) uint64 { return Micros(t0.Add(d)) }
 	r.last = t0
 
 	// Period 1 (2s): busy-1 has requests of 1.5s and 1s, and one in flight since
 	// 1.5s: 3 request-seconds in 2s. idle-1 has one request of 2ms. plain has
 	// traffic but names no revision.
-	busy.load.begin(at(0), set)
-	busy.load.begin(at(500*time.Millisecond), set)
-	busy.load.end(at(1500 * time.Millisecond))
-	busy.load.end(at(1500 * time.Millisecond))
-	busy.load.begin(at(1500*time.Millisecond), set)
-	idle.load.begin(at(time.Second), set)
-	idle.load.end(at(time.Second + 2*time.Millisecond))
-	notRevision.load.begin(at(0), set)
-	notRevision.load.end(at(time.Second))
+	busy.Load.Begin(at(0), set)
+	busy.Load.Begin(at(500*time.Millisecond), set)
+	busy.Load.End(at(1500 * time.Millisecond))
+	busy.Load.End(at(1500 * time.Millisecond))
+	busy.Load.Begin(at(1500*time.Millisecond), set)
+	idle.Load.Begin(at(time.Second), set)
+	idle.Load.End(at(time.Second + 2*time.Millisecond))
+	notRevision.Load.Begin(at(0), set)
+	notRevision.Load.End(at(time.Second))
 
 	report := r.collect(t0.Add(2 * time.Second))
 	if report.Source != "gw-1" || report.Period != 2*time.Second || !report.Time.Equal(t0.Add(2*time.Second)) {
@@ -95,13 +95,13 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 	}
 
 	// Period 2 (1s): busy-1's request runs on to 2.5s; idle-1 has nothing.
-	busy.load.end(at(2500 * time.Millisecond))
+	busy.Load.End(at(2500 * time.Millisecond))
 	report = r.collect(t0.Add(3 * time.Second))
 	if len(report.Stats) != 1 || report.Stats[0].Revision != "busy-1" || !near(report.Stats[0].AverageConcurrency, 0.5) ||
 		report.Stats[0].Requests != 0 {
 		t.Errorf("period 2: %+v", report.Stats)
 	}
-	if len(r.tracked) != 1 || idle.load.active.Load() {
+	if len(r.tracked) != 1 || idle.Load.active.Load() {
 		t.Errorf("idle-1 is still tracked (%d tracked)", len(r.tracked))
 	}
 
@@ -109,8 +109,8 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 	if report = r.collect(t0.Add(4 * time.Second)); len(report.Stats) != 0 || len(r.tracked) != 0 {
 		t.Errorf("period 3: %+v, %d tracked", report.Stats, len(r.tracked))
 	}
-	idle.load.begin(at(4*time.Second), set)
-	idle.load.end(at(4500 * time.Millisecond))
+	idle.Load.Begin(at(4*time.Second), set)
+	idle.Load.End(at(4500 * time.Millisecond))
 	if report = r.collect(t0.Add(5 * time.Second)); len(report.Stats) != 1 || report.Stats[0].Revision != "idle-1" ||
 		!near(report.Stats[0].AverageConcurrency, 0.5) {
 		t.Errorf("period 4: %+v", report.Stats)
@@ -143,7 +143,7 @@ func TestGatewayReportsItsRequests(t *testing.T) {
 	}
 	wg.Wait()
 	cold := g.service("cold-1")
-	eventually(t, "the held request", func() bool { return cold.room.waiting.Load() == 1 })
+	eventually(t, "the held request", func() bool { return cold.Room.Waiting.Load() == 1 })
 	start := g.reporter.last
 	report := g.reporter.collect(time.Now())
 	period := report.Period.Seconds()
@@ -171,13 +171,13 @@ func TestGatewayReportsItsRequests(t *testing.T) {
 	}
 	cancel()
 	<-held
-	eventually(t, "the held request to end", func() bool { return cold.room.waiting.Load() == 0 })
+	eventually(t, "the held request to end", func() bool { return cold.Room.Waiting.Load() == 0 })
 }
 
 func TestReporterRunsEveryInterval(t *testing.T) {
 	sink := &recordingSink{}
 	g := startGateway(t, Options{Stats: sink, ReportInterval: 20 * time.Millisecond})
-	g.services.update(key("sim-1"), buildEndpoints(serviceWithPort("sim-1"),
+	g.services.Update(key("sim-1"), BuildEndpoints(serviceWithPort("sim-1"),
 		[]discoveryv1.EndpointSlice{sliceFor("sim-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	g.route("sim.example.com", "sim-1")
 	if a := <-g.send(context.Background(), "sim.example.com", "/"); a.code != 200 {
@@ -204,24 +204,24 @@ func TestReporterRunsEveryInterval(t *testing.T) {
 // arrival and end on the revision, taking and giving back a slot on one of three
 // pods with the pod's own accounting, from every core at once.
 func BenchmarkAccounting(b *testing.B) {
-	services := newServiceRegistry()
-	services.update(key("rev-1"), buildEndpoints(serviceWithPort("rev-1"),
+	services := NewRegistry()
+	services.Update(key("rev-1"), BuildEndpoints(serviceWithPort("rev-1"),
 		[]discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated))
 	svc := services.services[key("rev-1")]
-	set := &activeSet{}
+	set := &ActiveSet{}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			se := svc.endpoints.Load()
-			start := micros(time.Now())
-			svc.load.begin(start, set)
-			t := se.targets(intstr.FromInt32(80)).acquire(se.limit(), *alone)
-			t.pod.began(start)
-			end := micros(time.Now())
-			t.release(end)
-			if svc.room.waiting.Load() > 0 {
-				svc.room.slotFreed()
+			start := Micros(time.Now())
+			svc.Load.Begin(start, set)
+			t := se.targets(intstr.FromInt32(80)).Acquire(se.limit(), *alone)
+			t.Pod.Began(start)
+			end := Micros(time.Now())
+			t.Release(end)
+			if svc.Room.Waiting.Load() > 0 {
+				svc.Room.SlotFreed()
 			}
-			svc.load.end(end)
+			svc.Load.End(end)
 		}
 	})
 }
@@ -229,29 +229,29 @@ func BenchmarkAccounting(b *testing.B) {
 // Each pod's share is the time requests spent on it, held time not included; a pod
 // that leaves the endpoints gets one last reading for the requests it had since.
 func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
-	services := newServiceRegistry()
+	services := NewRegistry()
 	slice := sliceFor("pods-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")
 	slice.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}
 	slice.Endpoints[1].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-b"}
-	services.update(key("pods-1"), buildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{slice}, notSimulated))
+	services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{slice}, notSimulated))
 	svc := services.services[key("pods-1")]
 	ts := svc.endpoints.Load().targets(intstr.FromInt32(80))
 	a, b := &ts.targets[0], &ts.targets[1]
 
-	set := &activeSet{}
-	r := newReporter(&recordingSink{}, "gw-1", time.Second, set)
+	set := &ActiveSet{}
+	r := NewReporter(&recordingSink{}, "gw-1", time.Second, set)
 	t0 := clockBase.Add(time.Hour)
-	at := func(d time.Duration) uint64 { return micros(t0.Add(d)) }
+	at := func(d time.Duration) uint64 { return Micros(t0.Add(d)) }
 	r.last = t0
 	// begin is a request's arrival at arrive, on tg from on; end ends it at end.
-	begin := func(tg *target, arrive, on time.Duration) {
-		svc.load.begin(at(arrive), set)
-		tg.pod.inflight.Add(1)
-		tg.pod.began(at(on))
+	begin := func(tg *Target, arrive, on time.Duration) {
+		svc.Load.Begin(at(arrive), set)
+		tg.Pod.inflight.Add(1)
+		tg.Pod.Began(at(on))
 	}
-	end := func(tg *target, d time.Duration) {
-		tg.release(at(d))
-		svc.load.end(at(d))
+	end := func(tg *Target, d time.Duration) {
+		tg.Release(at(d))
+		svc.Load.End(at(d))
 	}
 	collect := func(d time.Duration) (stats.Stat, map[string]stats.PodStat) {
 		t.Helper()
@@ -290,12 +290,12 @@ func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 	without := func(addrs ...string) {
 		s := sliceFor("pods-1", 8012, addrs...)
 		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}
-		services.update(key("pods-1"), buildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
+		services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
 	}
 	without("10.0.0.1", "10.0.0.3")
 	end(b, 2500*time.Millisecond)
 	without("10.0.0.1", "10.0.0.3")
-	if n := len(*svc.load.pods.Load()); n != 2 {
+	if n := len(*svc.Load.pods.Load()); n != 2 {
 		t.Fatalf("%d slots after pod-b left", n)
 	}
 	rev, pods = collect(3 * time.Second)
@@ -321,12 +321,12 @@ func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 // An address that a new pod took over is a new slot: the old pod's requests are
 // not the new one's.
 func TestPodSlotFollowsThePodName(t *testing.T) {
-	services := newServiceRegistry()
-	update := func(pod string) *podSlot {
+	services := NewRegistry()
+	update := func(pod string) *PodSlot {
 		s := sliceFor("pods-1", 8012, "10.0.0.1")
 		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: pod}
-		services.update(key("pods-1"), buildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
-		return services.services[key("pods-1")].endpoints.Load().targets(intstr.FromInt32(80)).targets[0].pod
+		services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
+		return services.services[key("pods-1")].endpoints.Load().targets(intstr.FromInt32(80)).targets[0].Pod
 	}
 	first := update("pod-a")
 	if again := update("pod-a"); again != first {

@@ -14,59 +14,59 @@ import (
 // cannot mint series by sending arbitrary Host headers. A revision's series go when the
 // gateway forgets its backend (the Revision is gone and no route names it), so that a
 // gateway that outlives thousands of Revisions keeps series only for those it serves.
-type metrics struct {
-	requests *prometheus.CounterVec
-	upstream *prometheus.HistogramVec
+type Metrics struct {
+	Requests *prometheus.CounterVec
+	Upstream *prometheus.HistogramVec
 	// The activator's series have no labels: a held request costs no lookup.
-	activationWait prometheus.Histogram
-	releaseDelay   prometheus.Histogram
-	queued         prometheus.Gauge
+	ActivationWait prometheus.Histogram
+	ReleaseDelay   prometheus.Histogram
+	Queued         prometheus.Gauge
 	// timeouts counts the requests that a Knative timeout ended, by the Revision
 	// field that set it; rare, so without the revision.
-	timeouts *prometheus.CounterVec
+	Timeouts *prometheus.CounterVec
 	// replicas is how many gateway replicas this one counts, itself included.
-	replicas prometheus.Gauge
+	Replicas prometheus.Gauge
 	// tlsRefused counts the HTTPS handshakes refused for want of a certificate, by
 	// reason; without the host, which any client could mint.
-	tlsRefused *prometheus.CounterVec
+	TLSRefused *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
-	return &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+func NewMetrics() *Metrics {
+	return &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ferry_gateway_requests_total",
 			Help: "Requests served by the gateway, by routed host, response code and revision.",
 		}, []string{"host", "code", "namespace", "revision"}),
-		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ferry_gateway_upstream_latency_seconds",
 			Help:    "Time from sending a request upstream to receiving the response headers, by revision.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5ms to 16s
 		}, []string{"namespace", "revision"}),
-		activationWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+		ActivationWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ferry_gateway_activation_wait_seconds",
 			Help:    "Time requests were held for a ready pod, or a pod below containerConcurrency, before being forwarded.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 19), // 1ms to 262s
 		}),
-		releaseDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+		ReleaseDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ferry_gateway_release_delay_seconds",
 			Help: "Time from the endpoints update that gave a revision a ready pod to a held request being forwarded: " +
 				"the gateway's own share of a cold start.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 0.1ms to 3.3s
 		}),
-		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+		Queued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ferry_gateway_queued_requests",
 			Help: "Requests held by the gateway for want of a ready pod or a free containerConcurrency slot.",
 		}),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ferry_gateway_timeouts_total",
 			Help: "Requests ended by a revision timeout (504, or a response cut off), by timeout: " +
 				"timeoutSeconds, responseStartTimeoutSeconds or idleTimeoutSeconds.",
 		}, []string{"timeout"}),
-		replicas: prometheus.NewGauge(prometheus.GaugeOpts{
+		Replicas: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ferry_gateway_replicas",
 			Help: "Gateway replicas this one counts, itself included, by their live Leases: they share each pod's containerConcurrency.",
 		}),
-		tlsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+		TLSRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ferry_gateway_tls_handshakes_refused_total",
 			Help: "HTTPS handshakes refused for want of a certificate, by reason: no_server_name (the client sent no SNI) " +
 				"or no_certificate (no KIngress gives the host a valid one).",
@@ -76,39 +76,39 @@ func newMetrics() *metrics {
 
 // register adds the series to reg. Collectors that reg already holds, from another
 // Gateway in the same process (tests, or a restart in place), are reused.
-func (m *metrics) register(reg prometheus.Registerer) error {
+func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var err error
-	if m.requests, err = registerOrReuse(reg, m.requests); err != nil {
+	if m.Requests, err = registerOrReuse(reg, m.Requests); err != nil {
 		return err
 	}
-	if m.upstream, err = registerOrReuse(reg, m.upstream); err != nil {
+	if m.Upstream, err = registerOrReuse(reg, m.Upstream); err != nil {
 		return err
 	}
-	if m.activationWait, err = registerOrReuse(reg, m.activationWait); err != nil {
+	if m.ActivationWait, err = registerOrReuse(reg, m.ActivationWait); err != nil {
 		return err
 	}
-	if m.releaseDelay, err = registerOrReuse(reg, m.releaseDelay); err != nil {
+	if m.ReleaseDelay, err = registerOrReuse(reg, m.ReleaseDelay); err != nil {
 		return err
 	}
-	if m.queued, err = registerOrReuse(reg, m.queued); err != nil {
+	if m.Queued, err = registerOrReuse(reg, m.Queued); err != nil {
 		return err
 	}
-	if m.replicas, err = registerOrReuse(reg, m.replicas); err != nil {
+	if m.Replicas, err = registerOrReuse(reg, m.Replicas); err != nil {
 		return err
 	}
-	m.replicas.Set(1) // until its Lease says otherwise
-	if m.timeouts, err = registerOrReuse(reg, m.timeouts); err != nil {
+	m.Replicas.Set(1) // until its Lease says otherwise
+	if m.Timeouts, err = registerOrReuse(reg, m.Timeouts); err != nil {
 		return err
 	}
 	// Every kind is exported from the start, at 0, so that rate() sees the first one.
 	for _, name := range timeoutNames[timeoutTotal:] {
-		m.timeouts.WithLabelValues(name)
+		m.Timeouts.WithLabelValues(name)
 	}
-	if m.tlsRefused, err = registerOrReuse(reg, m.tlsRefused); err != nil {
+	if m.TLSRefused, err = registerOrReuse(reg, m.TLSRefused); err != nil {
 		return err
 	}
 	for _, reason := range []string{refusedNoServerName, refusedNoCertificate} {
-		m.tlsRefused.WithLabelValues(reason)
+		m.TLSRefused.WithLabelValues(reason)
 	}
 	return nil
 }
@@ -127,20 +127,20 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 // countRequest counts a request's answer. svc is the Service it was routed to, nil for
 // requests that matched no route: those take the vector's slower lookup, the others
 // the counters svc keeps.
-func (m *metrics) countRequest(svc *service, host string, code int, revision string) {
+func (m *Metrics) countRequest(svc *Service, host string, code int, revision string) {
 	if svc == nil {
-		m.requests.WithLabelValues(host, codeLabel(code), "", revision).Inc()
+		m.Requests.WithLabelValues(host, CodeLabel(code), "", revision).Inc()
 		return
 	}
-	svc.metrics.requests.get(m.requests, host, code, svc.key.Namespace, revision).Inc()
+	svc.Series.requests.get(m.Requests, host, code, svc.Key.Namespace, revision).Inc()
 }
 
 // observeUpstream records the time to response headers of a request routed to svc.
-func (m *metrics) observeUpstream(svc *service, revision string, seconds float64) {
-	o := svc.metrics.upstream.Load()
+func (m *Metrics) observeUpstream(svc *Service, revision string, seconds float64) {
+	o := svc.Series.upstream.Load()
 	if o == nil || o.revision != revision {
-		o = &upstreamObserver{revision: revision, observer: m.upstream.WithLabelValues(svc.key.Namespace, revision)}
-		svc.metrics.upstream.Store(o)
+		o = &upstreamObserver{revision: revision, observer: m.Upstream.WithLabelValues(svc.Key.Namespace, revision)}
+		svc.Series.upstream.Store(o)
 	}
 	o.observer.Observe(seconds)
 }
@@ -148,21 +148,21 @@ func (m *metrics) observeUpstream(svc *service, revision string, seconds float64
 // forget deletes the series of the requests routed to svc, which the gateway no
 // longer holds. A request still in flight to it counts on a child no longer exported,
 // or, the first of its host and code, makes one that stays: rare enough to leave.
-func (m *metrics) forget(svc *service) {
-	if p := svc.metrics.requests.entries.Load(); p != nil {
+func (m *Metrics) Forget(svc *Service) {
+	if p := svc.Series.requests.entries.Load(); p != nil {
 		for _, e := range *p {
-			m.requests.DeleteLabelValues(e.host, codeLabel(e.code), svc.key.Namespace, e.revision)
+			m.Requests.DeleteLabelValues(e.host, CodeLabel(e.code), svc.Key.Namespace, e.revision)
 		}
 	}
-	if o := svc.metrics.upstream.Load(); o != nil {
-		m.upstream.DeleteLabelValues(svc.key.Namespace, o.revision)
+	if o := svc.Series.upstream.Load(); o != nil {
+		m.Upstream.DeleteLabelValues(svc.Key.Namespace, o.revision)
 	}
 }
 
 // serviceMetrics are the series children of the requests routed to one Service, so
 // that counting a request neither formats its code nor hashes and looks up labels: a
 // few comparisons, no lock and no allocation once the children exist.
-type serviceMetrics struct {
+type Series struct {
 	requests requestCounters
 	// upstream is the latency child of the Service's revision, replaced if the
 	// revision label changes.
@@ -201,7 +201,7 @@ func (rc *requestCounters) get(vec *prometheus.CounterVec, host string, code int
 	if p := rc.entries.Load(); p != nil {
 		next = append(make([]requestCounter, 0, len(*p)+1), *p...)
 	}
-	c := vec.WithLabelValues(host, codeLabel(code), namespace, revision)
+	c := vec.WithLabelValues(host, CodeLabel(code), namespace, revision)
 	next = append(next, requestCounter{host: host, revision: revision, code: code, counter: c})
 	rc.entries.Store(&next)
 	return c
@@ -228,7 +228,7 @@ var codeLabels = func() (labels [600]string) {
 	return labels
 }()
 
-func codeLabel(code int) string {
+func CodeLabel(code int) string {
 	if code >= 100 && code < len(codeLabels) {
 		return codeLabels[code]
 	}

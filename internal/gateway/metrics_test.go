@@ -33,11 +33,11 @@ func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
 		code, revision string
 		want           float64
 	}{{"200", "app-1", 3}, {"418", "app-2", 1}, {"200", "app-2", 0}} {
-		if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", c.code, "ns", c.revision)); got != c.want {
+		if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("app.example.com", c.code, "ns", c.revision)); got != c.want {
 			t.Errorf("requests of revision %s answered %s: %v, want %v", c.revision, c.code, got, c.want)
 		}
 	}
-	if n := testutil.CollectAndCount(g.metrics.upstream); n != 2 {
+	if n := testutil.CollectAndCount(g.metrics.Upstream); n != 2 {
 		t.Errorf("upstream latency series: %d, want one per revision (2)", n)
 	}
 }
@@ -45,8 +45,8 @@ func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
 // Counting is on every request's path: once a host, code and revision have been seen,
 // it must not allocate.
 func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
-	m := newMetrics()
-	svc := &service{key: key("app-1")}
+	m := NewMetrics()
+	svc := &Service{Key: key("app-1")}
 	m.countRequest(svc, "app.example.com", 200, "app-1")
 	m.observeUpstream(svc, "app-1", 0.001)
 	if n := testing.AllocsPerRun(100, func() {
@@ -55,12 +55,12 @@ func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("%v allocations per request", n)
 	}
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 102 {
+	if got := testutil.ToFloat64(m.Requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 102 {
 		t.Errorf("counted %v requests, want 102", got)
 	}
 	// A new revision label on the same Service gets its own series.
 	m.countRequest(svc, "app.example.com", 200, "app-2")
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("app.example.com", "200", "ns", "app-2")); got != 1 {
+	if got := testutil.ToFloat64(m.Requests.WithLabelValues("app.example.com", "200", "ns", "app-2")); got != 1 {
 		t.Errorf("revision app-2 counted %v requests, want 1", got)
 	}
 }
@@ -68,13 +68,13 @@ func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
 // BenchmarkCountRequest compares the vector's lookup, which every request paid before
 // the per-Service children, with them.
 func BenchmarkCountRequest(b *testing.B) {
-	m := newMetrics()
-	svc := &service{key: key("app-1")}
+	m := NewMetrics()
+	svc := &Service{Key: key("app-1")}
 	hosts := []string{"app.ns.example.com", "app.ns.svc.cluster.local", "app.ns.svc", "app.ns"}
 	b.Run("vector", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
-			m.requests.WithLabelValues(hosts[i%len(hosts)], strconv.Itoa(200), "ns", "app-1").Inc()
+			m.Requests.WithLabelValues(hosts[i%len(hosts)], strconv.Itoa(200), "ns", "app-1").Inc()
 		}
 	})
 	b.Run("per-service", func(b *testing.B) {
@@ -100,7 +100,7 @@ func TestSeriesGoWithTheirRevision(t *testing.T) {
 		}
 	}
 	series := func() (requests, upstream int) {
-		return testutil.CollectAndCount(g.metrics.requests), testutil.CollectAndCount(g.metrics.upstream)
+		return testutil.CollectAndCount(g.metrics.Requests), testutil.CollectAndCount(g.metrics.Upstream)
 	}
 	if r, u := series(); r != 2 || u != 2 {
 		t.Fatalf("%d request and %d latency series, want 2 of each", r, u)
@@ -111,11 +111,11 @@ func TestSeriesGoWithTheirRevision(t *testing.T) {
 	if r, u := series(); r != 2 || u != 2 {
 		t.Errorf("unrouted but not gone: %d request and %d latency series, want 2 of each", r, u)
 	}
-	g.services.update(key("app-2"), nil) // the Revision is deleted
+	g.services.Update(key("app-2"), nil) // the Revision is deleted
 	if r, u := series(); r != 1 || u != 1 {
 		t.Errorf("after app-2 is gone: %d request and %d latency series, want app-1's only", r, u)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 1 {
 		t.Errorf("app-1's requests: %v, want 1", got)
 	}
 }

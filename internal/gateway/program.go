@@ -12,10 +12,10 @@ import (
 // programmer owns the compiled ingresses and decides which one serves each host. Each
 // change is applied incrementally: only the hosts of the changed ingress are
 // re-decided, and only their shards are copied into the next table.
-type programmer struct {
-	services *serviceRegistry
+type Programmer struct {
+	services *Registry
 	// current is what the listeners read.
-	current atomic.Pointer[table]
+	current atomic.Pointer[Table]
 
 	mu        sync.Mutex
 	ingresses map[types.NamespacedName]*compiledIngress
@@ -30,20 +30,20 @@ type hostConflict struct {
 	owner types.NamespacedName
 }
 
-func newProgrammer(services *serviceRegistry) *programmer {
-	p := &programmer{
+func NewProgrammer(services *Registry) *Programmer {
+	p := &Programmer{
 		services:  services,
 		ingresses: map[types.NamespacedName]*compiledIngress{},
 		claims:    map[string][]*compiledIngress{},
 	}
-	p.current.Store(&table{})
+	p.current.Store(&Table{})
 	return p
 }
 
-func (p *programmer) table() *table { return p.current.Load() }
+func (p *Programmer) Table() *Table { return p.current.Load() }
 
 // compiled returns the entry programmed for key, or nil.
-func (p *programmer) compiled(key types.NamespacedName) *compiledIngress {
+func (p *Programmer) compiled(key types.NamespacedName) *compiledIngress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.ingresses[key]
@@ -53,7 +53,7 @@ func (p *programmer) compiled(key types.NamespacedName) *compiledIngress {
 // returns, so a status written afterwards never runs ahead of the data plane. It
 // returns the hosts ci lost to older ingresses, and the other ingresses whose hosts
 // changed hands, which need their status rewritten.
-func (p *programmer) program(ci *compiledIngress) (conflicts []hostConflict, affected []types.NamespacedName) {
+func (p *Programmer) program(ci *compiledIngress) (conflicts []hostConflict, affected []types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.ingresses[ci.key]
@@ -70,7 +70,7 @@ func (p *programmer) program(ci *compiledIngress) (conflicts []hostConflict, aff
 
 // forget removes the entry for key, if any, and publishes the resulting table. It
 // returns the ingresses that now serve hosts key had held.
-func (p *programmer) forget(key types.NamespacedName) (affected []types.NamespacedName) {
+func (p *Programmer) forget(key types.NamespacedName) (affected []types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.ingresses[key]
@@ -83,7 +83,7 @@ func (p *programmer) forget(key types.NamespacedName) (affected []types.Namespac
 
 // replaceLocked swaps old for next (either may be nil) in the claims, publishes the
 // table if any host changed hands, and gives back old's service references.
-func (p *programmer) replaceLocked(old, next *compiledIngress) (affected []types.NamespacedName) {
+func (p *Programmer) replaceLocked(old, next *compiledIngress) (affected []types.NamespacedName) {
 	if old == next {
 		return nil
 	}
@@ -104,17 +104,17 @@ func (p *programmer) replaceLocked(old, next *compiledIngress) (affected []types
 	}
 
 	current := p.current.Load()
-	changes := map[string]*virtualHost{}
+	changes := map[string]*VirtualHost{}
 	affectedSet := map[types.NamespacedName]bool{}
 	for host, before := range touched {
 		after := p.owner(host)
-		var serves *virtualHost
+		var serves *VirtualHost
 		if after == nil {
 			delete(p.claims, host)
 		} else {
 			serves = after.hosts[host]
 		}
-		if current.lookup(host) != serves {
+		if current.Lookup(host) != serves {
 			changes[host] = serves
 		}
 		if before == after {
@@ -133,7 +133,7 @@ func (p *programmer) replaceLocked(old, next *compiledIngress) (affected []types
 	}
 	if old != nil {
 		for _, s := range old.services {
-			p.services.release(s)
+			p.services.Release(s)
 		}
 	}
 	for key := range affectedSet {
@@ -142,7 +142,7 @@ func (p *programmer) replaceLocked(old, next *compiledIngress) (affected []types
 	return affected
 }
 
-func (p *programmer) owner(host string) *compiledIngress {
+func (p *Programmer) owner(host string) *compiledIngress {
 	if c := p.claims[host]; len(c) > 0 {
 		return c[0]
 	}

@@ -13,12 +13,12 @@ import (
 
 // servedBy returns the name of the first split's service for host on the external
 // listener, or "" when the host is not served.
-func servedBy(p *programmer, host string) string {
-	routes := p.table().lookup(host).routes(true)
+func servedBy(p *Programmer, host string) string {
+	routes := p.Table().Lookup(host).Routes(true)
 	if len(routes) == 0 {
 		return ""
 	}
-	return routes[0].splits[0].service.key.Name
+	return routes[0].splits[0].Service.Key.Name
 }
 
 func simpleIngress(name string, age int, service string, hosts ...string) *v1alpha1.Ingress {
@@ -26,8 +26,8 @@ func simpleIngress(name string, age int, service string, hosts ...string) *v1alp
 }
 
 func TestProgramHostConflict(t *testing.T) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
+	services := NewRegistry()
+	p := NewProgrammer(services)
 	program := func(ing *v1alpha1.Ingress) ([]hostConflict, []types.NamespacedName) {
 		return p.program(compileIngress(ing, services))
 	}
@@ -65,8 +65,8 @@ func TestProgramHostConflict(t *testing.T) {
 }
 
 func TestProgramEqualAgesOrderByName(t *testing.T) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
+	services := NewRegistry()
+	p := NewProgrammer(services)
 	p.program(compileIngress(simpleIngress("b", 0, "b-svc", "x.example.com"), services))
 	p.program(compileIngress(simpleIngress("a", 0, "a-svc", "x.example.com"), services))
 	if got := servedBy(p, "x.example.com"); got != "a-svc" {
@@ -75,8 +75,8 @@ func TestProgramEqualAgesOrderByName(t *testing.T) {
 }
 
 func TestProgramInvalidIngressReleasesItsHosts(t *testing.T) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
+	services := NewRegistry()
+	p := NewProgrammer(services)
 	p.program(compileIngress(simpleIngress("old", 20, "old-svc", "x.example.com"), services))
 	p.program(compileIngress(simpleIngress("young", 10, "young-svc", "x.example.com"), services))
 
@@ -93,18 +93,18 @@ func TestProgramInvalidIngressReleasesItsHosts(t *testing.T) {
 }
 
 func TestProgramPublishesOnlyChanges(t *testing.T) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
+	services := NewRegistry()
+	p := NewProgrammer(services)
 	ci := compileIngress(simpleIngress("a", 0, "a-svc", "a.example.com"), services)
 	p.program(ci)
-	before := p.table()
+	before := p.Table()
 	p.program(ci)
-	if p.table() != before {
+	if p.Table() != before {
 		t.Error("reprogramming the same entry published a new table")
 	}
 	// A loser's change does not touch the table either.
 	p.program(compileIngress(simpleIngress("b", -5, "b-svc", "a.example.com"), services))
-	if p.table() != before {
+	if p.Table() != before {
 		t.Error("a losing claim published a new table")
 	}
 	// Programming another host shares every untouched shard, the one of a included.
@@ -114,14 +114,14 @@ func TestProgramPublishesOnlyChanges(t *testing.T) {
 	}
 	p.program(compileIngress(simpleIngress("c", 0, "c-svc", other), services))
 	shardA := shardOf("a.example.com")
-	if reflect.ValueOf(p.table().shards[shardA]).Pointer() != reflect.ValueOf(before.shards[shardA]).Pointer() {
+	if reflect.ValueOf(p.Table().shards[shardA]).Pointer() != reflect.ValueOf(before.shards[shardA]).Pointer() {
 		t.Error("programming c copied the shard of a")
 	}
 }
 
 func TestProgramRequeuesEveryClaimantWhenAHostChangesHands(t *testing.T) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
+	services := NewRegistry()
+	p := NewProgrammer(services)
 	p.program(compileIngress(simpleIngress("owner", 10, "owner-svc", "x.example.com"), services))
 	p.program(compileIngress(simpleIngress("loser", 5, "loser-svc", "x.example.com"), services))
 	// An older ingress takes the host: the old owner lost it, and the loser's status

@@ -15,23 +15,23 @@ import (
 
 // proxy is the handler of one listener: it routes a request through the current table
 // and hands it to the shared forwarder.
-type proxy struct {
+type listenerHandler struct {
 	// external selects the ExternalIP routes only.
 	external bool
-	table    func() *table
+	table    func() *Table
 	// roll returns a uniform int in [0,n) for split selection; tests fix it.
 	roll      func(n int) int
 	forwarder *forwarder
 	activator *activator
-	metrics   *metrics
+	metrics   *Metrics
 }
 
 // routedRequest is the routing decision for one request, carried in its context to
 // the forwarder's hooks.
 type routedRequest struct {
-	route    *route
-	split    *split
-	target   *target
+	route    *Route
+	split    *Split
+	target   *Target
 	revision string
 	// start is the arrival.
 	start time.Time
@@ -44,25 +44,25 @@ type routedRequest struct {
 
 type routedRequestKey struct{}
 
-func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host, ok := canonicalHost(r.Host)
+func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host, ok := CanonicalHost(r.Host)
 	if !ok {
 		p.reject(w, nil, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
 		return
 	}
 	t := p.table()
-	routes := t.lookup(host).routes(p.external)
+	routes := t.Lookup(host).Routes(p.external)
 	if len(routes) == 0 {
 		p.reject(w, nil, "", "", http.StatusNotFound, "ferry: no route for host %q\n", host)
 		return
 	}
-	rt := follow(t, matchRoute(routes, r), r, p.roll)
+	rt := Follow(t, MatchRoute(routes, r), r, p.roll)
 	if rt == nil {
 		p.reject(w, nil, host, "", http.StatusNotFound, "ferry: no route for %s%s\n", host, r.URL.Path)
 		return
 	}
-	sp := rt.pick(p.roll)
-	svc := sp.service
+	sp := rt.Pick(p.roll)
+	svc := sp.Service
 	se := svc.endpoints.Load()
 	start := time.Now()
 	rr := &routedRequest{route: rt, split: sp, revision: svc.revisionName(se), start: start}
@@ -70,17 +70,17 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// From here until finish the request counts as in flight for its revision, held
 	// or not: it is demand. Deferred, as the forwarder aborts the handler with a
 	// panic when the upstream body breaks off after the headers went out.
-	svc.load.begin(micros(start), p.activator.active)
+	svc.Load.Begin(Micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
 	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
-	targets := se.targets(sp.port)
-	if rr.target = targets.acquire(se.limit(), p.activator.replicas.members()); rr.target != nil {
-		rr.target.pod.began(micros(start))
-	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.empty()); rr.target == nil {
+	targets := se.targets(sp.Port)
+	if rr.target = targets.Acquire(se.limit(), p.activator.replicas.Members()); rr.target != nil {
+		rr.target.Pod.Began(Micros(start))
+	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.Empty()); rr.target == nil {
 		return
 	}
 	switch {
-	case rr.target.simulated:
+	case rr.target.Simulated:
 		answerSimulated(w, r.WithContext(ctx), rr)
 	case direct(r, rr):
 		// With the context apart: the request's copy that WithContext makes is one
@@ -94,25 +94,25 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // finish ends a routed request: its slot on the endpoint is given back (waking a
 // waiter if one waits for it), its time in flight is accounted, and its answer
 // counted.
-func (p *proxy) finish(svc *service, host string, rr *routedRequest) {
+func (p *listenerHandler) finish(svc *Service, host string, rr *routedRequest) {
 	if kind := rr.timer.stop(); kind != running {
-		p.metrics.timeouts.WithLabelValues(timeoutNames[kind]).Inc()
+		p.metrics.Timeouts.WithLabelValues(timeoutNames[kind]).Inc()
 	}
 	rr.timer.cancel(nil)
-	end := micros(time.Now())
+	end := Micros(time.Now())
 	if rr.target != nil {
-		rr.target.release(end)
+		rr.target.Release(end)
 		// One atomic load while nobody waits, which is nearly always.
-		if svc.room.waiting.Load() > 0 {
-			svc.room.slotFreed()
+		if svc.Room.Waiting.Load() > 0 {
+			svc.Room.SlotFreed()
 		}
 	}
-	svc.load.end(end)
+	svc.Load.End(end)
 	p.metrics.countRequest(svc, host, rr.code, rr.revision)
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
-func (p *proxy) reject(w http.ResponseWriter, svc *service, host, revision string, code int, format string, args ...any) {
+func (p *listenerHandler) reject(w http.ResponseWriter, svc *Service, host, revision string, code int, format string, args ...any) {
 	p.metrics.countRequest(svc, host, code, revision)
 	writeError(w, code, format, args...)
 }
@@ -131,10 +131,10 @@ type forwarder struct {
 	httputil.ReverseProxy
 	// upstream is ReverseProxy's Transport, which the direct path uses itself.
 	upstream *upstream
-	metrics  *metrics
+	metrics  *Metrics
 }
 
-func newForwarder(opts Options, m *metrics) *forwarder {
+func newForwarder(opts Options, m *Metrics) *forwarder {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		// The deadline ends the dial only; an established connection outlives it.
 		ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
@@ -192,22 +192,22 @@ func newH2CTransport(opts Options, dial func(context.Context, string, string) (n
 func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	rr := pr.In.Context().Value(routedRequestKey{}).(*routedRequest)
 	pr.Out.URL.Scheme = "http"
-	pr.Out.URL.Host = rr.target.addr
-	if rr.route.rewriteHost != "" {
-		pr.Out.Host = rr.route.rewriteHost
+	pr.Out.URL.Host = rr.target.Addr
+	if rr.route.RewriteHost != "" {
+		pr.Out.Host = rr.route.RewriteHost
 	}
 	// The gateway is the edge: Rewrite has dropped any X-Forwarded-* the client sent,
 	// and these are set from what the gateway itself saw.
 	pr.SetXForwarded()
 	clientIP, _, _ := net.SplitHostPort(pr.In.RemoteAddr)
 	pr.Out.Header.Set("Forwarded", string(appendForwarded(nil, clientIP, pr.In.Host, pr.Out.Header.Get("X-Forwarded-Proto"))))
-	for _, h := range rr.route.appendHeaders {
-		pr.Out.Header.Set(h.name, h.value)
+	for _, h := range rr.route.AppendHeaders {
+		pr.Out.Header.Set(h.Name, h.Value)
 	}
-	for _, h := range rr.split.appendHeaders {
-		pr.Out.Header.Set(h.name, h.value)
+	for _, h := range rr.split.AppendHeaders {
+		pr.Out.Header.Set(h.Name, h.Value)
 	}
-	if rr.timer.limits.idle > 0 && pr.Out.Body != nil && pr.Out.Body != http.NoBody {
+	if rr.timer.limits.Idle > 0 && pr.Out.Body != nil && pr.Out.Body != http.NoBody {
 		pr.Out.Body = &activeBody{ReadCloser: pr.Out.Body, rt: &rr.timer}
 	}
 	rr.sent = time.Now()
@@ -246,14 +246,14 @@ func (f *forwarder) received(res *http.Response) error {
 func (f *forwarder) receivedBy(rr *routedRequest, res *http.Response) {
 	rr.code = res.StatusCode
 	rr.timer.responseStarted()
-	if rr.timer.limits.idle > 0 {
+	if rr.timer.limits.Idle > 0 {
 		if rwc, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
 			res.Body = &activeConn{ReadWriteCloser: rwc, rt: &rr.timer}
 		} else {
 			res.Body = &activeBody{ReadCloser: res.Body, rt: &rr.timer}
 		}
 	}
-	f.metrics.observeUpstream(rr.split.service, rr.revision, time.Since(rr.sent).Seconds())
+	f.metrics.observeUpstream(rr.split.Service, rr.revision, time.Since(rr.sent).Seconds())
 }
 
 func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
@@ -262,7 +262,7 @@ func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
 	case kind != running:
 		rr.code = http.StatusGatewayTimeout
 		writeError(w, rr.code, "ferry: revision %s did not answer in time: %s (%s) passed (pod %s)\n",
-			rr.revision, timeoutNames[kind], rr.timer.limit(kind), rr.target.ip)
+			rr.revision, timeoutNames[kind], rr.timer.limit(kind), rr.target.IP)
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads an answer. 499 is nginx's code for it.
 		rr.code = 499
@@ -278,7 +278,7 @@ func (f *forwarder) failed(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(http.StatusOK)
 	default:
 		rr.code = http.StatusBadGateway
-		writeError(w, rr.code, "ferry: revision %s: upstream %s failed: %v\n", rr.revision, rr.target.addr, err)
+		writeError(w, rr.code, "ferry: revision %s: upstream %s failed: %v\n", rr.revision, rr.target.Addr, err)
 	}
 }
 

@@ -40,7 +40,7 @@ func startGatewayReporting(t testing.TB, opts Options, runReporter bool) *testGa
 	}
 	opts.Registry = prometheus.NewRegistry()
 	g := New(opts)
-	if err := g.metrics.register(opts.Registry); err != nil {
+	if err := g.metrics.Register(opts.Registry); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.bind(); err != nil {
@@ -94,7 +94,7 @@ func (tg *testGateway) serveAddrs(name string, addrs ...string) {
 		s.Name = name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.update(key(name), buildEndpoints(serviceWithPort(name), slices, notSimulated))
+	tg.services.Update(key(name), BuildEndpoints(serviceWithPort(name), slices, notSimulated))
 }
 
 func (tg *testGateway) externalURL(path string) string { return "http://" + tg.ExternalAddr() + path }

@@ -92,7 +92,7 @@ func TestProxyErrorAnswers(t *testing.T) {
 	closed := newEchoBackend(t, "gone")
 	closed.Close()
 	g.serve("gone-1", closed)
-	g.services.update(key("kwok-1"), buildEndpoints(serviceWithPort("kwok-1"),
+	g.services.Update(key("kwok-1"), BuildEndpoints(serviceWithPort("kwok-1"),
 		[]discoveryv1.EndpointSlice{sliceFor("kwok-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
 		path("/empty", splitTo("empty-1", 100)),
@@ -116,10 +116,10 @@ func TestProxyErrorAnswers(t *testing.T) {
 			t.Errorf("%s%s: %d %q; want %d %q", tc.host, tc.path, code, body, tc.code, tc.body)
 		}
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("", "404", "", "")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("", "404", "", "")); got != 1 {
 		t.Errorf("unknown-host requests counted %v times under host=\"\"", got)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "ns", "kwok-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("app.example.com", "200", "ns", "kwok-1")); got != 1 {
 		t.Errorf("simulated-pod requests counted %v times", got)
 	}
 }

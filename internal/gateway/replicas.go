@@ -43,15 +43,15 @@ const (
 
 	// reasonWaitingForReplicas and messageWaitingForReplicas are Knative's
 	// LoadBalancerReady Unknown (MarkLoadBalancerNotReady).
-	reasonWaitingForReplicas  = "Uninitialized"
-	messageWaitingForReplicas = "Waiting for load balancer to be ready"
+	ReasonWaitingForReplicas  = "Uninitialized"
+	MessageWaitingForReplicas = "Waiting for load balancer to be ready"
 )
 
 // membership is how many replicas are live and which of them this one is, in the
 // order of their Lease names.
-type membership struct{ count, index int }
+type Membership struct{ Count, index int }
 
-var alone = &membership{count: 1}
+var alone = &Membership{Count: 1}
 
 // share is the part of a pod's containerConcurrency c that replica index of count may
 // use, for the pod at position rank among its revision's endpoints (sorted by
@@ -60,8 +60,8 @@ var alone = &membership{count: 1}
 // So the replicas' shares of a pod sum to c, every replica gets ⌊c/count⌋ or one
 // more of each pod, and with c < count each pod's slots go to different replicas
 // pod after pod. A share can be 0: that replica may not send the pod anything.
-func share(c int64, rank int, m membership) int64 {
-	if c <= 0 || m.count <= 1 {
+func share(c int64, rank int, m Membership) int64 {
+	if c <= 0 || m.Count <= 1 {
 		return c
 	}
 	first := int64(rank) * c
@@ -69,8 +69,8 @@ func share(c int64, rank int, m membership) int64 {
 }
 
 // slotsBelow counts the slot numbers in [0, x) that go to replica m.index.
-func slotsBelow(x int64, m membership) int64 {
-	i, n := int64(m.index), int64(m.count)
+func slotsBelow(x int64, m Membership) int64 {
+	i, n := int64(m.index), int64(m.Count)
 	if x <= i {
 		return 0
 	}
@@ -80,7 +80,7 @@ func slotsBelow(x int64, m membership) int64 {
 // replicaSet keeps this replica's Lease and reads the others'. A nil *replicaSet is a
 // replica alone: every share is the whole, and what it has programmed is served by
 // all.
-type replicaSet struct {
+type ReplicaSet struct {
 	client    client.Client // reads through the manager's cache
 	namespace string
 	holder    string
@@ -90,13 +90,13 @@ type replicaSet struct {
 	requeue chan<- event.GenericEvent
 	// onChange runs when the membership changes: held requests look at their share
 	// again.
-	onChange func(membership)
+	OnChange func(Membership)
 	// idle reports whether this replica has no request in flight, for the stop.
-	idle func() bool
+	Idle func() bool
 	// drainTimeout bounds how long a stopping replica waits for idle.
 	drainTimeout time.Duration
 
-	current atomic.Pointer[membership]
+	current atomic.Pointer[Membership]
 	dirty   chan struct{}
 	// refreshing serializes refresh, so that an older view of the Leases never
 	// replaces a newer one.
@@ -117,8 +117,8 @@ type parsedServes struct {
 	serves          map[string]int64
 }
 
-func newReplicaSet(opts Options, c client.Client, requeue chan<- event.GenericEvent) *replicaSet {
-	rs := &replicaSet{client: c, namespace: opts.LeaseNamespace, holder: opts.Source, duration: opts.LeaseDuration,
+func NewReplicaSet(opts Options, c client.Client, requeue chan<- event.GenericEvent) *ReplicaSet {
+	rs := &ReplicaSet{client: c, namespace: opts.LeaseNamespace, holder: opts.Source, duration: opts.LeaseDuration,
 		now: time.Now, requeue: requeue, drainTimeout: opts.DrainTimeout, dirty: make(chan struct{}, 1),
 		serves: map[types.NamespacedName]int64{}, waiting: map[types.NamespacedName]bool{}, parsed: map[string]parsedServes{}}
 	rs.current.Store(alone)
@@ -126,7 +126,7 @@ func newReplicaSet(opts Options, c client.Client, requeue chan<- event.GenericEv
 }
 
 // members is the current membership; one load per request.
-func (rs *replicaSet) members() membership {
+func (rs *ReplicaSet) Members() Membership {
 	if rs == nil {
 		return *alone
 	}
@@ -134,12 +134,12 @@ func (rs *replicaSet) members() membership {
 }
 
 // NeedLeaderElection is false: every replica keeps its own Lease.
-func (rs *replicaSet) NeedLeaderElection() bool { return false }
+func (rs *ReplicaSet) NeedLeaderElection() bool { return false }
 
 // Start creates the Lease, renews it and writes the record when it changes, and
 // deletes the Lease on the way out, once this replica's requests are done, so that
 // no other replica takes a larger share while they still run.
-func (rs *replicaSet) Start(ctx context.Context) error {
+func (rs *ReplicaSet) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("gateway-replicas")
 	ticker := time.NewTicker(rs.duration / 3)
 	defer ticker.Stop()
@@ -172,7 +172,7 @@ func (rs *replicaSet) Start(ctx context.Context) error {
 	}
 }
 
-func (rs *replicaSet) create(ctx context.Context) error {
+func (rs *ReplicaSet) create(ctx context.Context) error {
 	now := metav1.NewMicroTime(rs.now())
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "ferry-gateway-", Namespace: rs.namespace,
@@ -193,7 +193,7 @@ func (rs *replicaSet) create(ctx context.Context) error {
 // write renews the Lease with the current record, pruned of what the KIngresses'
 // status already says. A Lease deleted under it (collected while this replica was
 // stalled) is created again.
-func (rs *replicaSet) write(ctx context.Context) error {
+func (rs *ReplicaSet) write(ctx context.Context) error {
 	rs.prune(ctx)
 	rs.mu.Lock()
 	name := rs.name
@@ -225,9 +225,9 @@ func (rs *replicaSet) write(ctx context.Context) error {
 
 // leave waits, within the drain timeout, for this replica's requests to finish, then
 // deletes its Lease so the others count it out at once.
-func (rs *replicaSet) leave(logger logr.Logger) {
+func (rs *ReplicaSet) leave(logger logr.Logger) {
 	deadline := rs.now().Add(rs.drainTimeout)
-	for rs.idle != nil && !rs.idle() && rs.now().Before(deadline) {
+	for rs.Idle != nil && !rs.Idle() && rs.now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -244,7 +244,7 @@ func (rs *replicaSet) leave(logger logr.Logger) {
 	}
 }
 
-func (rs *replicaSet) markDirty() {
+func (rs *ReplicaSet) markDirty() {
 	select {
 	case rs.dirty <- struct{}{}:
 	default:
@@ -252,7 +252,7 @@ func (rs *replicaSet) markDirty() {
 }
 
 // leases lists the replicas' Leases from the cache, live or not.
-func (rs *replicaSet) leases(ctx context.Context) ([]coordinationv1.Lease, error) {
+func (rs *ReplicaSet) leases(ctx context.Context) ([]coordinationv1.Lease, error) {
 	list := &coordinationv1.LeaseList{}
 	if err := rs.client.List(ctx, list, client.InNamespace(rs.namespace), client.HasLabels{ReplicaLabel}); err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ func (rs *replicaSet) leases(ctx context.Context) ([]coordinationv1.Lease, error
 }
 
 // expiredFor is how long ago a Lease's duration ran out; negative while it is live.
-func (rs *replicaSet) expiredFor(l *coordinationv1.Lease) time.Duration {
+func (rs *ReplicaSet) expiredFor(l *coordinationv1.Lease) time.Duration {
 	if l.Spec.RenewTime == nil {
 		return time.Duration(1<<63 - 1)
 	}
@@ -274,7 +274,7 @@ func (rs *replicaSet) expiredFor(l *coordinationv1.Lease) time.Duration {
 
 // refresh recomputes the membership from the live Leases, this replica's always
 // among them.
-func (rs *replicaSet) refresh(ctx context.Context) {
+func (rs *ReplicaSet) refresh(ctx context.Context) {
 	rs.refreshing.Lock()
 	defer rs.refreshing.Unlock()
 	leases, err := rs.leases(ctx)
@@ -297,14 +297,14 @@ func (rs *replicaSet) refresh(ctx context.Context) {
 		}
 	}
 	slices.Sort(names)
-	next := &membership{count: len(names), index: slices.Index(names, own)}
+	next := &Membership{Count: len(names), index: slices.Index(names, own)}
 	if *rs.current.Swap(next) == *next {
 		return
 	}
-	log.FromContext(ctx).WithName("gateway-replicas").Info("gateway replicas changed", "replicas", next.count, "index", next.index)
+	log.FromContext(ctx).WithName("gateway-replicas").Info("gateway replicas changed", "replicas", next.Count, "index", next.index)
 	rs.markDirty()
-	if rs.onChange != nil {
-		rs.onChange(*next)
+	if rs.OnChange != nil {
+		rs.OnChange(*next)
 	}
 	rs.mu.Lock()
 	waiting := make([]types.NamespacedName, 0, len(rs.waiting))
@@ -323,7 +323,7 @@ func (rs *replicaSet) refresh(ctx context.Context) {
 
 // collect deletes the Leases of replicas gone for three durations (killed, so never
 // deleted by themselves): any replica may, as none is coming back under that name.
-func (rs *replicaSet) collect(ctx context.Context) {
+func (rs *ReplicaSet) collect(ctx context.Context) {
 	leases, err := rs.leases(ctx)
 	if err != nil {
 		return
@@ -338,7 +338,7 @@ func (rs *replicaSet) collect(ctx context.Context) {
 // programmed records that this replica serves generation gen of key; the record
 // reaches the Lease at once (one write for what accumulates meanwhile) when other
 // replicas read it.
-func (rs *replicaSet) programmed(key types.NamespacedName, gen int64) {
+func (rs *ReplicaSet) Programmed(key types.NamespacedName, gen int64) {
 	if rs == nil {
 		return
 	}
@@ -348,13 +348,13 @@ func (rs *replicaSet) programmed(key types.NamespacedName, gen int64) {
 	rs.mu.Unlock()
 	// Alone, nobody reads the record: it waits for the next renewal, or for a
 	// replica to join (refresh writes it then).
-	if changed && rs.members().count > 1 {
+	if changed && rs.Members().Count > 1 {
 		rs.markDirty()
 	}
 }
 
 // forget drops a KIngress that is gone or no longer served here.
-func (rs *replicaSet) forget(key types.NamespacedName) {
+func (rs *ReplicaSet) Forget(key types.NamespacedName) {
 	if rs == nil {
 		return
 	}
@@ -366,7 +366,7 @@ func (rs *replicaSet) forget(key types.NamespacedName) {
 // servedByAll reports whether every live replica other than this one records
 // generation gen of key or a later one. It remembers a KIngress that waits, to look
 // again when the membership changes.
-func (rs *replicaSet) servedByAll(ctx context.Context, key types.NamespacedName, gen int64) bool {
+func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName, gen int64) bool {
 	if rs == nil {
 		return true
 	}
@@ -397,7 +397,7 @@ func (rs *replicaSet) servedByAll(ctx context.Context, key types.NamespacedName,
 
 // recordOf parses a Lease's record, once per resourceVersion. An unreadable record
 // is empty: that replica serves nothing yet, as far as Ready goes. Called under mu.
-func (rs *replicaSet) recordOf(l *coordinationv1.Lease) map[string]int64 {
+func (rs *ReplicaSet) recordOf(l *coordinationv1.Lease) map[string]int64 {
 	if p, ok := rs.parsed[l.Name]; ok && p.resourceVersion == l.ResourceVersion {
 		return p.serves
 	}
@@ -409,7 +409,7 @@ func (rs *replicaSet) recordOf(l *coordinationv1.Lease) map[string]int64 {
 
 // affected maps a Lease event to the KIngresses whose Ready it may decide: those in
 // its record, and those waiting here. It refreshes the membership first.
-func (rs *replicaSet) affected(ctx context.Context, o client.Object) []reconcile.Request {
+func (rs *ReplicaSet) Affected(ctx context.Context, o client.Object) []reconcile.Request {
 	l, ok := o.(*coordinationv1.Lease)
 	if !ok || l.Namespace != rs.namespace || l.Labels[ReplicaLabel] == "" {
 		return nil
@@ -435,7 +435,7 @@ func (rs *replicaSet) affected(ctx context.Context, o client.Object) []reconcile
 // prune drops from the record what no longer needs saying: KIngresses gone, and
 // those whose status has moved past waiting for that generation (Ready, or not
 // configured for a reason of their own).
-func (rs *replicaSet) prune(ctx context.Context) {
+func (rs *ReplicaSet) prune(ctx context.Context) {
 	rs.mu.Lock()
 	keys := make(map[types.NamespacedName]int64, len(rs.serves))
 	for key, gen := range rs.serves {
@@ -448,7 +448,7 @@ func (rs *replicaSet) prune(ctx context.Context) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			continue
 		}
-		if err == nil && (ing.Status.ObservedGeneration < gen || waitingForReplicas(&ing.Status)) {
+		if err == nil && (ing.Status.ObservedGeneration < gen || WaitingForReplicas(&ing.Status)) {
 			continue
 		}
 		rs.mu.Lock()
@@ -460,9 +460,9 @@ func (rs *replicaSet) prune(ctx context.Context) {
 }
 
 // waitingForReplicas says the status waits for a gateway replica.
-func waitingForReplicas(status *v1alpha1.IngressStatus) bool {
+func WaitingForReplicas(status *v1alpha1.IngressStatus) bool {
 	c := v1alpha1.IngressConditions.Manage(&status.DeepCopy().Status).GetCondition(v1alpha1.IngressConditionLoadBalancerReady)
-	return c == nil || c.Reason == reasonWaitingForReplicas
+	return c == nil || c.Reason == ReasonWaitingForReplicas
 }
 
 func ingressEvent(key types.NamespacedName) event.GenericEvent {
@@ -472,38 +472,38 @@ func ingressEvent(key types.NamespacedName) event.GenericEvent {
 // newReplicaSet is this replica's Lease in Options.LeaseNamespace: when the membership
 // changes, held requests look at their share again; a stop deletes the Lease once the
 // replica has no request in flight.
-func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) (*replicaSet, error) {
+func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) (*ReplicaSet, error) {
 	// The Lease holds whole seconds, and the others count by what it holds.
 	if d := g.opts.LeaseDuration; d < time.Second || d%time.Second != 0 {
 		return nil, fmt.Errorf("gateway LeaseDuration (--lease-duration) %v: must be a whole number of seconds, at least 1s", d)
 	}
-	rs := newReplicaSet(g.opts, mgr.GetClient(), requeue)
-	rs.onChange = func(m membership) {
-		g.metrics.replicas.Set(float64(m.count))
-		g.services.wakeAll()
+	rs := NewReplicaSet(g.opts, mgr.GetClient(), requeue)
+	rs.OnChange = func(m Membership) {
+		g.metrics.Replicas.Set(float64(m.Count))
+		g.services.WakeAll()
 	}
-	rs.idle = g.services.idle
+	rs.Idle = g.services.Idle
 	return rs, nil
 }
 
 // wakeAll wakes a waiter of every Service that has some.
-func (sr *serviceRegistry) wakeAll() {
+func (sr *Registry) WakeAll() {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	for _, s := range sr.services {
-		if s.room.waiting.Load() > 0 {
-			s.room.slotFreed()
+		if s.Room.Waiting.Load() > 0 {
+			s.Room.SlotFreed()
 		}
 	}
 }
 
 // idle says no request is in flight or held, in any Service.
-func (sr *serviceRegistry) idle() bool {
+func (sr *Registry) Idle() bool {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	t := micros(time.Now())
+	t := Micros(time.Now())
 	for _, s := range sr.services {
-		if _, n := s.load.read(t); n > 0 {
+		if _, n := s.Load.Read(t); n > 0 {
 			return false
 		}
 	}

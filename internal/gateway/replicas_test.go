@@ -36,7 +36,7 @@ func TestShare(t *testing.T) {
 		{c: 2, rank: 1, count: 5, want: []int64{0, 0, 1, 1, 0}},
 	} {
 		for i, want := range tc.want {
-			if got := share(tc.c, tc.rank, membership{count: tc.count, index: i}); got != want {
+			if got := share(tc.c, tc.rank, Membership{Count: tc.count, index: i}); got != want {
 				t.Errorf("share(c=%d, rank %d) of replica %d of %d = %d, want %d", tc.c, tc.rank, i, tc.count, got, want)
 			}
 		}
@@ -50,7 +50,7 @@ func TestShare(t *testing.T) {
 			for rank := range 8 {
 				var sum int64
 				for i := range n {
-					s := share(c, rank, membership{count: n, index: i})
+					s := share(c, rank, Membership{Count: n, index: i})
 					if s < c/int64(n) || s > c/int64(n)+1 {
 						t.Fatalf("share(c=%d, rank %d) of replica %d of %d = %d", c, rank, i, n, s)
 					}
@@ -75,19 +75,19 @@ func TestShare(t *testing.T) {
 // Two replicas, each with its own counters, never have more than containerConcurrency
 // requests on a pod between them, and each finds the slots that are its own.
 func TestAcquireTakesTheReplicasShare(t *testing.T) {
-	build := func() *targetSet {
-		se := buildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2")}, notSimulated)
+	build := func() *TargetSet {
+		se := BuildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2")}, notSimulated)
 		newService(key("r")).attachPods(se)
 		return se.targets(intstr.FromInt32(80))
 	}
 	for _, c := range []int64{1, 2, 3} {
-		replicas := []*targetSet{build(), build()}
+		replicas := []*TargetSet{build(), build()}
 		perPod := map[string]int64{}
 		for i, ts := range replicas {
-			for ts.acquire(c, membership{count: 2, index: i}) != nil {
+			for ts.Acquire(c, Membership{Count: 2, index: i}) != nil {
 			}
 			for _, tg := range ts.targets {
-				perPod[tg.ip] += tg.pod.inflight.Load()
+				perPod[tg.IP] += tg.Pod.inflight.Load()
 			}
 		}
 		for ip, n := range perPod {
@@ -96,7 +96,7 @@ func TestAcquireTakesTheReplicasShare(t *testing.T) {
 			}
 		}
 		for i, ts := range replicas {
-			if got := ts.targets[0].pod.inflight.Load() + ts.targets[1].pod.inflight.Load(); got != c {
+			if got := ts.targets[0].Pod.inflight.Load() + ts.targets[1].Pod.inflight.Load(); got != c {
 				t.Errorf("containerConcurrency %d: replica %d holds %d slots, want %d", c, i, got, c)
 			}
 		}
@@ -104,14 +104,14 @@ func TestAcquireTakesTheReplicasShare(t *testing.T) {
 }
 
 func TestMarkStatusWaitsForEveryReplica(t *testing.T) {
-	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), newServiceRegistry())
+	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), NewRegistry())
 	var status v1alpha1.IngressStatus
 	markStatus(&status, good, nil, "pub", "priv", false)
 	lb := v1alpha1.IngressConditions.Manage(&status.Status).GetCondition(v1alpha1.IngressConditionLoadBalancerReady)
 	if lb.Status != corev1.ConditionUnknown || lb.Reason != "Uninitialized" || lb.Message != "Waiting for load balancer to be ready" {
 		t.Errorf("LoadBalancerReady %+v while a replica does not serve the ingress", lb)
 	}
-	if status.ObservedGeneration != 1 || v1alpha1.IngressConditions.Manage(&status.Status).IsHappy() || !waitingForReplicas(&status) {
+	if status.ObservedGeneration != 1 || v1alpha1.IngressConditions.Manage(&status.Status).IsHappy() || !WaitingForReplicas(&status) {
 		t.Errorf("status %+v", status)
 	}
 	markStatus(&status, good, nil, "pub", "priv", true)
@@ -146,50 +146,50 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "ferry-controller"}}, // not a replica
 	).Build()
 	requeue := make(chan event.GenericEvent, 10)
-	rs := newReplicaSet(Options{LeaseNamespace: "gw", Source: "me", LeaseDuration: 15 * time.Second}.withDefaults(), c, requeue)
+	rs := NewReplicaSet(Options{LeaseNamespace: "gw", Source: "me", LeaseDuration: 15 * time.Second}.withDefaults(), c, requeue)
 	rs.now = func() time.Time { return now }
 	changes := 0
-	rs.onChange = func(membership) { changes++ }
+	rs.OnChange = func(Membership) { changes++ }
 	if err := rs.create(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m := rs.members(); m.count != 2 || changes != 1 {
+	if m := rs.Members(); m.Count != 2 || changes != 1 {
 		t.Fatalf("membership %+v (changes %d): want this replica and ferry-gateway-a", m, changes)
 	}
 
-	if !rs.servedByAll(ctx, key("x"), 2) || !rs.servedByAll(ctx, key("x"), 1) {
+	if !rs.ServedByAll(ctx, key("x"), 2) || !rs.ServedByAll(ctx, key("x"), 1) {
 		t.Error("ferry-gateway-a records x at generation 2")
 	}
-	if rs.servedByAll(ctx, key("y"), 2) || rs.servedByAll(ctx, key("z"), 1) {
+	if rs.ServedByAll(ctx, key("y"), 2) || rs.ServedByAll(ctx, key("z"), 1) {
 		t.Error("ferry-gateway-a does not serve y at generation 2, nor z")
 	}
 	// When ferry-gateway-a's Lease runs out, what waited for it is Ready, and the
 	// membership shrinks.
 	now = now.Add(15 * time.Second)
 	rs.refresh(ctx)
-	if m := rs.members(); m != (membership{count: 1, index: 0}) {
+	if m := rs.Members(); m != (Membership{Count: 1, index: 0}) {
 		t.Errorf("membership %+v after the other replica's Lease expired", m)
 	}
 	if len(requeue) != 2 {
 		t.Errorf("%d ingresses requeued when the membership changed, want y and z", len(requeue))
 	}
-	if !rs.servedByAll(ctx, key("y"), 2) {
+	if !rs.ServedByAll(ctx, key("y"), 2) {
 		t.Error("y still waits for a replica that is gone")
 	}
 
 	// The own record reaches the Lease, pruned of what the status already says.
 	ready := simpleIngress("x", 0, "x-1", "x.example.com")
 	ready.Status.ObservedGeneration = 1
-	markStatus(&ready.Status, compileIngress(ready, newServiceRegistry()), nil, "pub", "priv", true)
+	markStatus(&ready.Status, compileIngress(ready, NewRegistry()), nil, "pub", "priv", true)
 	if err := c.Create(ctx, ready); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Create(ctx, simpleIngress("y", 0, "y-1", "y.example.com")); err != nil {
 		t.Fatal(err)
 	}
-	rs.programmed(key("x"), 1)
-	rs.programmed(key("z"), 1) // deleted since
-	rs.programmed(key("y"), 3)
+	rs.Programmed(key("x"), 1)
+	rs.Programmed(key("z"), 1) // deleted since
+	rs.Programmed(key("y"), 3)
 	if err := rs.write(ctx); err != nil {
 		t.Fatal(err)
 	}

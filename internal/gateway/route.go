@@ -9,16 +9,16 @@ import (
 
 // virtualHost holds what one host serves on each listener. It is immutable once
 // compiled, so tables share it and compare it by pointer.
-type virtualHost struct {
+type VirtualHost struct {
 	// external holds the paths of ExternalIP rules: all the external listener serves.
-	external []*route
+	external []*Route
 	// local holds the paths of every rule: the cluster-local listener serves both
 	// visibilities, as a Kubernetes Service does for in-cluster callers.
-	local []*route
+	local []*Route
 }
 
 // routes returns the paths a listener serves for this host, most specific first.
-func (vh *virtualHost) routes(external bool) []*route {
+func (vh *VirtualHost) Routes(external bool) []*Route {
 	if vh == nil {
 		return nil
 	}
@@ -29,30 +29,30 @@ func (vh *virtualHost) routes(external bool) []*route {
 }
 
 // route is one compiled HTTPIngressPath.
-type route struct {
+type Route struct {
 	prefix        string
-	headers       []header // all must match, names in canonical form
-	appendHeaders []header
-	rewriteHost   string
-	splits        []split
+	headers       []Header // all must match, names in canonical form
+	AppendHeaders []Header
+	RewriteHost   string
+	splits        []Split
 	// total is the sum of the split weights; a roll in [0,total) picks a split.
 	total int
 }
 
-type header struct{ name, value string }
+type Header struct{ Name, Value string }
 
 // split is one weighted backend of a route.
-type split struct {
-	service *service
-	port    intstr.IntOrString
+type Split struct {
+	Service *Service
+	Port    intstr.IntOrString
 	// upTo is the exclusive upper bound of this split's slice of [0,total).
 	upTo          int
-	appendHeaders []header
+	AppendHeaders []Header
 }
 
 // matchRoute returns the first route that matches r; routes are sorted most specific
 // first, so that is the longest matching prefix, preferring header matches.
-func matchRoute(routes []*route, r *http.Request) *route {
+func MatchRoute(routes []*Route, r *http.Request) *Route {
 	for _, rt := range routes {
 		if rt.matches(r) {
 			return rt
@@ -61,14 +61,14 @@ func matchRoute(routes []*route, r *http.Request) *route {
 	return nil
 }
 
-func (rt *route) matches(r *http.Request) bool {
+func (rt *Route) matches(r *http.Request) bool {
 	if !strings.HasPrefix(r.URL.Path, rt.prefix) {
 		return false
 	}
 	for _, h := range rt.headers {
 		// Direct map access: names are canonical, and Get would canonicalize again.
-		v := r.Header[h.name]
-		if len(v) == 0 || v[0] != h.value {
+		v := r.Header[h.Name]
+		if len(v) == 0 || v[0] != h.Value {
 			return false
 		}
 	}
@@ -76,7 +76,7 @@ func (rt *route) matches(r *http.Request) bool {
 }
 
 // pick chooses a split by weight; roll returns a uniform int in [0,n).
-func (rt *route) pick(roll func(n int) int) *split {
+func (rt *Route) Pick(roll func(n int) int) *Split {
 	if len(rt.splits) == 1 {
 		return &rt.splits[0]
 	}
@@ -103,24 +103,24 @@ const maxHostRewrites = 4
 // splits' headers (Knative's K-Original-Host) and the rewritten Host, which the pod
 // sees. A host this gateway does not serve leaves rt as it is: its split's Service
 // gets the request with the Host rewritten.
-func follow(t *table, rt *route, r *http.Request, roll func(n int) int) *route {
-	if rt == nil || rt.rewriteHost == "" {
+func Follow(t *Table, rt *Route, r *http.Request, roll func(n int) int) *Route {
+	if rt == nil || rt.RewriteHost == "" {
 		return rt
 	}
 	cur, rewritten := rt, ""
-	var headers []header
+	var headers []Header
 	for range maxHostRewrites {
-		host, ok := canonicalHost(cur.rewriteHost)
+		host, ok := CanonicalHost(cur.RewriteHost)
 		if !ok {
 			break
 		}
-		next := matchRoute(t.lookup(host).routes(false), r)
+		next := MatchRoute(t.Lookup(host).Routes(false), r)
 		if next == nil {
 			break
 		}
-		headers = append(append(headers, cur.appendHeaders...), cur.pick(roll).appendHeaders...)
-		rewritten, cur = cur.rewriteHost, next
-		if cur.rewriteHost == "" {
+		headers = append(append(headers, cur.AppendHeaders...), cur.Pick(roll).AppendHeaders...)
+		rewritten, cur = cur.RewriteHost, next
+		if cur.RewriteHost == "" {
 			break
 		}
 	}
@@ -128,10 +128,10 @@ func follow(t *table, rt *route, r *http.Request, roll func(n int) int) *route {
 		return rt
 	}
 	out := *cur
-	if out.rewriteHost == "" {
-		out.rewriteHost = rewritten
+	if out.RewriteHost == "" {
+		out.RewriteHost = rewritten
 	}
 	// Set in order by the forwarder: the final route's own headers win.
-	out.appendHeaders = append(headers, cur.appendHeaders...)
+	out.AppendHeaders = append(headers, cur.AppendHeaders...)
 	return &out
 }

@@ -18,22 +18,22 @@ import (
 // autoscaler sees it as concurrency, and containerConcurrency applies.
 
 // simulation is how a Revision's simulated pods answer, from its annotations.
-type simulation struct {
+type Simulation struct {
 	// serviceTime is the answer's delay for a request without ?sleep=.
-	serviceTime time.Duration
+	ServiceTime time.Duration
 	// capacity is how many requests a pod serves at once; 0 is no limit.
-	capacity int64
+	Capacity int64
 }
 
 // simulationOf reads a Revision's serving.ferry.dev/simulated-* annotations. Admission
 // refuses bad values; one that got in before (or past) it counts as unset.
-func simulationOf(annotations map[string]string) simulation {
-	var s simulation
+func simulationOf(annotations map[string]string) Simulation {
+	var s Simulation
 	if v, ok := annotations[servingv1.SimulatedServiceTimeAnnotationKey]; ok {
-		s.serviceTime, _ = servingv1.ParseSimulatedServiceTime(v)
+		s.ServiceTime, _ = servingv1.ParseSimulatedServiceTime(v)
 	}
 	if v, ok := annotations[servingv1.SimulatedCapacityAnnotationKey]; ok {
-		s.capacity, _ = servingv1.ParseSimulatedCapacity(v)
+		s.Capacity, _ = servingv1.ParseSimulatedCapacity(v)
 	}
 	return s
 }
@@ -47,7 +47,7 @@ type simulatedPod struct {
 
 // seats returns the pod's semaphore for capacity, replacing it if the Revision's
 // capacity changed (requests in flight release the one they took).
-func (p *podSlot) seats(capacity int64) *semaphore.Weighted {
+func (p *PodSlot) Seats(capacity int64) *semaphore.Weighted {
 	for {
 		cur := p.sim.Load()
 		if cur != nil && cur.capacity == capacity {
@@ -85,9 +85,9 @@ func parseSleep(r *http.Request) (d time.Duration, ok bool, err error) {
 // answer names the revision and the pod, so that a client sees where the request was
 // routed.
 func answerSimulated(w http.ResponseWriter, r *http.Request, rr *routedRequest) {
-	var sim simulation
-	if se := rr.split.service.endpoints.Load(); se != nil {
-		sim = se.simulation
+	var sim Simulation
+	if se := rr.split.Service.endpoints.Load(); se != nil {
+		sim = se.Simulation
 	}
 	sleep, asked, err := parseSleep(r)
 	if err != nil {
@@ -96,11 +96,11 @@ func answerSimulated(w http.ResponseWriter, r *http.Request, rr *routedRequest) 
 		return
 	}
 	if !asked {
-		sleep = sim.serviceTime
+		sleep = sim.ServiceTime
 	}
 	ctx := r.Context() // ended by the revision's timeouts (timeouts.go) or the client
-	if sim.capacity > 0 {
-		seats := rr.target.pod.seats(sim.capacity)
+	if sim.Capacity > 0 {
+		seats := rr.target.Pod.Seats(sim.Capacity)
 		if err := seats.Acquire(ctx, 1); err != nil {
 			simulatedGaveUp(w, r, rr)
 			return
@@ -123,7 +123,7 @@ func answerSimulated(w http.ResponseWriter, r *http.Request, rr *routedRequest) 
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Ferry-Simulated", "true")
 	w.WriteHeader(rr.code)
-	fmt.Fprintf(w, "Hello from revision %s (pod %s is simulated by kwok; no process serves it)\n", rr.revision, rr.target.ip)
+	fmt.Fprintf(w, "Hello from revision %s (pod %s is simulated by kwok; no process serves it)\n", rr.revision, rr.target.IP)
 	if sleep > 0 {
 		fmt.Fprintf(w, "Slept for %v.\n", sleep)
 	}
@@ -139,5 +139,5 @@ func simulatedGaveUp(w http.ResponseWriter, r *http.Request, rr *routedRequest) 
 	}
 	rr.code = http.StatusGatewayTimeout
 	writeError(w, rr.code, "ferry: revision %s did not answer in time: %s (%s) passed (pod %s)\n",
-		rr.revision, timeoutNames[kind], rr.timer.limit(kind), rr.target.ip)
+		rr.revision, timeoutNames[kind], rr.timer.limit(kind), rr.target.IP)
 }

@@ -36,7 +36,7 @@ func markStatus(status *v1alpha1.IngressStatus, ci *compiledIngress, conflicts [
 	}
 	conditions.MarkTrue(v1alpha1.IngressConditionNetworkConfigured)
 	if !allServe && !wasReady {
-		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, reasonWaitingForReplicas, messageWaitingForReplicas)
+		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, ReasonWaitingForReplicas, MessageWaitingForReplicas)
 		return
 	}
 	conditions.MarkTrue(v1alpha1.IngressConditionLoadBalancerReady)

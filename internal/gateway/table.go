@@ -12,8 +12,8 @@ const tableShards = 256
 // table is an immutable routing snapshot. Listeners load the current one with an
 // atomic read per request and never lock; the programmer publishes a new one per
 // change, sharing every untouched shard with its predecessor.
-type table struct {
-	shards [tableShards]map[string]*virtualHost
+type Table struct {
+	shards [tableShards]map[string]*VirtualHost
 }
 
 var shardSeed = maphash.MakeSeed()
@@ -23,12 +23,12 @@ func shardOf(host string) int {
 }
 
 // lookup returns what a canonical host serves, or nil.
-func (t *table) lookup(host string) *virtualHost {
+func (t *Table) Lookup(host string) *VirtualHost {
 	return t.shards[shardOf(host)][host]
 }
 
 // with returns a copy of t with changes applied; a nil value removes the host.
-func (t *table) with(changes map[string]*virtualHost) *table {
+func (t *Table) with(changes map[string]*VirtualHost) *Table {
 	next := *t
 	copied := map[int]bool{}
 	for host, vh := range changes {
@@ -36,7 +36,7 @@ func (t *table) with(changes map[string]*virtualHost) *table {
 		if !copied[i] {
 			shard := maps.Clone(next.shards[i])
 			if shard == nil {
-				shard = map[string]*virtualHost{}
+				shard = map[string]*VirtualHost{}
 			}
 			next.shards[i] = shard
 			copied[i] = true

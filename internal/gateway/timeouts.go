@@ -28,8 +28,8 @@ import (
 
 // timeouts are a revision's limits; 0 is none (total always has one, until the
 // response starts).
-type timeouts struct {
-	total, responseStart, idle time.Duration
+type Timeouts struct {
+	Total, ResponseStart, Idle time.Duration
 }
 
 // timeoutKind is the state of a request's timer: running, finished, or the timeout
@@ -57,7 +57,7 @@ var errTimedOut = errors.New("revision timeout")
 // requestTimer is a routed request's share of the timeouts. Its fields other than
 // limits are shared with the timer's callback.
 type requestTimer struct {
-	limits timeouts
+	limits Timeouts
 	start  time.Time
 	cancel context.CancelCauseFunc
 	timer  atomic.Pointer[time.Timer]
@@ -125,13 +125,13 @@ const noDeadline time.Duration = -1
 func (rt *requestTimer) due(elapsed time.Duration) (timeoutKind, time.Duration) {
 	kind, at := running, noDeadline
 	if !rt.started.Load() {
-		kind, at = timeoutTotal, rt.limits.total
-		if rt.limits.responseStart > 0 && rt.limits.responseStart < at {
-			kind, at = timeoutResponseStart, rt.limits.responseStart
+		kind, at = timeoutTotal, rt.limits.Total
+		if rt.limits.ResponseStart > 0 && rt.limits.ResponseStart < at {
+			kind, at = timeoutResponseStart, rt.limits.ResponseStart
 		}
 	}
-	if rt.limits.idle > 0 {
-		if idleAt := time.Duration(rt.active.Load()) + rt.limits.idle; at == noDeadline || idleAt < at {
+	if rt.limits.Idle > 0 {
+		if idleAt := time.Duration(rt.active.Load()) + rt.limits.Idle; at == noDeadline || idleAt < at {
 			kind, at = timeoutIdle, idleAt
 		}
 	}
@@ -148,11 +148,11 @@ func (rt *requestTimer) due(elapsed time.Duration) (timeoutKind, time.Duration) 
 func (rt *requestTimer) limit(k timeoutKind) time.Duration {
 	switch k {
 	case timeoutResponseStart:
-		return rt.limits.responseStart
+		return rt.limits.ResponseStart
 	case timeoutIdle:
-		return rt.limits.idle
+		return rt.limits.Idle
 	}
-	return rt.limits.total
+	return rt.limits.Total
 }
 
 // responseStarted marks the headers' arrival (which is also activity).
@@ -162,7 +162,7 @@ func (rt *requestTimer) responseStarted() {
 }
 
 func (rt *requestTimer) touch() {
-	if rt.limits.idle > 0 {
+	if rt.limits.Idle > 0 {
 		rt.active.Store(int64(time.Since(rt.start)))
 	}
 }

@@ -54,7 +54,7 @@ type ingressTLS struct {
 
 // tlsStore holds the certificates by host. Writers rebuild the map under mu; the
 // handshake and the redirect check read it with one atomic load.
-type tlsStore struct {
+type TLSStore struct {
 	mu        sync.Mutex
 	ingresses map[types.NamespacedName]ingressTLS
 	hosts     atomic.Pointer[map[string]*hostTLS]
@@ -69,14 +69,14 @@ const (
 	refusedNoCertificate = "no_certificate"
 )
 
-func newTLSStore(refused func(reason string)) *tlsStore {
-	s := &tlsStore{ingresses: map[types.NamespacedName]ingressTLS{}, refused: refused}
+func NewTLSStore(refused func(reason string)) *TLSStore {
+	s := &TLSStore{ingresses: map[types.NamespacedName]ingressTLS{}, refused: refused}
 	s.hosts.Store(&map[string]*hostTLS{})
 	return s
 }
 
 // set replaces what the ingress key contributes; nil hosts forget it.
-func (s *tlsStore) set(key types.NamespacedName, created time.Time, hosts map[string]*hostTLS) {
+func (s *TLSStore) set(key types.NamespacedName, created time.Time, hosts map[string]*hostTLS) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if hosts == nil {
@@ -107,12 +107,12 @@ func (s *tlsStore) set(key types.NamespacedName, created time.Time, hosts map[st
 	s.hosts.Store(&all)
 }
 
-func (s *tlsStore) lookup(host string) *hostTLS { return (*s.hosts.Load())[host] }
+func (s *TLSStore) lookup(host string) *hostTLS { return (*s.hosts.Load())[host] }
 
 // getCertificate is the HTTPS listener's tls.Config.GetCertificate: the certificate
 // of the host the client names by SNI.
-func (s *tlsStore) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	host, ok := canonicalHost(hello.ServerName)
+func (s *TLSStore) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	host, ok := CanonicalHost(hello.ServerName)
 	if !ok {
 		s.refuse(refusedNoServerName)
 		return nil, fmt.Errorf("ferry: no certificate without a server name (SNI)")
@@ -124,7 +124,7 @@ func (s *tlsStore) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate,
 	return nil, fmt.Errorf("ferry: no certificate for %q", host)
 }
 
-func (s *tlsStore) refuse(reason string) {
+func (s *TLSStore) refuse(reason string) {
 	if s.refused != nil {
 		s.refused(reason)
 	}
@@ -135,9 +135,9 @@ func (s *tlsStore) refuse(reason string) {
 // https. httpsPort is the HTTPS listener's port: a client that named a port in Host
 // talks to the gateway directly and is sent to that port; one that named none came
 // through port 80 and goes to 443.
-func (s *tlsStore) redirecting(next http.Handler, httpsPort string) http.Handler {
+func (s *TLSStore) redirecting(next http.Handler, httpsPort string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, ok := canonicalHost(r.Host)
+		host, ok := CanonicalHost(r.Host)
 		if t := s.lookup(host); !ok || t == nil || !t.redirect || t.cert == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -183,7 +183,7 @@ const reasonInvalidSecret = "InvalidSecret"
 // tlsReconciler loads one KIngress's certificates into the store.
 type tlsReconciler struct {
 	client   client.Client
-	store    *tlsStore
+	store    *TLSStore
 	recorder events.EventRecorder
 	// reported is the last problem reported per ingress, so that one problem makes
 	// one Event.
@@ -192,7 +192,7 @@ type tlsReconciler struct {
 
 func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ing := &v1alpha1.Ingress{}
-	if err := r.client.Get(ctx, req.NamespacedName, ing); err != nil || !servedHere(ing) {
+	if err := r.client.Get(ctx, req.NamespacedName, ing); err != nil || !ServedHere(ing) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
@@ -220,7 +220,7 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 			continue
 		}
 		for _, h := range t.Hosts {
-			if host, ok := canonicalHost(h); ok {
+			if host, ok := CanonicalHost(h); ok {
 				hosts[host] = &hostTLS{cert: cert, redirect: ing.Spec.HTTPOption == v1alpha1.HTTPOptionRedirected}
 			}
 		}

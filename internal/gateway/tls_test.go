@@ -77,7 +77,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 		v1alpha1.IngressTLS{Hosts: []string{"c.example.com"}, SecretName: "missing"})
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(good, bad, tlsSecret("a", crt, pemKey), tlsSecret("b", crt, []byte("junk"))).Build()
 	events := &reconcilertest.Events{}
-	store := newTLSStore(nil)
+	store := NewTLSStore(nil)
 	r := &tlsReconciler{client: c, store: store, recorder: events}
 	ctx := context.Background()
 	for range 2 { // the second round reports nothing new
@@ -124,7 +124,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 // TestTLSStoreOldestIngressWins: two ingresses naming one host, the oldest's
 // certificate is served, as the oldest routes it.
 func TestTLSStoreOldestIngressWins(t *testing.T) {
-	s := newTLSStore(nil)
+	s := NewTLSStore(nil)
 	older, newer := &tls.Certificate{}, &tls.Certificate{}
 	s.set(key("new"), epoch, map[string]*hostTLS{"h": {cert: newer}})
 	s.set(key("old"), epoch.Add(-time.Second), map[string]*hostTLS{"h": {cert: older}})
@@ -186,7 +186,7 @@ func TestHTTPSListener(t *testing.T) {
 		t.Error("a handshake without a server name succeeded")
 	}
 	for reason, want := range map[string]float64{refusedNoCertificate: 1, refusedNoServerName: 1} {
-		if got := testutil.ToFloat64(g.metrics.tlsRefused.WithLabelValues(reason)); got != want {
+		if got := testutil.ToFloat64(g.metrics.TLSRefused.WithLabelValues(reason)); got != want {
 			t.Errorf("ferry_gateway_tls_handshakes_refused_total{reason=%q} = %v, want %v", reason, got, want)
 		}
 	}

@@ -44,7 +44,7 @@ type upstreamConn struct {
 }
 
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
-	if rr, ok := req.Context().Value(routedRequestKey{}).(*routedRequest); ok && rr.target.h2c &&
+	if rr, ok := req.Context().Value(routedRequestKey{}).(*routedRequest); ok && rr.target.H2C &&
 		req.Header.Get("Upgrade") == "" {
 		// An upgrade is HTTP/1.1's; a pod serving h2c with net/http takes both.
 		return u.h2c.RoundTrip(req)
