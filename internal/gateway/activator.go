@@ -5,11 +5,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
 // The gateway is Ferry's activator: a request routed to a revision that has no ready
@@ -27,14 +26,14 @@ type activator struct {
 	metrics *Metrics
 	// active receives the revisions that come out of idleness; nil without a
 	// reporter.
-	active *ActiveSet
+	active *backends.ActiveSet
 	// draining is closed when the listeners stop accepting: held requests are
 	// answered then, so that clients retry elsewhere instead of waiting for the
 	// drain timeout.
 	draining  chan struct{}
 	drainOnce sync.Once
 	// replicas split containerConcurrency among the gateway replicas; nil: alone.
-	replicas *ReplicaSet
+	replicas *backends.ReplicaSet
 }
 
 func newActivator(opts Options, m *Metrics) *activator {
@@ -45,85 +44,12 @@ func newActivator(opts Options, m *Metrics) *activator {
 // drain answers the held requests and those that would be.
 func (a *activator) drain() { a.drainOnce.Do(func() { close(a.draining) }) }
 
-// waitRoom is where a Service's held requests wait. waiting is read on every release
-// of a slot, so that releases cost one atomic load while nobody waits.
-type WaitRoom struct {
-	// waiting counts the held requests of the Service, for its bound and its poke.
-	Waiting atomic.Int64
-
-	mu sync.Mutex
-	// lines are the waiters by the split port they route to: a slot freed on one
-	// port's endpoint is of no use to the others', so each line gets its own token.
-	lines []*WaitLine
-}
-
-// waitLine is the requests waiting for one port of a Service. tokens holds at most
-// one wake-up: a release that finds the line waiting leaves one, and the waiter that
-// takes it and gets a slot passes another on if others still wait, so that no freed
-// slot goes unnoticed while none is wasted on a herd.
-type WaitLine struct {
-	port    intstr.IntOrString
-	waiters int // guarded by waitRoom.mu
-	Tokens  chan struct{}
-}
-
-func (wr *WaitRoom) Join(port intstr.IntOrString) *WaitLine {
-	wr.mu.Lock()
-	defer wr.mu.Unlock()
-	for _, l := range wr.lines {
-		if l.port == port {
-			l.waiters++
-			return l
-		}
-	}
-	l := &WaitLine{port: port, waiters: 1, Tokens: make(chan struct{}, 1)}
-	wr.lines = append(wr.lines, l)
-	return l
-}
-
-// leave takes a waiter out of its line; one that got a limited slot wakes the next
-// (passOn), since more slots may have been freed than tokens left.
-func (wr *WaitRoom) Leave(l *WaitLine, passOn bool) {
-	wr.mu.Lock()
-	defer wr.mu.Unlock()
-	l.waiters--
-	if l.waiters > 0 {
-		if passOn {
-			wake(l)
-		}
-		return
-	}
-	for i, other := range wr.lines {
-		if other == l {
-			wr.lines = append(wr.lines[:i], wr.lines[i+1:]...)
-			break
-		}
-	}
-}
-
-// slotFreed wakes one waiter of each line; a release calls it after giving back its
-// slot, when waiting says someone waits.
-func (wr *WaitRoom) SlotFreed() {
-	wr.mu.Lock()
-	defer wr.mu.Unlock()
-	for _, l := range wr.lines {
-		wake(l)
-	}
-}
-
-func wake(l *WaitLine) {
-	select {
-	case l.Tokens <- struct{}{}:
-	default: // a token is already there
-	}
-}
-
 // hold waits until a ready endpoint of the split's Service has a free slot for the
 // request, and returns it with the slot taken, counted on the pod from now; or answers
 // the request itself (503, 504, or nothing for a client that left: 499) and returns
 // nil. cold says the request found no ready endpoint at all, rather than none below
 // the limit.
-func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedRequest, cold bool) *Target {
+func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedRequest, cold bool) *backends.Target {
 	svc := rr.split.Service
 	room := &svc.Room
 	queued := room.Waiting.Add(1)
@@ -150,14 +76,14 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 
 	for {
 		// changed before endpoints: a swap after this load closes ch.
-		changed := *svc.changed.Load()
-		se := svc.endpoints.Load()
-		targets := se.targets(rr.split.Port)
-		limit, m := se.limit(), a.replicas.Members()
+		changed := svc.Changed()
+		se := svc.Endpoints()
+		targets := se.Targets(rr.split.Port)
+		limit, m := se.Limit(), a.replicas.Members()
 		if t := targets.Acquire(limit, m); t != nil {
 			passOn = limit > 0
 			now := time.Now()
-			t.Pod.Began(Micros(now))
+			t.Pod.Began(backends.Micros(now))
 			waited := now.Sub(rr.start)
 			if cold {
 				// From the swap that brought the pod (or the arrival, if the
@@ -171,7 +97,7 @@ func (a *activator) hold(w http.ResponseWriter, r *http.Request, rr *routedReque
 			}
 			a.metrics.ActivationWait.Observe(waited.Seconds())
 			w.Header().Set("X-Ferry-Activation-Wait", formatWait(waited))
-			rr.revision = svc.revisionName(se)
+			rr.revision = svc.RevisionName(se)
 			return t
 		}
 		select {

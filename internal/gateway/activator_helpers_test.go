@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -58,15 +59,15 @@ func revisionService(name string, containerConcurrency, timeoutSeconds int) *cor
 
 // serveRevision points the revision's Service, with its annotations, at backends; none
 // makes a Service without ready endpoints.
-func (tg *testGateway) serveRevision(svc *corev1.Service, backends ...*httptest.Server) {
+func (tg *testGateway) serveRevision(svc *corev1.Service, servers ...*httptest.Server) {
 	var slices []discoveryv1.EndpointSlice
-	for _, b := range backends {
+	for _, b := range servers {
 		host, port := splitHostPort(tg.t, b.Listener.Addr().String())
 		s := sliceFor(svc.Name, int32(port), host)
 		s.Name = svc.Name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.Update(key(svc.Name), BuildEndpoints(svc, slices, notSimulated))
+	tg.services.Update(key(svc.Name), backends.BuildEndpoints(svc, slices, notSimulated))
 }
 
 // route programs host to the Service name.
@@ -74,10 +75,8 @@ func (tg *testGateway) route(host, name string) {
 	tg.program(newIngress(name, 0, externalRule([]string{host}, path("", splitTo(name, 100)))))
 }
 
-func (tg *testGateway) service(name string) *Service {
-	tg.services.mu.Lock()
-	defer tg.services.mu.Unlock()
-	return tg.services.services[key(name)]
+func (tg *testGateway) service(name string) *backends.Service {
+	return tg.services.Lookup(key(name))
 }
 
 // answer is what a client got.

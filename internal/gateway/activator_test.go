@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -115,7 +116,7 @@ func TestHeldRequestsAreBounded(t *testing.T) {
 	if got := testutil.ToFloat64(g.metrics.Queued); got != 0 {
 		t.Errorf("queued gauge %v", got)
 	}
-	if _, n := svc.Load.Read(Micros(time.Now())); n != 0 {
+	if _, n := svc.Load.Read(backends.Micros(time.Now())); n != 0 {
 		t.Errorf("%d requests still accounted in flight", n)
 	}
 }
@@ -272,10 +273,8 @@ func TestRemovedPodFinishesItsRequests(t *testing.T) {
 		t.Errorf("after a left: %d %q", got.code, got.body)
 	}
 	aAddr := a.Listener.Addr().String()
-	g.services.mu.Lock()
-	slot := svc.pods[aAddr]
-	g.services.mu.Unlock()
-	if slot == nil || slot.inflight.Load() != 1 {
+	slot := g.services.Slot(svc, aAddr)
+	if slot == nil || slot.InFlight() != 1 {
 		t.Fatalf("a's slot was not kept with its request in flight: %v", slot)
 	}
 
@@ -292,14 +291,12 @@ func TestRemovedPodFinishesItsRequests(t *testing.T) {
 		t.Errorf("the request that waited: %d %q %v", got.code, got.body, got.err)
 	}
 	eventually(t, "nothing in flight", func() bool {
-		_, n := svc.Load.Read(Micros(time.Now()))
-		return n == 0 && slot.inflight.Load() == 0
+		_, n := svc.Load.Read(backends.Micros(time.Now()))
+		return n == 0 && slot.InFlight() == 0
 	})
 	// Once idle and gone from the ready set, the slot is forgotten.
 	g.serveRevision(revisionService("rev-1", 1, 0), b)
-	g.services.mu.Lock()
-	defer g.services.mu.Unlock()
-	if _, kept := svc.pods[aAddr]; kept {
+	if kept := g.services.Slot(svc, aAddr); kept != nil {
 		t.Error("an idle removed pod's slot was kept")
 	}
 }
@@ -314,7 +311,7 @@ func TestSimulatedPodAnswersAfterActivation(t *testing.T) {
 	got := g.send(context.Background(), "hello.example.com", "/")
 	svc := g.service("hello-00001")
 	eventually(t, "the request to be held", func() bool { return svc.Room.Waiting.Load() == 1 })
-	g.services.Update(key("hello-00001"), BuildEndpoints(revisionService("hello-00001", 0, 0),
+	g.services.Update(key("hello-00001"), backends.BuildEndpoints(revisionService("hello-00001", 0, 0),
 		[]discoveryv1.EndpointSlice{sliceFor("hello-00001", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	a := <-got
 	if a.code != 200 || a.body != "Hello from revision hello-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n" ||
@@ -348,31 +345,6 @@ func TestRevisionTimeoutBoundsTheAnswerOfABodyRequest(t *testing.T) {
 	if took := time.Since(start); code != http.StatusGatewayTimeout || !strings.HasPrefix(body, "ferry: revision slow-1 did not answer in time") ||
 		took > 5*time.Second {
 		t.Errorf("%d %q after %v", code, body, took)
-	}
-}
-
-func TestRevisionAnnotationsAreRead(t *testing.T) {
-	for _, tc := range []struct {
-		cc, timeout string
-		wantCC      int64
-		wantTimeout time.Duration
-	}{
-		{cc: "1", timeout: "30", wantCC: 1, wantTimeout: 30 * time.Second},
-		{cc: "0", timeout: "", wantCC: 0, wantTimeout: 0},
-		{cc: "x", timeout: "-3", wantCC: 0, wantTimeout: 0},
-	} {
-		svc := serviceWithPort("rev-1")
-		svc.Annotations = map[string]string{"serving.ferry.dev/container-concurrency": tc.cc}
-		if tc.timeout != "" {
-			svc.Annotations["serving.ferry.dev/timeout-seconds"] = tc.timeout
-		}
-		se := BuildEndpoints(svc, nil, notSimulated)
-		if se.limit() != tc.wantCC || se.timeout != tc.wantTimeout {
-			t.Errorf("annotations %q, %q: containerConcurrency %d, timeout %v", tc.cc, tc.timeout, se.limit(), se.timeout)
-		}
-	}
-	if got := (*Endpoints)(nil).limits(time.Minute); got != (Timeouts{Total: time.Minute}) {
-		t.Errorf("no snapshot: timeouts %+v", got)
 	}
 }
 

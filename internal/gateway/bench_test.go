@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -30,7 +31,7 @@ import (
 // BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
 // others, with three hosts each, are live: the KIngress reconciler pays it per event.
 func BenchmarkProgramAt5000(b *testing.B) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	p := NewProgrammer(services)
 	manyIngress := func(i int, generation int64) *v1alpha1.Ingress {
 		name := "app-" + strconv.Itoa(i)
@@ -245,7 +246,7 @@ func TestBenchServe(t *testing.T) {
 				Ports: []corev1.ContainerPort{{Name: r.portName, ContainerPort: int32(port)}}}}}}}
 		pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
-		g.services.Update(key(r.name), BuildRevisionEndpoints(rev, pods, notSimulated))
+		g.services.Update(key(r.name), backends.BuildRevisionEndpoints(rev, pods, notSimulated))
 		g.route(r.host, r.name)
 	}
 	if g.opts.HTTPSAddr != "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -26,7 +27,7 @@ type compiledIngress struct {
 	invalid *specError
 	// services are the references taken for the splits, given back when this entry
 	// is replaced.
-	services []*Service
+	services []*backends.Service
 }
 
 // specError is a spec that cannot be programmed, with the condition reason to report.
@@ -50,7 +51,7 @@ const (
 )
 
 // compileIngress compiles ing, taking references on the services its splits use.
-func compileIngress(ing *v1alpha1.Ingress, services *Registry) *compiledIngress {
+func compileIngress(ing *v1alpha1.Ingress, services *backends.Registry) *compiledIngress {
 	ci := &compiledIngress{
 		key:        types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name},
 		uid:        ing.UID,
@@ -88,7 +89,7 @@ func compileIngress(ing *v1alpha1.Ingress, services *Registry) *compiledIngress 
 	return ci
 }
 
-func (ci *compiledIngress) compilePath(namespace string, p *v1alpha1.HTTPIngressPath, services *Registry) *Route {
+func (ci *compiledIngress) compilePath(namespace string, p *v1alpha1.HTTPIngressPath, services *backends.Registry) *Route {
 	rt := &Route{
 		prefix:        p.Path,
 		AppendHeaders: sortedHeaders(p.AppendHeaders),

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
 func TestCompileValidation(t *testing.T) {
@@ -54,7 +55,7 @@ func TestCompileValidation(t *testing.T) {
 		wantReason: reasonInvalidPath, wantInMsg: "no HTTP paths",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			services := NewRegistry()
+			services := backends.NewRegistry()
 			ci := compileIngress(newIngress("a", 0, tc.rules...), services)
 			if tc.wantReason == "" {
 				if ci.invalid != nil {
@@ -65,8 +66,8 @@ func TestCompileValidation(t *testing.T) {
 			if ci.invalid == nil || ci.invalid.reason != tc.wantReason || !strings.Contains(ci.invalid.message, tc.wantInMsg) {
 				t.Fatalf("invalid = %+v; want reason %s and a message with %q", ci.invalid, tc.wantReason, tc.wantInMsg)
 			}
-			if len(ci.hosts) != 0 || len(ci.services) != 0 || len(services.services) != 0 {
-				t.Errorf("an invalid ingress holds hosts %v or services %v", ci.hosts, services.services)
+			if len(ci.hosts) != 0 || len(ci.services) != 0 || services.Len() != 0 {
+				t.Errorf("an invalid ingress holds hosts %v or services %v (%d registered)", ci.hosts, ci.services, services.Len())
 			}
 		})
 	}
@@ -82,7 +83,7 @@ func TestCompileVisibilityAndOrder(t *testing.T) {
 		),
 		localRule([]string{"a.ns.svc.cluster.local", "a.ns"}, path("/internal", splitTo("internal", 100))),
 	)
-	ci := compileIngress(ing, NewRegistry())
+	ci := compileIngress(ing, backends.NewRegistry())
 	if ci.invalid != nil {
 		t.Fatal(ci.invalid)
 	}
@@ -127,7 +128,7 @@ func TestCompileVisibilityAndOrder(t *testing.T) {
 
 func TestSplitDistribution(t *testing.T) {
 	ci := compileIngress(newIngress("a", 0, externalRule([]string{"a.example.com"},
-		path("", splitTo("a-1", 90), splitTo("a-0", 0), splitTo("a-2", 10)))), NewRegistry())
+		path("", splitTo("a-1", 90), splitTo("a-0", 0), splitTo("a-2", 10)))), backends.NewRegistry())
 	rt := ci.hosts["a.example.com"].external[0]
 
 	// Every roll lands on the split that owns it: 0..89 the first, 90..99 the last,

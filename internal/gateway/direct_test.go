@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
 // seen is what a backend received.
@@ -41,14 +43,14 @@ func newTwoWays(t *testing.T, rt *Route, sp *Split, answer http.HandlerFunc) *tw
 	t.Cleanup(tw.backend.Close)
 	f := newForwarder(Options{}.withDefaults(), NewMetrics())
 	if sp.Service == nil {
-		sp.Service = &Service{Key: key("svc")}
+		sp.Service = &backends.Service{Key: key("svc")}
 	}
 	handler := func(viaDirect bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rr := &routedRequest{route: rt, split: sp, revision: "rev-1", start: start,
-				target: &Target{Addr: tw.backend.Listener.Addr().String(), IP: "127.0.0.1"}}
-			rr.timer.limits, rr.timer.start = Timeouts{Total: 10 * time.Second}, start
+				target: &backends.Target{Addr: tw.backend.Listener.Addr().String(), IP: "127.0.0.1"}}
+			rr.timer.limits, rr.timer.start = backends.Timeouts{Total: 10 * time.Second}, start
 			ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 			defer func() {
 				rr.timer.stop()
@@ -304,7 +306,7 @@ func TestDirectResponses(t *testing.T) {
 }
 
 func TestDirectSelection(t *testing.T) {
-	rr := &routedRequest{route: &Route{}, split: &Split{}, target: &Target{}}
+	rr := &routedRequest{route: &Route{}, split: &Split{}, target: &backends.Target{}}
 	for _, tc := range []struct {
 		raw  string
 		h2c  bool

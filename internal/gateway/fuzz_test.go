@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -75,7 +76,7 @@ func FuzzRouteHost(f *testing.F) {
 	for _, rule := range fuzzRules {
 		for _, path := range rule.HTTP.Paths {
 			name := path.Splits[0].ServiceName
-			g.services.Update(key(name), BuildEndpoints(serviceWithPort(name),
+			g.services.Update(key(name), backends.BuildEndpoints(serviceWithPort(name),
 				[]discoveryv1.EndpointSlice{sliceFor(name, 8012, "10.244.0.1")}, func(string) bool { return true }))
 		}
 	}

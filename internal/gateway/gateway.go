@@ -12,34 +12,36 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
-	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+const (
+	// ReplicaLabel marks a gateway replica's Lease (Options.LeaseNamespace).
+	ReplicaLabel = backends.ReplicaLabel
+	// ServesAnnotation on a replica's Lease records the KIngress generations it
+	// has programmed and their status does not yet say.
+	ServesAnnotation = backends.ServesAnnotation
 )
 
 // Gateway is Ferry's data plane: the KIngress and endpoint reconcilers that program a
 // routing table, and the two HTTP listeners that serve it.
 type Gateway struct {
 	opts       Options
-	services   *Registry
+	services   *backends.Registry
 	programmer *Programmer
 	metrics    *Metrics
 	forwarder  *forwarder
 	activator  *activator
 	// reporter sends the load reports; nil without Options.Stats.
-	reporter *Reporter
+	reporter *backends.Reporter
 	external *listener
 	local    *listener
 	// https serves spec.tls with the certificates in tlsStore; nil without
@@ -51,7 +53,7 @@ type Gateway struct {
 // New returns a Gateway; SetupWithManager wires it into a manager.
 func New(opts Options) *Gateway {
 	opts = opts.withDefaults()
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	m := NewMetrics()
 	services.OnForget = m.Forget
 	g := &Gateway{
@@ -66,8 +68,8 @@ func New(opts Options) *Gateway {
 		g.tlsStore = NewTLSStore(func(reason string) { m.TLSRefused.WithLabelValues(reason).Inc() })
 	}
 	if opts.Stats != nil {
-		g.activator.active = &ActiveSet{}
-		g.reporter = NewReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
+		g.activator.active = &backends.ActiveSet{}
+		g.reporter = backends.NewReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
 	}
 	return g
 }
@@ -86,13 +88,6 @@ const readHeaderTimeout = 10 * time.Second
 func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 	if err := g.metrics.Register(g.opts.Registry); err != nil {
 		return fmt.Errorf("registering gateway metrics: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{},
-		endpointSliceServiceIndex, endpointSliceService); err != nil {
-		return fmt.Errorf("indexing EndpointSlices by Service: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podRevisionIndex, podRevision); err != nil {
-		return fmt.Errorf("indexing pods by Revision: %w", err)
 	}
 
 	ingresses := &ingressReconciler{
@@ -126,23 +121,8 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
 	}
 
-	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: g.services,
-		simulatedPods: g.opts.SimulatedPods, dialSimulated: g.opts.DialSimulatedPods}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-endpoints").
-		For(&corev1.Service{}).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceOwner)).
-		// A Revision's spec says its port, concurrency and timeout; its status changes
-		// nothing here.
-		Watches(&servingv1.Revision{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return asEndpoint(e.ObjectOld.(*corev1.Pod)) != asEndpoint(e.ObjectNew.(*corev1.Pod))
-			},
-		})).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 2}).
-		Complete(endpoints); err != nil {
-		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
+	if err := backends.SetupEndpoints(mgr, g.services, g.opts.SimulatedPods, g.opts.DialSimulatedPods); err != nil {
+		return err
 	}
 
 	if g.tlsStore != nil {
@@ -195,36 +175,6 @@ func (g *Gateway) servers() *listeners {
 		all = append(all, g.https)
 	}
 	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
-}
-
-// sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
-// known object, tombstones unwrapped by controller-runtime, so the label is there.
-func sliceOwner(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[discoveryv1.LabelServiceName]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// podOwner maps a pod to its Revision, by the label the Revision's Deployment gives
-// its pods (the cache holds only such pods).
-func podOwner(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[servingv1.RevisionLabelKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// endpointView is what of a pod its Revision's endpoints are built from.
-type endpointView struct {
-	ip, node           string
-	ready, terminating bool
-}
-
-func asEndpoint(pod *corev1.Pod) endpointView {
-	return endpointView{ip: pod.Status.PodIP, node: pod.Spec.NodeName, ready: podReady(pod), terminating: pod.DeletionTimestamp != nil}
 }
 
 // ExternalAddr is the address the external listener is bound to, or "" before
@@ -344,3 +294,20 @@ func (ls *listeners) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: every replica serves traffic.
 func (ls *listeners) NeedLeaderElection() bool { return false }
+
+// newReplicaSet is this replica's Lease in Options.LeaseNamespace: when the membership
+// changes, held requests look at their share again; a stop deletes the Lease once the
+// replica has no request in flight.
+func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) (*backends.ReplicaSet, error) {
+	// The Lease holds whole seconds, and the others count by what it holds.
+	if d := g.opts.LeaseDuration; d < time.Second || d%time.Second != 0 {
+		return nil, fmt.Errorf("gateway LeaseDuration (--lease-duration) %v: must be a whole number of seconds, at least 1s", d)
+	}
+	rs := backends.NewReplicaSet(mgr.GetClient(), g.opts.LeaseNamespace, g.opts.Source, g.opts.LeaseDuration, g.opts.DrainTimeout, requeue)
+	rs.OnChange = func(m backends.Membership) {
+		g.metrics.Replicas.Set(float64(m.Count))
+		g.services.WakeAll()
+	}
+	rs.Idle = g.services.Idle
+	return rs, nil
+}

@@ -14,9 +14,6 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 )
 
 // newH2CBackend serves HTTP/1.1 and h2c with prior knowledge, as a gRPC pod's Go
@@ -88,35 +85,6 @@ func TestProtocolToThePod(t *testing.T) {
 	line, _ := br.ReadString('\n')
 	if res.StatusCode != http.StatusSwitchingProtocols || line != "upgraded over HTTP/1.1\n" {
 		t.Errorf("upgrade to an h2c pod: %d, %q", res.StatusCode, line)
-	}
-}
-
-func TestSpeaksH2C(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		appProtocol *string
-		want        bool
-	}{
-		{name: "http", want: false},
-		{name: "h2c", want: true},
-		{name: "http2", want: true},
-		{name: "", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
-		{name: "http", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
-		{name: "h2c", appProtocol: ptr.To("http"), want: false},
-		{name: "http2", appProtocol: ptr.To(""), want: true},
-	} {
-		if got := speaksH2C(tc.name, tc.appProtocol); got != tc.want {
-			t.Errorf("port %q, appProtocol %v: h2c %v, want %v", tc.name, ptr.Deref(tc.appProtocol, "<nil>"), got, tc.want)
-		}
-	}
-
-	// A Service's slices say it: Knative's Revision Service, port 80 to 8013 with
-	// appProtocol kubernetes.io/h2c.
-	slice := sliceFor("rev-1", 8013, "10.0.0.1")
-	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
-	se := BuildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
-	if ts := se.targets(intstr.FromInt32(80)); ts.Empty() || !ts.targets[0].H2C {
-		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
 	}
 }
 

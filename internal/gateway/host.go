@@ -2,7 +2,7 @@ package gateway
 
 import "strings"
 
-// canonicalHost turns a Host header (or a rule's host) into the key the routing table
+// CanonicalHost turns a Host header (or a rule's host) into the key the routing table
 // is indexed by: lowercase, without port and without the trailing dot of a fully
 // qualified name. ok is false when h cannot name a host, so that the caller answers 400
 // instead of looking up garbage. It does not allocate for the common already-lowercase

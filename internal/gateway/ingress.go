@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// servedHere reports whether the gateway implements ing's ingress class.
+// ServedHere reports whether the gateway implements ing's ingress class.
 func ServedHere(ing *v1alpha1.Ingress) bool {
 	class := ing.Annotations[v1alpha1.IngressClassAnnotationKey]
 	return class == "" || class == v1alpha1.IngressClass
@@ -26,7 +27,7 @@ type ingressReconciler struct {
 	client client.Client
 	// apiReader reads past the cache after a write conflict.
 	apiReader  client.Reader
-	services   *Registry
+	services   *backends.Registry
 	programmer *Programmer
 	// requeue feeds back ingresses whose hosts changed hands while programming
 	// another one.
@@ -35,7 +36,7 @@ type ingressReconciler struct {
 	publicDomain, privateDomain string
 	// replicas are the other gateway replicas, whose records say whether they serve
 	// an ingress; nil: this replica is alone.
-	replicas *ReplicaSet
+	replicas *backends.ReplicaSet
 }
 
 func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -66,7 +67,7 @@ func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	// program has published the table holding ci: from here on, a Ready status for
 	// this generation is true of this replica's data plane. The others say so in
 	// their Leases; until they all do, it is not Ready.
-	if ing.Status.ObservedGeneration < ci.generation || WaitingForReplicas(&ing.Status) {
+	if ing.Status.ObservedGeneration < ci.generation || backends.WaitingForReplicas(&ing.Status) {
 		r.replicas.Programmed(ci.key, ci.generation)
 	}
 	allServe := r.replicas.ServedByAll(ctx, ci.key, ci.generation)

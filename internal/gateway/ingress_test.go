@@ -6,11 +6,10 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -19,7 +18,7 @@ import (
 )
 
 func TestMarkStatus(t *testing.T) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), services)
 
 	var status v1alpha1.IngressStatus
@@ -51,17 +50,6 @@ func TestMarkStatus(t *testing.T) {
 	}
 }
 
-func newTestScheme(t *testing.T) *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	return scheme
-}
-
 func TestIngressReconciler(t *testing.T) {
 	ctx := context.Background()
 	young := simpleIngress("young", 10, "young-1", "shared.example.com")
@@ -75,7 +63,7 @@ func TestIngressReconciler(t *testing.T) {
 			statusWrites++
 			return c.SubResource(sub).Update(ctx, o, opts...)
 		}}).Build()
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	r := &ingressReconciler{client: c, apiReader: c, services: services, programmer: NewProgrammer(services),
 		requeue: make(chan event.GenericEvent, 10), publicDomain: "pub", privateDomain: "priv"}
 	reconcileKey := func(name string) {
@@ -154,7 +142,7 @@ func TestUpdateStatusStopsAtANewerGeneration(t *testing.T) {
 		}}).Build()
 	// The API server already holds generation 2, which the cache has not seen yet.
 	apiServer := fake.NewClientBuilder().WithScheme(scheme).WithObjects(newer).Build()
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	r := &ingressReconciler{client: c, apiReader: apiServer, services: services, programmer: NewProgrammer(services)}
 
 	ci := compileIngress(ing, services)

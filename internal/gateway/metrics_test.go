@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -46,7 +47,7 @@ func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
 // it must not allocate.
 func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
 	m := NewMetrics()
-	svc := &Service{Key: key("app-1")}
+	svc := &backends.Service{Key: key("app-1")}
 	m.countRequest(svc, "app.example.com", 200, "app-1")
 	m.observeUpstream(svc, "app-1", 0.001)
 	if n := testing.AllocsPerRun(100, func() {
@@ -69,7 +70,7 @@ func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
 // the per-Service children, with them.
 func BenchmarkCountRequest(b *testing.B) {
 	m := NewMetrics()
-	svc := &Service{Key: key("app-1")}
+	svc := &backends.Service{Key: key("app-1")}
 	hosts := []string{"app.ns.example.com", "app.ns.svc.cluster.local", "app.ns.svc", "app.ns"}
 	b.Run("vector", func(b *testing.B) {
 		b.ReportAllocs()

@@ -6,14 +6,15 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// programmer owns the compiled ingresses and decides which one serves each host. Each
+// Programmer owns the compiled ingresses and decides which one serves each host. Each
 // change is applied incrementally: only the hosts of the changed ingress are
 // re-decided, and only their shards are copied into the next table.
 type Programmer struct {
-	services *Registry
+	services *backends.Registry
 	// current is what the listeners read.
 	current atomic.Pointer[Table]
 
@@ -30,7 +31,7 @@ type hostConflict struct {
 	owner types.NamespacedName
 }
 
-func NewProgrammer(services *Registry) *Programmer {
+func NewProgrammer(services *backends.Registry) *Programmer {
 	p := &Programmer{
 		services:  services,
 		ingresses: map[types.NamespacedName]*compiledIngress{},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,12 +22,8 @@ func servedBy(p *Programmer, host string) string {
 	return routes[0].splits[0].Service.Key.Name
 }
 
-func simpleIngress(name string, age int, service string, hosts ...string) *v1alpha1.Ingress {
-	return newIngress(name, age, externalRule(hosts, path("", splitTo(service, 100))))
-}
-
 func TestProgramHostConflict(t *testing.T) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	p := NewProgrammer(services)
 	program := func(ing *v1alpha1.Ingress) ([]hostConflict, []types.NamespacedName) {
 		return p.program(compileIngress(ing, services))
@@ -59,13 +56,13 @@ func TestProgramHostConflict(t *testing.T) {
 	if !slices.Equal(affected, []types.NamespacedName{key("young")}) || servedBy(p, "shared.example.com") != "young-svc" {
 		t.Errorf("after forget: affected %v, served by %q", affected, servedBy(p, "shared.example.com"))
 	}
-	if _, ok := services.services[key("old-svc")]; ok {
+	if services.Lookup(key("old-svc")) != nil {
 		t.Error("the forgotten ingress's service is still registered")
 	}
 }
 
 func TestProgramEqualAgesOrderByName(t *testing.T) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	p := NewProgrammer(services)
 	p.program(compileIngress(simpleIngress("b", 0, "b-svc", "x.example.com"), services))
 	p.program(compileIngress(simpleIngress("a", 0, "a-svc", "x.example.com"), services))
@@ -75,7 +72,7 @@ func TestProgramEqualAgesOrderByName(t *testing.T) {
 }
 
 func TestProgramInvalidIngressReleasesItsHosts(t *testing.T) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	p := NewProgrammer(services)
 	p.program(compileIngress(simpleIngress("old", 20, "old-svc", "x.example.com"), services))
 	p.program(compileIngress(simpleIngress("young", 10, "young-svc", "x.example.com"), services))
@@ -93,7 +90,7 @@ func TestProgramInvalidIngressReleasesItsHosts(t *testing.T) {
 }
 
 func TestProgramPublishesOnlyChanges(t *testing.T) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	p := NewProgrammer(services)
 	ci := compileIngress(simpleIngress("a", 0, "a-svc", "a.example.com"), services)
 	p.program(ci)
@@ -120,7 +117,7 @@ func TestProgramPublishesOnlyChanges(t *testing.T) {
 }
 
 func TestProgramRequeuesEveryClaimantWhenAHostChangesHands(t *testing.T) {
-	services := NewRegistry()
+	services := backends.NewRegistry()
 	p := NewProgrammer(services)
 	p.program(compileIngress(simpleIngress("owner", 10, "owner-svc", "x.example.com"), services))
 	p.program(compileIngress(simpleIngress("loser", 5, "loser-svc", "x.example.com"), services))

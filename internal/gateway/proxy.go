@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
-// proxy is the handler of one listener: it routes a request through the current table
+// listenerHandler is the handler of one listener: it routes a request through the current table
 // and hands it to the shared forwarder.
 type listenerHandler struct {
 	// external selects the ExternalIP routes only.
@@ -31,7 +33,7 @@ type listenerHandler struct {
 type routedRequest struct {
 	route    *Route
 	split    *Split
-	target   *Target
+	target   *backends.Target
 	revision string
 	// start is the arrival.
 	start time.Time
@@ -63,19 +65,19 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sp := rt.Pick(p.roll)
 	svc := sp.Service
-	se := svc.endpoints.Load()
+	se := svc.Endpoints()
 	start := time.Now()
-	rr := &routedRequest{route: rt, split: sp, revision: svc.revisionName(se), start: start}
-	rr.timer.limits, rr.timer.start = se.limits(p.activator.timeout), start
+	rr := &routedRequest{route: rt, split: sp, revision: svc.RevisionName(se), start: start}
+	rr.timer.limits, rr.timer.start = se.Limits(p.activator.timeout), start
 	// From here until finish the request counts as in flight for its revision, held
 	// or not: it is demand. Deferred, as the forwarder aborts the handler with a
 	// panic when the upstream body breaks off after the headers went out.
-	svc.Load.Begin(Micros(start), p.activator.active)
+	svc.Load.Begin(backends.Micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
 	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
-	targets := se.targets(sp.Port)
-	if rr.target = targets.Acquire(se.limit(), p.activator.replicas.Members()); rr.target != nil {
-		rr.target.Pod.Began(Micros(start))
+	targets := se.Targets(sp.Port)
+	if rr.target = targets.Acquire(se.Limit(), p.activator.replicas.Members()); rr.target != nil {
+		rr.target.Pod.Began(backends.Micros(start))
 	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.Empty()); rr.target == nil {
 		return
 	}
@@ -94,12 +96,12 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // finish ends a routed request: its slot on the endpoint is given back (waking a
 // waiter if one waits for it), its time in flight is accounted, and its answer
 // counted.
-func (p *listenerHandler) finish(svc *Service, host string, rr *routedRequest) {
+func (p *listenerHandler) finish(svc *backends.Service, host string, rr *routedRequest) {
 	if kind := rr.timer.stop(); kind != running {
 		p.metrics.Timeouts.WithLabelValues(timeoutNames[kind]).Inc()
 	}
 	rr.timer.cancel(nil)
-	end := Micros(time.Now())
+	end := backends.Micros(time.Now())
 	if rr.target != nil {
 		rr.target.Release(end)
 		// One atomic load while nobody waits, which is nearly always.
@@ -112,7 +114,7 @@ func (p *listenerHandler) finish(svc *Service, host string, rr *routedRequest) {
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
-func (p *listenerHandler) reject(w http.ResponseWriter, svc *Service, host, revision string, code int, format string, args ...any) {
+func (p *listenerHandler) reject(w http.ResponseWriter, svc *backends.Service, host, revision string, code int, format string, args ...any) {
 	p.metrics.countRequest(svc, host, code, revision)
 	writeError(w, code, format, args...)
 }

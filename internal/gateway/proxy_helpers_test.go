@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/prometheus/client_golang/prometheus"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -77,9 +78,9 @@ func (tg *testGateway) program(ing *v1alpha1.Ingress) {
 }
 
 // serve points the Service name at the given backends.
-func (tg *testGateway) serve(name string, backends ...*httptest.Server) {
+func (tg *testGateway) serve(name string, servers ...*httptest.Server) {
 	var addrs []string
-	for _, b := range backends {
+	for _, b := range servers {
 		addrs = append(addrs, b.Listener.Addr().String())
 	}
 	tg.serveAddrs(name, addrs...)
@@ -94,7 +95,7 @@ func (tg *testGateway) serveAddrs(name string, addrs ...string) {
 		s.Name = name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.Update(key(name), BuildEndpoints(serviceWithPort(name), slices, notSimulated))
+	tg.services.Update(key(name), backends.BuildEndpoints(serviceWithPort(name), slices, notSimulated))
 }
 
 func (tg *testGateway) externalURL(path string) string { return "http://" + tg.ExternalAddr() + path }

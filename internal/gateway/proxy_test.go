@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -92,7 +93,7 @@ func TestProxyErrorAnswers(t *testing.T) {
 	closed := newEchoBackend(t, "gone")
 	closed.Close()
 	g.serve("gone-1", closed)
-	g.services.Update(key("kwok-1"), BuildEndpoints(serviceWithPort("kwok-1"),
+	g.services.Update(key("kwok-1"), backends.BuildEndpoints(serviceWithPort("kwok-1"),
 		[]discoveryv1.EndpointSlice{sliceFor("kwok-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
 		path("/empty", splitTo("empty-1", 100)),

@@ -4,10 +4,11 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// virtualHost holds what one host serves on each listener. It is immutable once
+// VirtualHost holds what one host serves on each listener. It is immutable once
 // compiled, so tables share it and compare it by pointer.
 type VirtualHost struct {
 	// external holds the paths of ExternalIP rules: all the external listener serves.
@@ -17,7 +18,7 @@ type VirtualHost struct {
 	local []*Route
 }
 
-// routes returns the paths a listener serves for this host, most specific first.
+// Routes returns the paths a listener serves for this host, most specific first.
 func (vh *VirtualHost) Routes(external bool) []*Route {
 	if vh == nil {
 		return nil
@@ -28,7 +29,7 @@ func (vh *VirtualHost) Routes(external bool) []*Route {
 	return vh.local
 }
 
-// route is one compiled HTTPIngressPath.
+// Route is one compiled HTTPIngressPath.
 type Route struct {
 	prefix        string
 	headers       []Header // all must match, names in canonical form
@@ -41,16 +42,16 @@ type Route struct {
 
 type Header struct{ Name, Value string }
 
-// split is one weighted backend of a route.
+// Split is one weighted backend of a route.
 type Split struct {
-	Service *Service
+	Service *backends.Service
 	Port    intstr.IntOrString
 	// upTo is the exclusive upper bound of this split's slice of [0,total).
 	upTo          int
 	AppendHeaders []Header
 }
 
-// matchRoute returns the first route that matches r; routes are sorted most specific
+// MatchRoute returns the first route that matches r; routes are sorted most specific
 // first, so that is the longest matching prefix, preferring header matches.
 func MatchRoute(routes []*Route, r *http.Request) *Route {
 	for _, rt := range routes {
@@ -75,7 +76,7 @@ func (rt *Route) matches(r *http.Request) bool {
 	return true
 }
 
-// pick chooses a split by weight; roll returns a uniform int in [0,n).
+// Pick chooses a split by weight; roll returns a uniform int in [0,n).
 func (rt *Route) Pick(roll func(n int) int) *Split {
 	if len(rt.splits) == 1 {
 		return &rt.splits[0]
@@ -94,7 +95,7 @@ func (rt *Route) Pick(roll func(n int) int) *Split {
 // whose paths rewrite hosts into each other cannot loop.
 const maxHostRewrites = 4
 
-// follow returns the route that serves r when rt rewrites the Host to one this gateway
+// Follow returns the route that serves r when rt rewrites the Host to one this gateway
 // serves: the request is routed again under that host, as the cluster-local listener
 // would route it. This is how Knative's ingresses serve a DomainMapping: its KIngress
 // rewrites the mapped domain to the target's cluster-local host and sends the request

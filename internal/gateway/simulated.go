@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"golang.org/x/sync/semaphore"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
 // On ferry up, kwok's pods have no process; the gateway answers for them. So that
@@ -16,49 +15,6 @@ import (
 // requests at once, as Knative's autoscale test image does with ?sleep=. The request
 // keeps its slot on the pod and stays in flight for its revision meanwhile: the
 // autoscaler sees it as concurrency, and containerConcurrency applies.
-
-// simulation is how a Revision's simulated pods answer, from its annotations.
-type Simulation struct {
-	// serviceTime is the answer's delay for a request without ?sleep=.
-	ServiceTime time.Duration
-	// capacity is how many requests a pod serves at once; 0 is no limit.
-	Capacity int64
-}
-
-// simulationOf reads a Revision's serving.ferry.dev/simulated-* annotations. Admission
-// refuses bad values; one that got in before (or past) it counts as unset.
-func simulationOf(annotations map[string]string) Simulation {
-	var s Simulation
-	if v, ok := annotations[servingv1.SimulatedServiceTimeAnnotationKey]; ok {
-		s.ServiceTime, _ = servingv1.ParseSimulatedServiceTime(v)
-	}
-	if v, ok := annotations[servingv1.SimulatedCapacityAnnotationKey]; ok {
-		s.Capacity, _ = servingv1.ParseSimulatedCapacity(v)
-	}
-	return s
-}
-
-// simulatedPod is the serving side of one simulated pod: its capacity's semaphore,
-// kept on its podSlot so that it outlives endpoint swaps, as the pod does.
-type simulatedPod struct {
-	capacity int64
-	busy     *semaphore.Weighted
-}
-
-// seats returns the pod's semaphore for capacity, replacing it if the Revision's
-// capacity changed (requests in flight release the one they took).
-func (p *PodSlot) Seats(capacity int64) *semaphore.Weighted {
-	for {
-		cur := p.sim.Load()
-		if cur != nil && cur.capacity == capacity {
-			return cur.busy
-		}
-		next := &simulatedPod{capacity: capacity, busy: semaphore.NewWeighted(capacity)}
-		if p.sim.CompareAndSwap(cur, next) {
-			return next.busy
-		}
-	}
-}
 
 // parseSleep reads ?sleep= as Knative's autoscale image does: milliseconds, or a Go
 // duration; not negative. ok is false without the parameter.
@@ -85,8 +41,8 @@ func parseSleep(r *http.Request) (d time.Duration, ok bool, err error) {
 // answer names the revision and the pod, so that a client sees where the request was
 // routed.
 func answerSimulated(w http.ResponseWriter, r *http.Request, rr *routedRequest) {
-	var sim Simulation
-	if se := rr.split.Service.endpoints.Load(); se != nil {
+	var sim backends.Simulation
+	if se := rr.split.Service.Endpoints(); se != nil {
 		sim = se.Simulation
 	}
 	sleep, asked, err := parseSleep(r)

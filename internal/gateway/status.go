@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
 // markStatus writes into status what programming ci produced. It leaves unchanged
@@ -36,7 +37,7 @@ func markStatus(status *v1alpha1.IngressStatus, ci *compiledIngress, conflicts [
 	}
 	conditions.MarkTrue(v1alpha1.IngressConditionNetworkConfigured)
 	if !allServe && !wasReady {
-		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, ReasonWaitingForReplicas, MessageWaitingForReplicas)
+		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, backends.ReasonWaitingForReplicas, backends.MessageWaitingForReplicas)
 		return
 	}
 	conditions.MarkTrue(v1alpha1.IngressConditionLoadBalancerReady)

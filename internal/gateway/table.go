@@ -9,7 +9,7 @@ import (
 // shard instead of a map of every host (see docs/gateway.md for the numbers).
 const tableShards = 256
 
-// table is an immutable routing snapshot. Listeners load the current one with an
+// Table is an immutable routing snapshot. Listeners load the current one with an
 // atomic read per request and never lock; the programmer publishes a new one per
 // change, sharing every untouched shard with its predecessor.
 type Table struct {
@@ -22,7 +22,7 @@ func shardOf(host string) int {
 	return int(maphash.String(shardSeed, host) % tableShards)
 }
 
-// lookup returns what a canonical host serves, or nil.
+// Lookup returns what a canonical host serves, or nil.
 func (t *Table) Lookup(host string) *VirtualHost {
 	return t.shards[shardOf(host)][host]
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 )
 
 // Knative's three request timeouts, enforced as its queue-proxy and activator do
@@ -25,12 +27,6 @@ import (
 // started, bytes flowed) sets itself for the next. A timeout cancels the request's
 // context; the handler's goroutine, which alone writes the answer, then answers 504
 // naming the Revision and the timeout, or cuts a response already under way.
-
-// timeouts are a revision's limits; 0 is none (total always has one, until the
-// response starts).
-type Timeouts struct {
-	Total, ResponseStart, Idle time.Duration
-}
 
 // timeoutKind is the state of a request's timer: running, finished, or the timeout
 // that ended the request.
@@ -57,7 +53,7 @@ var errTimedOut = errors.New("revision timeout")
 // requestTimer is a routed request's share of the timeouts. Its fields other than
 // limits are shared with the timer's callback.
 type requestTimer struct {
-	limits Timeouts
+	limits backends.Timeouts
 	start  time.Time
 	cancel context.CancelCauseFunc
 	timer  atomic.Pointer[time.Timer]

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,23 +22,23 @@ func TestTimeoutDue(t *testing.T) {
 	s := time.Second
 	for _, tc := range []struct {
 		name     string
-		limits   Timeouts
+		limits   backends.Timeouts
 		started  bool
 		active   time.Duration
 		elapsed  time.Duration
 		wantKind timeoutKind
 		wantNext time.Duration
 	}{
-		{name: "total only", limits: Timeouts{Total: 5 * s}, elapsed: 2 * s, wantNext: 3 * s},
-		{name: "total passed", limits: Timeouts{Total: 5 * s}, elapsed: 5 * s, wantKind: timeoutTotal},
-		{name: "response start first", limits: Timeouts{Total: 5 * s, ResponseStart: 2 * s}, elapsed: s, wantNext: s},
-		{name: "response start passed", limits: Timeouts{Total: 5 * s, ResponseStart: 2 * s}, elapsed: 2 * s, wantKind: timeoutResponseStart},
-		{name: "response started: nothing left to time", limits: Timeouts{Total: 5 * s, ResponseStart: 2 * s}, started: true, elapsed: 2 * s, wantNext: noDeadline},
-		{name: "response started: total no longer applies, idle does", limits: Timeouts{Total: 5 * s, Idle: s}, started: true, active: 5500 * time.Millisecond, elapsed: 6 * s, wantNext: 500 * time.Millisecond},
-		{name: "idle from the arrival", limits: Timeouts{Total: 5 * s, Idle: s}, elapsed: s, wantKind: timeoutIdle},
-		{name: "idle after activity", limits: Timeouts{Total: 5 * s, Idle: s}, active: 1500 * time.Millisecond, elapsed: 2 * s, wantNext: 500 * time.Millisecond},
-		{name: "idle past total", limits: Timeouts{Total: 5 * s, Idle: s}, active: 4500 * time.Millisecond, elapsed: 5 * s, wantKind: timeoutTotal},
-		{name: "earliest of several", limits: Timeouts{Total: 5 * s, ResponseStart: 3 * s, Idle: 2 * s}, elapsed: 4 * s, wantKind: timeoutIdle},
+		{name: "total only", limits: backends.Timeouts{Total: 5 * s}, elapsed: 2 * s, wantNext: 3 * s},
+		{name: "total passed", limits: backends.Timeouts{Total: 5 * s}, elapsed: 5 * s, wantKind: timeoutTotal},
+		{name: "response start first", limits: backends.Timeouts{Total: 5 * s, ResponseStart: 2 * s}, elapsed: s, wantNext: s},
+		{name: "response start passed", limits: backends.Timeouts{Total: 5 * s, ResponseStart: 2 * s}, elapsed: 2 * s, wantKind: timeoutResponseStart},
+		{name: "response started: nothing left to time", limits: backends.Timeouts{Total: 5 * s, ResponseStart: 2 * s}, started: true, elapsed: 2 * s, wantNext: noDeadline},
+		{name: "response started: total no longer applies, idle does", limits: backends.Timeouts{Total: 5 * s, Idle: s}, started: true, active: 5500 * time.Millisecond, elapsed: 6 * s, wantNext: 500 * time.Millisecond},
+		{name: "idle from the arrival", limits: backends.Timeouts{Total: 5 * s, Idle: s}, elapsed: s, wantKind: timeoutIdle},
+		{name: "idle after activity", limits: backends.Timeouts{Total: 5 * s, Idle: s}, active: 1500 * time.Millisecond, elapsed: 2 * s, wantNext: 500 * time.Millisecond},
+		{name: "idle past total", limits: backends.Timeouts{Total: 5 * s, Idle: s}, active: 4500 * time.Millisecond, elapsed: 5 * s, wantKind: timeoutTotal},
+		{name: "earliest of several", limits: backends.Timeouts{Total: 5 * s, ResponseStart: 3 * s, Idle: 2 * s}, elapsed: 4 * s, wantKind: timeoutIdle},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &requestTimer{limits: tc.limits}
@@ -66,7 +67,7 @@ func (tg *testGateway) serveRevisionSpec(name string, spec servingv1.RevisionSpe
 		pods = []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
 	}
-	tg.services.Update(key(name), BuildRevisionEndpoints(rev, pods, notSimulated))
+	tg.services.Update(key(name), backends.BuildRevisionEndpoints(rev, pods, notSimulated))
 }
 
 // TestRevisionTimeouts: each of Knative's timeouts ends a request as the client sees
@@ -195,7 +196,7 @@ func TestRevisionTimeouts(t *testing.T) {
 // TestTimerStopsWithTheRequest: a request answered in time stops its timer; its
 // context is not cancelled by a timeout later.
 func TestTimerStopsWithTheRequest(t *testing.T) {
-	rt := &requestTimer{limits: Timeouts{Total: 50 * time.Millisecond}, start: time.Now()}
+	rt := &requestTimer{limits: backends.Timeouts{Total: 50 * time.Millisecond}, start: time.Now()}
 	ctx := rt.arm(context.Background())
 	if kind := rt.stop(); kind != running {
 		t.Fatalf("stop = %v", kind)

@@ -52,7 +52,7 @@ type ingressTLS struct {
 	hosts   map[string]*hostTLS
 }
 
-// tlsStore holds the certificates by host. Writers rebuild the map under mu; the
+// TLSStore holds the certificates by host. Writers rebuild the map under mu; the
 // handshake and the redirect check read it with one atomic load.
 type TLSStore struct {
 	mu        sync.Mutex

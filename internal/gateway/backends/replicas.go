@@ -1,16 +1,13 @@
-package gateway
+package backends
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,12 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Gateway replicas find each other through Leases: each keeps one, labelled
-// ReplicaLabel, in Options.LeaseNamespace and renews it every third of its duration. A
+// ReplicaLabel, in the gateway's Options.LeaseNamespace and renews it every third of its duration. A
 // Lease whose renewTime is more than its duration old no longer counts; a replica that
 // stops deletes its own once its requests are done. From the live Leases, sorted by
 // name, every replica derives the same count and its own index, which split each
@@ -40,44 +35,9 @@ const (
 	// has programmed, while their status is not yet Ready for that generation, to the
 	// generation: JSON, for example {"default/hello":3}.
 	ServesAnnotation = "serving.ferry.dev/serves"
-
-	// reasonWaitingForReplicas and messageWaitingForReplicas are Knative's
-	// LoadBalancerReady Unknown (MarkLoadBalancerNotReady).
-	ReasonWaitingForReplicas  = "Uninitialized"
-	MessageWaitingForReplicas = "Waiting for load balancer to be ready"
 )
 
-// membership is how many replicas are live and which of them this one is, in the
-// order of their Lease names.
-type Membership struct{ Count, index int }
-
-var alone = &Membership{Count: 1}
-
-// share is the part of a pod's containerConcurrency c that replica index of count may
-// use, for the pod at position rank among its revision's endpoints (sorted by
-// address, as every replica sorts them). The revision's slots are dealt round robin:
-// slot s of the pod at rank p is number p·c+s and goes to replica (p·c+s) mod count.
-// So the replicas' shares of a pod sum to c, every replica gets ⌊c/count⌋ or one
-// more of each pod, and with c < count each pod's slots go to different replicas
-// pod after pod. A share can be 0: that replica may not send the pod anything.
-func share(c int64, rank int, m Membership) int64 {
-	if c <= 0 || m.Count <= 1 {
-		return c
-	}
-	first := int64(rank) * c
-	return slotsBelow(first+c, m) - slotsBelow(first, m)
-}
-
-// slotsBelow counts the slot numbers in [0, x) that go to replica m.index.
-func slotsBelow(x int64, m Membership) int64 {
-	i, n := int64(m.index), int64(m.Count)
-	if x <= i {
-		return 0
-	}
-	return (x-i-1)/n + 1
-}
-
-// replicaSet keeps this replica's Lease and reads the others'. A nil *replicaSet is a
+// ReplicaSet keeps this replica's Lease and reads the others'. A nil *ReplicaSet is a
 // replica alone: every share is the whole, and what it has programmed is served by
 // all.
 type ReplicaSet struct {
@@ -88,10 +48,10 @@ type ReplicaSet struct {
 	now       func() time.Time
 	// requeue takes the KIngresses whose Ready may change with the membership.
 	requeue chan<- event.GenericEvent
-	// onChange runs when the membership changes: held requests look at their share
+	// OnChange runs when the membership changes: held requests look at their share
 	// again.
 	OnChange func(Membership)
-	// idle reports whether this replica has no request in flight, for the stop.
+	// Idle reports whether this replica has no request in flight, for the stop.
 	Idle func() bool
 	// drainTimeout bounds how long a stopping replica waits for idle.
 	drainTimeout time.Duration
@@ -117,15 +77,18 @@ type parsedServes struct {
 	serves          map[string]int64
 }
 
-func NewReplicaSet(opts Options, c client.Client, requeue chan<- event.GenericEvent) *ReplicaSet {
-	rs := &ReplicaSet{client: c, namespace: opts.LeaseNamespace, holder: opts.Source, duration: opts.LeaseDuration,
-		now: time.Now, requeue: requeue, drainTimeout: opts.DrainTimeout, dirty: make(chan struct{}, 1),
+// NewReplicaSet is this replica's Lease, named after holder, in namespace: it counts
+// while renewed within duration, and a stop waits up to drainTimeout for Idle before
+// deleting it. requeue takes the KIngresses whose Ready the membership may change.
+func NewReplicaSet(c client.Client, namespace, holder string, duration, drainTimeout time.Duration, requeue chan<- event.GenericEvent) *ReplicaSet {
+	rs := &ReplicaSet{client: c, namespace: namespace, holder: holder, duration: duration,
+		now: time.Now, requeue: requeue, drainTimeout: drainTimeout, dirty: make(chan struct{}, 1),
 		serves: map[types.NamespacedName]int64{}, waiting: map[types.NamespacedName]bool{}, parsed: map[string]parsedServes{}}
 	rs.current.Store(alone)
 	return rs
 }
 
-// members is the current membership; one load per request.
+// Members is the current membership; one load per request.
 func (rs *ReplicaSet) Members() Membership {
 	if rs == nil {
 		return *alone
@@ -333,179 +296,4 @@ func (rs *ReplicaSet) collect(ctx context.Context) {
 			_ = client.IgnoreNotFound(rs.client.Delete(ctx, &leases[i], client.Preconditions{ResourceVersion: &leases[i].ResourceVersion}))
 		}
 	}
-}
-
-// programmed records that this replica serves generation gen of key; the record
-// reaches the Lease at once (one write for what accumulates meanwhile) when other
-// replicas read it.
-func (rs *ReplicaSet) Programmed(key types.NamespacedName, gen int64) {
-	if rs == nil {
-		return
-	}
-	rs.mu.Lock()
-	changed := rs.serves[key] != gen
-	rs.serves[key] = gen
-	rs.mu.Unlock()
-	// Alone, nobody reads the record: it waits for the next renewal, or for a
-	// replica to join (refresh writes it then).
-	if changed && rs.Members().Count > 1 {
-		rs.markDirty()
-	}
-}
-
-// forget drops a KIngress that is gone or no longer served here.
-func (rs *ReplicaSet) Forget(key types.NamespacedName) {
-	if rs == nil {
-		return
-	}
-	rs.mu.Lock()
-	delete(rs.waiting, key)
-	rs.mu.Unlock()
-}
-
-// servedByAll reports whether every live replica other than this one records
-// generation gen of key or a later one. It remembers a KIngress that waits, to look
-// again when the membership changes.
-func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName, gen int64) bool {
-	if rs == nil {
-		return true
-	}
-	leases, err := rs.leases(ctx)
-	if err != nil {
-		return false
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	all := true
-	for i := range leases {
-		l := &leases[i]
-		if l.Name == rs.name || rs.expiredFor(l) >= 0 {
-			continue
-		}
-		if rs.recordOf(l)[key.String()] < gen {
-			all = false
-			break
-		}
-	}
-	if all {
-		delete(rs.waiting, key)
-	} else {
-		rs.waiting[key] = true
-	}
-	return all
-}
-
-// recordOf parses a Lease's record, once per resourceVersion. An unreadable record
-// is empty: that replica serves nothing yet, as far as Ready goes. Called under mu.
-func (rs *ReplicaSet) recordOf(l *coordinationv1.Lease) map[string]int64 {
-	if p, ok := rs.parsed[l.Name]; ok && p.resourceVersion == l.ResourceVersion {
-		return p.serves
-	}
-	var serves map[string]int64
-	_ = json.Unmarshal([]byte(l.Annotations[ServesAnnotation]), &serves)
-	rs.parsed[l.Name] = parsedServes{resourceVersion: l.ResourceVersion, serves: serves}
-	return serves
-}
-
-// affected maps a Lease event to the KIngresses whose Ready it may decide: those in
-// its record, and those waiting here. It refreshes the membership first.
-func (rs *ReplicaSet) Affected(ctx context.Context, o client.Object) []reconcile.Request {
-	l, ok := o.(*coordinationv1.Lease)
-	if !ok || l.Namespace != rs.namespace || l.Labels[ReplicaLabel] == "" {
-		return nil
-	}
-	rs.refresh(ctx)
-	var serves map[string]int64
-	_ = json.Unmarshal([]byte(l.Annotations[ServesAnnotation]), &serves)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	var reqs []reconcile.Request
-	for key := range rs.waiting {
-		reqs = append(reqs, reconcile.Request{NamespacedName: key})
-	}
-	for s := range serves {
-		ns, name, ok := strings.Cut(s, "/")
-		if key := (types.NamespacedName{Namespace: ns, Name: name}); ok && !rs.waiting[key] {
-			reqs = append(reqs, reconcile.Request{NamespacedName: key})
-		}
-	}
-	return reqs
-}
-
-// prune drops from the record what no longer needs saying: KIngresses gone, and
-// those whose status has moved past waiting for that generation (Ready, or not
-// configured for a reason of their own).
-func (rs *ReplicaSet) prune(ctx context.Context) {
-	rs.mu.Lock()
-	keys := make(map[types.NamespacedName]int64, len(rs.serves))
-	for key, gen := range rs.serves {
-		keys[key] = gen
-	}
-	rs.mu.Unlock()
-	for key, gen := range keys {
-		ing := &v1alpha1.Ingress{}
-		err := rs.client.Get(ctx, key, ing)
-		if err != nil && !apierrors.IsNotFound(err) {
-			continue
-		}
-		if err == nil && (ing.Status.ObservedGeneration < gen || WaitingForReplicas(&ing.Status)) {
-			continue
-		}
-		rs.mu.Lock()
-		if rs.serves[key] == gen {
-			delete(rs.serves, key)
-		}
-		rs.mu.Unlock()
-	}
-}
-
-// waitingForReplicas says the status waits for a gateway replica.
-func WaitingForReplicas(status *v1alpha1.IngressStatus) bool {
-	c := v1alpha1.IngressConditions.Manage(&status.DeepCopy().Status).GetCondition(v1alpha1.IngressConditionLoadBalancerReady)
-	return c == nil || c.Reason == ReasonWaitingForReplicas
-}
-
-func ingressEvent(key types.NamespacedName) event.GenericEvent {
-	return event.GenericEvent{Object: &v1alpha1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
-}
-
-// newReplicaSet is this replica's Lease in Options.LeaseNamespace: when the membership
-// changes, held requests look at their share again; a stop deletes the Lease once the
-// replica has no request in flight.
-func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) (*ReplicaSet, error) {
-	// The Lease holds whole seconds, and the others count by what it holds.
-	if d := g.opts.LeaseDuration; d < time.Second || d%time.Second != 0 {
-		return nil, fmt.Errorf("gateway LeaseDuration (--lease-duration) %v: must be a whole number of seconds, at least 1s", d)
-	}
-	rs := NewReplicaSet(g.opts, mgr.GetClient(), requeue)
-	rs.OnChange = func(m Membership) {
-		g.metrics.Replicas.Set(float64(m.Count))
-		g.services.WakeAll()
-	}
-	rs.Idle = g.services.Idle
-	return rs, nil
-}
-
-// wakeAll wakes a waiter of every Service that has some.
-func (sr *Registry) WakeAll() {
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
-	for _, s := range sr.services {
-		if s.Room.Waiting.Load() > 0 {
-			s.Room.SlotFreed()
-		}
-	}
-}
-
-// idle says no request is in flight or held, in any Service.
-func (sr *Registry) Idle() bool {
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
-	t := Micros(time.Now())
-	for _, s := range sr.services {
-		if _, n := s.Load.Read(t); n > 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -1,9 +1,7 @@
-package gateway
+package backends
 
 import (
-	"context"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,7 +61,7 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 	busy, idle, notRevision := services.services[key("busy-1")], services.services[key("idle-1")], services.services[key("plain")]
 
 	set := &ActiveSet{}
-	r := NewReporter(&recordingSink{}, "gw-1", time.Second, set)
+	r := NewReporter(discardSink{}, "gw-1", time.Second, set)
 	t0 := clockBase.Add(time.Hour)
 	at := func(d time.Duration) uint64 { return Micros(t0.Add(d)) }
 	r.last = t0
@@ -81,7 +79,7 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 	notRevision.Load.Begin(at(0), set)
 	notRevision.Load.End(at(time.Second))
 
-	report := r.collect(t0.Add(2 * time.Second))
+	report := r.Collect(t0.Add(2 * time.Second))
 	if report.Source != "gw-1" || report.Period != 2*time.Second || !report.Time.Equal(t0.Add(2*time.Second)) {
 		t.Errorf("report header %+v", report)
 	}
@@ -96,7 +94,7 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 
 	// Period 2 (1s): busy-1's request runs on to 2.5s; idle-1 has nothing.
 	busy.Load.End(at(2500 * time.Millisecond))
-	report = r.collect(t0.Add(3 * time.Second))
+	report = r.Collect(t0.Add(3 * time.Second))
 	if len(report.Stats) != 1 || report.Stats[0].Revision != "busy-1" || !near(report.Stats[0].AverageConcurrency, 0.5) ||
 		report.Stats[0].Requests != 0 {
 		t.Errorf("period 2: %+v", report.Stats)
@@ -106,99 +104,18 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 	}
 
 	// Period 3: nothing at all. Period 4: idle-1 wakes up and is reported again.
-	if report = r.collect(t0.Add(4 * time.Second)); len(report.Stats) != 0 || len(r.tracked) != 0 {
+	if report = r.Collect(t0.Add(4 * time.Second)); len(report.Stats) != 0 || len(r.tracked) != 0 {
 		t.Errorf("period 3: %+v, %d tracked", report.Stats, len(r.tracked))
 	}
 	idle.Load.Begin(at(4*time.Second), set)
 	idle.Load.End(at(4500 * time.Millisecond))
-	if report = r.collect(t0.Add(5 * time.Second)); len(report.Stats) != 1 || report.Stats[0].Revision != "idle-1" ||
+	if report = r.Collect(t0.Add(5 * time.Second)); len(report.Stats) != 1 || report.Stats[0].Revision != "idle-1" ||
 		!near(report.Stats[0].AverageConcurrency, 0.5) {
 		t.Errorf("period 4: %+v", report.Stats)
 	}
 }
 
 func near(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
-
-// Requests through the gateway, held ones included, are what the reporter reports.
-func TestGatewayReportsItsRequests(t *testing.T) {
-	sink := &recordingSink{}
-	g := startGatewayReporting(t, Options{Stats: sink, Source: "gw-test"}, false)
-	g.reporter.last = time.Now()
-	backend := newCountingBackend(t, "acct", 100*time.Millisecond)
-	g.serveRevision(revisionService("acct-1", 0, 0), backend.Server)
-	g.serveRevision(revisionService("cold-1", 0, 0))
-	g.route("acct.example.com", "acct-1")
-	g.route("cold.example.com", "cold-1")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	held := g.send(ctx, "cold.example.com", "/")
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() {
-			if a := <-g.send(context.Background(), "acct.example.com", "/"); a.code != 200 {
-				t.Errorf("%d %q", a.code, a.body)
-			}
-		})
-	}
-	wg.Wait()
-	cold := g.service("cold-1")
-	eventually(t, "the held request", func() bool { return cold.Room.Waiting.Load() == 1 })
-	start := g.reporter.last
-	report := g.reporter.collect(time.Now())
-	period := report.Period.Seconds()
-	got := map[string]stats.Stat{}
-	for _, s := range report.Stats {
-		got[s.Revision] = s
-	}
-	// Two requests of at least 100ms: at least 0.2 request-seconds over the period.
-	if area := got["acct-1"].AverageConcurrency * period; got["acct-1"].Requests != 2 || area < 0.2 || area > 0.2+period/2 {
-		t.Errorf("acct-1: %+v over %v (area %.3fs)", got["acct-1"], report.Period, area)
-	}
-	// The held request has been in flight since it arrived, after start.
-	if c := got["cold-1"]; c.Requests != 1 || c.AverageConcurrency <= 0 || c.AverageConcurrency > 1 {
-		t.Errorf("cold-1: %+v", c)
-	}
-	if report.Source != "gw-test" || report.Time.Before(start) {
-		t.Errorf("report %+v", report)
-	}
-
-	// Next period: the held request is still demand; acct-1 was idle.
-	time.Sleep(20 * time.Millisecond)
-	report = g.reporter.collect(time.Now())
-	if len(report.Stats) != 1 || report.Stats[0].Revision != "cold-1" || !near(report.Stats[0].AverageConcurrency, 1) {
-		t.Errorf("second period: %+v", report.Stats)
-	}
-	cancel()
-	<-held
-	eventually(t, "the held request to end", func() bool { return cold.Room.Waiting.Load() == 0 })
-}
-
-func TestReporterRunsEveryInterval(t *testing.T) {
-	sink := &recordingSink{}
-	g := startGateway(t, Options{Stats: sink, ReportInterval: 20 * time.Millisecond})
-	g.services.Update(key("sim-1"), BuildEndpoints(serviceWithPort("sim-1"),
-		[]discoveryv1.EndpointSlice{sliceFor("sim-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
-	g.route("sim.example.com", "sim-1")
-	if a := <-g.send(context.Background(), "sim.example.com", "/"); a.code != 200 {
-		t.Fatalf("%d %q", a.code, a.body)
-	}
-	eventually(t, "a report of the request", func() bool {
-		sink.mu.Lock()
-		defer sink.mu.Unlock()
-		for _, r := range sink.reports {
-			for _, s := range r.Stats {
-				if s.Revision == "sim-1" && s.Requests == 1 {
-					return true
-				}
-			}
-		}
-		return false
-	})
-	if g.reporter.NeedLeaderElection() {
-		t.Error("the reporter waits for leader election")
-	}
-}
 
 // BenchmarkAccounting is what the accounting adds to each request: the clock twice,
 // arrival and end on the revision, taking and giving back a slot on one of three
@@ -214,7 +131,7 @@ func BenchmarkAccounting(b *testing.B) {
 			se := svc.endpoints.Load()
 			start := Micros(time.Now())
 			svc.Load.Begin(start, set)
-			t := se.targets(intstr.FromInt32(80)).Acquire(se.limit(), *alone)
+			t := se.Targets(intstr.FromInt32(80)).Acquire(se.Limit(), *alone)
 			t.Pod.Began(start)
 			end := Micros(time.Now())
 			t.Release(end)
@@ -235,11 +152,11 @@ func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 	slice.Endpoints[1].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-b"}
 	services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{slice}, notSimulated))
 	svc := services.services[key("pods-1")]
-	ts := svc.endpoints.Load().targets(intstr.FromInt32(80))
+	ts := svc.endpoints.Load().Targets(intstr.FromInt32(80))
 	a, b := &ts.targets[0], &ts.targets[1]
 
 	set := &ActiveSet{}
-	r := NewReporter(&recordingSink{}, "gw-1", time.Second, set)
+	r := NewReporter(discardSink{}, "gw-1", time.Second, set)
 	t0 := clockBase.Add(time.Hour)
 	at := func(d time.Duration) uint64 { return Micros(t0.Add(d)) }
 	r.last = t0
@@ -255,7 +172,7 @@ func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 	}
 	collect := func(d time.Duration) (stats.Stat, map[string]stats.PodStat) {
 		t.Helper()
-		report := r.collect(t0.Add(d))
+		report := r.Collect(t0.Add(d))
 		if len(report.Stats) != 1 {
 			t.Fatalf("at %v: %+v", d, report.Stats)
 		}
@@ -326,7 +243,7 @@ func TestPodSlotFollowsThePodName(t *testing.T) {
 		s := sliceFor("pods-1", 8012, "10.0.0.1")
 		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: pod}
 		services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
-		return services.services[key("pods-1")].endpoints.Load().targets(intstr.FromInt32(80)).targets[0].Pod
+		return services.services[key("pods-1")].endpoints.Load().Targets(intstr.FromInt32(80)).targets[0].Pod
 	}
 	first := update("pod-a")
 	if again := update("pod-a"); again != first {

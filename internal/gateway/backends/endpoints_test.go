@@ -1,14 +1,9 @@
-package gateway
+package backends
 
 import (
 	"context"
-	"io"
 	"maps"
-	"net"
-	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,11 +54,11 @@ func TestBuildEndpointsPortResolution(t *testing.T) {
 		{port: intstr.FromInt32(81), want: nil},
 		{port: intstr.FromString("grpc"), want: nil},
 	} {
-		if got := addrs(se.targets(tc.port)); !slices.Equal(got, tc.want) {
+		if got := addrs(se.Targets(tc.port)); !slices.Equal(got, tc.want) {
 			t.Errorf("targets(%v) = %v, want %v", tc.port.String(), got, tc.want)
 		}
 	}
-	if got := (&Service{Key: key("rev-1")}).revisionName(se); got != "rev-1" {
+	if got := (&Service{Key: key("rev-1")}).RevisionName(se); got != "rev-1" {
 		t.Errorf("revision %q", got)
 	}
 }
@@ -71,7 +66,7 @@ func TestBuildEndpointsPortResolution(t *testing.T) {
 // Idle endpoints (no request in flight) share requests round-robin.
 func TestTargetSetRoundRobin(t *testing.T) {
 	ts := BuildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated).
-		targets(intstr.FromInt32(80))
+		Targets(intstr.FromInt32(80))
 	var got []string
 	for range 6 {
 		tg := ts.Acquire(0, *alone)
@@ -117,7 +112,7 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]bool{}
-		for _, tg := range services.Acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80)).targets {
+		for _, tg := range services.Acquire(key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80)).targets {
 			got[tg.IP] = tg.Simulated
 		}
 		if !maps.Equal(got, tc.want) {
@@ -177,12 +172,12 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	}
 	se := services.Acquire(key("rev-1")).endpoints.Load()
 	for _, port := range []intstr.IntOrString{intstr.FromInt32(80), intstr.FromString("http")} {
-		if got, want := addrs(se.targets(port)), []string{"10.0.0.1:9000", "10.0.0.2:9000"}; !slices.Equal(got, want) {
+		if got, want := addrs(se.Targets(port)), []string{"10.0.0.1:9000", "10.0.0.2:9000"}; !slices.Equal(got, want) {
 			t.Errorf("port %s: endpoints %v, want %v", port.String(), got, want)
 		}
 	}
 	simulated := map[string]bool{}
-	for _, tg := range se.targets(intstr.FromInt32(80)).targets {
+	for _, tg := range se.Targets(intstr.FromInt32(80)).targets {
 		simulated[tg.IP] = tg.Simulated
 		if !tg.H2C {
 			t.Errorf("pod %s of a Revision whose port is named h2c is not spoken to with h2c", tg.IP)
@@ -192,8 +187,8 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 		t.Errorf("simulated %v, want %v", simulated, want)
 	}
 	want := Timeouts{Total: 7 * time.Second, ResponseStart: 5 * time.Second, Idle: 2 * time.Second}
-	if se.revision != "rev-1" || se.limit() != 3 || se.limits(time.Minute) != want {
-		t.Errorf("revision %q, limit %d, timeouts %+v; want rev-1, 3, %+v", se.revision, se.limit(), se.limits(time.Minute), want)
+	if se.revision != "rev-1" || se.Limit() != 3 || se.Limits(time.Minute) != want {
+		t.Errorf("revision %q, limit %d, timeouts %+v; want rev-1, 3, %+v", se.revision, se.Limit(), se.Limits(time.Minute), want)
 	}
 
 	// Gone: the Service of the same name is what is left, and is followed.
@@ -203,7 +198,7 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := addrs(services.Acquire(key("rev-1")).endpoints.Load().targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
+	if got := addrs(services.Acquire(key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
 		t.Errorf("after the Revision is deleted: endpoints %v, want the Service's", got)
 	}
 }
@@ -234,90 +229,56 @@ func TestServiceRegistryKeepsReferencedEntries(t *testing.T) {
 	}
 }
 
-// TestTerminatingPodDrains: a pod being deleted (deletionTimestamp set, still Ready, as
-// the kubelet leaves it while its preStop hook runs) gets no new request from the
-// moment the gateway sees the deletion, and the request it already had finishes.
-func TestTerminatingPodDrains(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, servingv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
+func TestRevisionAnnotationsAreRead(t *testing.T) {
+	for _, tc := range []struct {
+		cc, timeout string
+		wantCC      int64
+		wantTimeout time.Duration
+	}{
+		{cc: "1", timeout: "30", wantCC: 1, wantTimeout: 30 * time.Second},
+		{cc: "0", timeout: "", wantCC: 0, wantTimeout: 0},
+		{cc: "x", timeout: "-3", wantCC: 0, wantTimeout: 0},
+	} {
+		svc := serviceWithPort("rev-1")
+		svc.Annotations = map[string]string{"serving.ferry.dev/container-concurrency": tc.cc}
+		if tc.timeout != "" {
+			svc.Annotations["serving.ferry.dev/timeout-seconds"] = tc.timeout
+		}
+		se := BuildEndpoints(svc, nil, notSimulated)
+		if se.Limit() != tc.wantCC || se.timeout != tc.wantTimeout {
+			t.Errorf("annotations %q, %q: containerConcurrency %d, timeout %v", tc.cc, tc.timeout, se.Limit(), se.timeout)
 		}
 	}
-	release := make(chan struct{})
-	var oldServed atomic.Int64
-	old := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
-		oldServed.Add(1)
-		if r.URL.Path == "/slow" {
-			<-release
-		}
-		io.WriteString(w, "old")
-	})
-	var nextServed atomic.Int64
-	next := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
-		nextServed.Add(1)
-		<-release
-		io.WriteString(w, "new")
-	})
-	// Before the backends' Close, which waits for their requests, when a check fails.
-	var released sync.Once
-	unblock := func() { released.Do(func() { close(release) }) }
-	t.Cleanup(unblock)
-	backends := map[string]string{"10.0.0.1:8080": old.Listener.Addr().String(), "10.0.0.2:8080": next.Listener.Addr().String()}
-	tg := startGateway(t, Options{DialSimulatedPods: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, backends[addr])
-	}})
-	tg.route("drain.example.com", "rev-1")
+	if got := (*Endpoints)(nil).Limits(time.Minute); got != (Timeouts{Total: time.Minute}) {
+		t.Errorf("no snapshot: timeouts %+v", got)
+	}
+}
 
-	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rev-1"},
-		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img"}}}}}
-	pod := func(name, ip string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Labels: map[string]string{servingv1.RevisionLabelKey: "rev-1"}, Finalizers: []string{"kubelet"}},
-			Status: corev1.PodStatus{PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).
-		WithIndex(&discoveryv1.EndpointSlice{}, endpointSliceServiceIndex, endpointSliceService).
-		WithIndex(&corev1.Pod{}, podRevisionIndex, podRevision).
-		WithObjects(rev, pod("old", "10.0.0.1")).Build()
-	r := &endpointsReconciler{client: c, services: tg.services, dialSimulated: true}
-	publish := func() {
-		t.Helper()
-		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
-			t.Fatal(err)
+func TestSpeaksH2C(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		appProtocol *string
+		want        bool
+	}{
+		{name: "http", want: false},
+		{name: "h2c", want: true},
+		{name: "http2", want: true},
+		{name: "", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
+		{name: "http", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
+		{name: "h2c", appProtocol: ptr.To("http"), want: false},
+		{name: "http2", appProtocol: ptr.To(""), want: true},
+	} {
+		if got := speaksH2C(tc.name, tc.appProtocol); got != tc.want {
+			t.Errorf("port %q, appProtocol %v: h2c %v, want %v", tc.name, ptr.Deref(tc.appProtocol, "<nil>"), got, tc.want)
 		}
 	}
-	publish()
-	slow := tg.send(context.Background(), "drain.example.com", "/slow")
-	eventually(t, "the slow request to reach the old pod", func() bool { return oldServed.Load() == 1 })
 
-	// Scale-down with a replacement: the old pod is deleted (it stays, terminating and
-	// Ready, until the kubelet is done with it) and a new one is ready.
-	if err := c.Create(context.Background(), pod("new", "10.0.0.2")); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Delete(context.Background(), pod("old", "10.0.0.1")); err != nil {
-		t.Fatal(err)
-	}
-	publish()
-	// Held open, they make the new pod the busier one: only the deletion keeps the
-	// fewest-in-flight choice off the old pod.
-	var after []<-chan answer
-	for range 20 {
-		after = append(after, tg.send(context.Background(), "drain.example.com", "/"))
-	}
-	eventually(t, "20 requests on a pod", func() bool { return nextServed.Load()+oldServed.Load()-1 == 20 })
-	if n := oldServed.Load(); n != 1 {
-		t.Errorf("the terminating pod got %d new requests", n-1)
-	}
-	unblock()
-	if a := <-slow; a.err != nil || a.code != http.StatusOK || a.body != "old" {
-		t.Errorf("in-flight request on the terminating pod: %d %q %v, want 200 from it", a.code, a.body, a.err)
-	}
-	for i, ch := range after {
-		if a := <-ch; a.err != nil || a.code != http.StatusOK || a.body != "new" {
-			t.Errorf("request %d after the deletion: %d %q %v, want 200 from the new pod", i, a.code, a.body, a.err)
-		}
+	// A Service's slices say it: Knative's Revision Service, port 80 to 8013 with
+	// appProtocol kubernetes.io/h2c.
+	slice := sliceFor("rev-1", 8013, "10.0.0.1")
+	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
+	se := BuildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
+	if ts := se.Targets(intstr.FromInt32(80)); ts.Empty() || !ts.targets[0].H2C {
+		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
 	}
 }

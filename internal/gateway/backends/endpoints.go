@@ -1,7 +1,8 @@
-package gateway
+package backends
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -15,7 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -150,7 +158,7 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string
 	return func(node string) bool { return fake[node] }, nil
 }
 
-// buildRevisionEndpoints indexes a Revision's ready pods under its port: 80, named
+// BuildRevisionEndpoints indexes a Revision's ready pods under its port: 80, named
 // "http", to the Revision's user port. A pod is ready as an EndpointSlice would say:
 // it has an address, its Ready condition is True, and it is not terminating. A pod
 // stays Ready while its preStop sleep runs; that sleep is the drain, and it counts on
@@ -209,7 +217,7 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// buildEndpoints indexes the ready endpoints of a Service's slices by slice port. svc
+// BuildEndpoints indexes the ready endpoints of a Service's slices by slice port. svc
 // may be nil when the Service is gone but its slices are not yet.
 func BuildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSlice, simulated func(node string) bool) *Endpoints {
 	se := &Endpoints{byName: map[string]*TargetSet{}, byNumber: map[int32]*TargetSet{}}
@@ -321,4 +329,67 @@ func addTarget(ts *TargetSet, t Target) *TargetSet {
 // slice order.
 func sortTargets(ts *TargetSet) {
 	slices.SortFunc(ts.targets, func(a, b Target) int { return strings.Compare(a.Addr, b.Addr) })
+}
+
+// sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
+// known object, tombstones unwrapped by controller-runtime, so the label is there.
+func sliceOwner(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[discoveryv1.LabelServiceName]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podOwner maps a pod to its Revision, by the label the Revision's Deployment gives
+// its pods (the cache holds only such pods).
+func podOwner(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[servingv1.RevisionLabelKey]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// endpointView is what of a pod its Revision's endpoints are built from.
+type endpointView struct {
+	ip, node           string
+	ready, terminating bool
+}
+
+func asEndpoint(pod *corev1.Pod) endpointView {
+	return endpointView{ip: pod.Status.PodIP, node: pod.Spec.NodeName, ready: podReady(pod), terminating: pod.DeletionTimestamp != nil}
+}
+
+// SetupEndpoints registers the endpoints reconciler with mgr, and the indexes it lists
+// by: Services and their EndpointSlices, Revisions and their pods. It keeps services
+// in step; simulatedPods and dialSimulated are Options.SimulatedPods and
+// Options.DialSimulatedPods of the gateway.
+func SetupEndpoints(mgr ctrl.Manager, services *Registry, simulatedPods, dialSimulated bool) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{},
+		endpointSliceServiceIndex, endpointSliceService); err != nil {
+		return fmt.Errorf("indexing EndpointSlices by Service: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podRevisionIndex, podRevision); err != nil {
+		return fmt.Errorf("indexing pods by Revision: %w", err)
+	}
+	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: services,
+		simulatedPods: simulatedPods, dialSimulated: dialSimulated}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("gateway-endpoints").
+		For(&corev1.Service{}).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceOwner)).
+		// A Revision's spec says its port, concurrency and timeout; its status changes
+		// nothing here.
+		Watches(&servingv1.Revision{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return asEndpoint(e.ObjectOld.(*corev1.Pod)) != asEndpoint(e.ObjectNew.(*corev1.Pod))
+			},
+		})).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 2}).
+		Complete(endpoints); err != nil {
+		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package gateway
+package backends
 
 import (
 	"net"
@@ -60,17 +60,17 @@ type Endpoints struct {
 	Simulation Simulation
 }
 
-// limit is the containerConcurrency of the snapshot, 0 (none) without one.
-func (se *Endpoints) limit() int64 {
+// Limit is the containerConcurrency of the snapshot, 0 (none) without one.
+func (se *Endpoints) Limit() int64 {
 	if se == nil {
 		return 0
 	}
 	return se.concurrency
 }
 
-// limits are the revision's timeouts, def standing in for a timeoutSeconds it
+// Limits are the revision's timeouts, def standing in for a timeoutSeconds it
 // lacks.
-func (se *Endpoints) limits(def time.Duration) Timeouts {
+func (se *Endpoints) Limits(def time.Duration) Timeouts {
 	if se == nil {
 		return Timeouts{Total: def}
 	}
@@ -86,8 +86,8 @@ type specPort struct {
 	port int32
 }
 
-// targets returns the ready endpoints behind a split's servicePort, or nil.
-func (se *Endpoints) targets(port intstr.IntOrString) *TargetSet {
+// Targets returns the ready endpoints behind a split's servicePort, or nil.
+func (se *Endpoints) Targets(port intstr.IntOrString) *TargetSet {
 	if se == nil {
 		return nil
 	}
@@ -102,142 +102,23 @@ func (se *Endpoints) targets(port intstr.IntOrString) *TargetSet {
 	return se.byNumber[port.IntVal]
 }
 
-// revisionName names the revision behind a service for people and metrics: the
+// Endpoints is the current snapshot of the Service's ready endpoints; nil while it
+// has none (no Service, no slices).
+func (s *Service) Endpoints() *Endpoints { return s.endpoints.Load() }
+
+// Changed is closed when the snapshot is next replaced. A waiter takes it before
+// Endpoints, so that it either sees the new snapshot or is woken.
+func (s *Service) Changed() <-chan struct{} { return *s.changed.Load() }
+
+// RevisionName names the revision behind a service for people and metrics: the
 // Revision's name, or a Service's revision label, else the Service's name (Knative
 // names a revision's Service after the revision). se is the snapshot the caller
 // routes by.
-func (s *Service) revisionName(se *Endpoints) string {
+func (s *Service) RevisionName(se *Endpoints) string {
 	if se != nil && se.revision != "" {
 		return se.revision
 	}
 	return s.Key.Name
-}
-
-// TargetSet is the ready endpoints of one port.
-type TargetSet struct {
-	targets []Target
-	// next rotates where acquire starts looking, so that ties go round-robin.
-	next atomic.Uint32
-}
-
-type Target struct {
-	// Addr is host:port to dial.
-	Addr string
-	// ip is the pod address, for messages.
-	IP string
-	// simulated marks a pod that kwok simulates: nothing listens at addr.
-	Simulated bool
-	// h2c says the pod speaks HTTP/2 without TLS (prior knowledge) at addr.
-	H2C bool
-	// pod counts the requests in flight to addr, across snapshots.
-	Pod *PodSlot
-}
-
-// PodSlot is the number of requests in flight to one endpoint address, and their
-// load accounting. Every request to the endpoint updates it, from any core: it has a
-// cache line of its own.
-type PodSlot struct {
-	// inflight is what balancing and containerConcurrency read: load's N, kept apart
-	// because taking a slot compares and swaps it before the request's time is taken.
-	inflight atomic.Int64
-	// load and arrivals account the requests on the pod, as revisionLoad does the
-	// Service's, for the reporter.
-	load     loadArea
-	arrivals atomic.Uint64
-	// sim is a simulated pod's capacity (simulated.go), made on first use.
-	sim atomic.Pointer[simulatedPod]
-	// name is the pod's, for the reports: set when the slot is made.
-	name string
-	// lastArea is load's area at the reporter's previous reading; the reporter's.
-	lastArea uint64
-	_        [8]byte
-}
-
-// began counts, at t (µs), the start of the request that took a slot on p.
-func (p *PodSlot) Began(t uint64) {
-	p.arrivals.Add(1)
-	p.load.begin(t)
-}
-
-// tryAcquire takes a slot below limit (0: no limit).
-func (p *PodSlot) tryAcquire(limit int64) bool {
-	if limit <= 0 {
-		p.inflight.Add(1)
-		return true
-	}
-	for {
-		n := p.inflight.Load()
-		if n >= limit {
-			return false
-		}
-		if p.inflight.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-func (ts *TargetSet) Empty() bool { return ts == nil || len(ts.targets) == 0 }
-
-// balanceWindow bounds how many endpoints an unlimited request compares: the least
-// loaded of up to this many, starting at a rotating position. A limited request
-// (containerConcurrency) looks at all of them before it waits.
-const balanceWindow = 16
-
-// acquire picks the endpoint with the fewest requests in flight, ties broken
-// round-robin, and counts the request on it; with a limit, only endpoints below this
-// replica's share of it (share, by the endpoint's rank in the sorted targets) qualify.
-// nil: no endpoint, or none with a free slot.
-func (ts *TargetSet) Acquire(limit int64, m Membership) *Target {
-	if ts == nil {
-		return nil
-	}
-	n := uint32(len(ts.targets))
-	switch n {
-	case 0:
-		return nil
-	case 1:
-		if l := share(limit, 0, m); (limit <= 0 || l > 0) && ts.targets[0].Pod.tryAcquire(l) {
-			return &ts.targets[0]
-		}
-		return nil
-	}
-	scan := n
-	if limit <= 0 && scan > balanceWindow {
-		scan = balanceWindow
-	}
-	for {
-		start := ts.next.Add(1) - 1
-		var best *Target
-		var bestLoad int64
-		for i := range scan {
-			rank := (start + i) % n
-			t := &ts.targets[rank]
-			load := t.Pod.inflight.Load()
-			if limit > 0 && load >= share(limit, int(rank), m) || best != nil && load >= bestLoad {
-				continue
-			}
-			best, bestLoad = t, load
-			if load == 0 {
-				break
-			}
-		}
-		switch {
-		case best == nil:
-			return nil
-		case limit <= 0:
-			best.Pod.inflight.Add(1)
-			return best
-		case best.Pod.inflight.CompareAndSwap(bestLoad, bestLoad+1):
-			return best
-		}
-		// Another request took that slot first: look again.
-	}
-}
-
-// release gives back, at end (µs), the slot a request took on t.
-func (t *Target) Release(end uint64) {
-	t.Pod.inflight.Add(-1)
-	t.Pod.load.end(end)
 }
 
 // Registry hands out one *service per Service name, shared by every split that
@@ -245,11 +126,11 @@ func (t *Target) Release(end uint64) {
 type Registry struct {
 	mu       sync.Mutex
 	services map[types.NamespacedName]*Service
-	// onForget, if set, is called with each service the registry drops, under mu.
+	// OnForget, if set, is called with each service the registry drops, under mu.
 	OnForget func(*Service)
 }
 
-// inFlightTo counts the requests in flight to every endpoint at ip, those of
+// InFlightTo counts the requests in flight to every endpoint at ip, those of
 // endpoints already removed included.
 func (sr *Registry) InFlightTo(ip string) int64 {
 	sr.mu.Lock()
@@ -265,11 +146,33 @@ func (sr *Registry) InFlightTo(ip string) int64 {
 	return n
 }
 
+// Lookup returns the entry for key, or nil.
+func (sr *Registry) Lookup(key types.NamespacedName) *Service {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return sr.services[key]
+}
+
+// Len is the number of Services held.
+func (sr *Registry) Len() int {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return len(sr.services)
+}
+
+// Slot returns the in-flight counter that s keeps for the endpoint address addr, a
+// removed one's while it has requests in flight; nil if none.
+func (sr *Registry) Slot(s *Service, addr string) *PodSlot {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return s.pods[addr]
+}
+
 func NewRegistry() *Registry {
 	return &Registry{services: map[types.NamespacedName]*Service{}}
 }
 
-// acquire returns the service for key and takes a reference that release gives back.
+// Acquire returns the service for key and takes a reference that release gives back.
 func (sr *Registry) Acquire(key types.NamespacedName) *Service {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
@@ -285,7 +188,7 @@ func (sr *Registry) Release(s *Service) {
 	sr.forgetIfUnusedLocked(s)
 }
 
-// update stores the endpoints of a Service; nil means the Service and its slices are
+// Update stores the endpoints of a Service; nil means the Service and its slices are
 // gone. Requests held for the Service wake up and look again.
 func (sr *Registry) Update(key types.NamespacedName, se *Endpoints) {
 	sr.mu.Lock()
@@ -382,4 +285,34 @@ func (sr *Registry) forgetIfUnusedLocked(s *Service) {
 			sr.OnForget(s)
 		}
 	}
+}
+
+// WakeAll wakes a waiter of every Service that has some.
+func (sr *Registry) WakeAll() {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	for _, s := range sr.services {
+		if s.Room.Waiting.Load() > 0 {
+			s.Room.SlotFreed()
+		}
+	}
+}
+
+// Idle says no request is in flight or held, in any Service.
+func (sr *Registry) Idle() bool {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	t := Micros(time.Now())
+	for _, s := range sr.services {
+		if _, n := s.Load.Read(t); n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Timeouts are a revision's limits; 0 is none (total always has one, until the
+// response starts).
+type Timeouts struct {
+	Total, ResponseStart, Idle time.Duration
 }
