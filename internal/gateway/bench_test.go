@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
@@ -27,28 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
-
-// BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
-// others, with three hosts each, are live: the KIngress reconciler pays it per event.
-func BenchmarkProgramAt5000(b *testing.B) {
-	services := backends.NewRegistry()
-	p := NewProgrammer(services)
-	manyIngress := func(i int, generation int64) *v1alpha1.Ingress {
-		name := "app-" + strconv.Itoa(i)
-		ing := newIngress(name, i, externalRule([]string{name + ".ns.example.com"},
-			path("", splitTo(name+"-00001", 90), splitTo(name+"-00002", 10))),
-			localRule([]string{name + ".ns.svc.cluster.local", name + ".ns.svc"}, path("", splitTo(name+"-00001", 100))))
-		ing.Generation = generation
-		return ing
-	}
-	for i := range 5000 {
-		p.program(compileIngress(manyIngress(i, 1), services))
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		p.program(compileIngress(manyIngress(i%5000, int64(i+2)), services))
-	}
-}
 
 // BenchmarkProxy measures requests through the gateway against the same requests
 // sent straight to the backend, with the same client: at concurrency 1 for the added

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -102,7 +103,7 @@ var hopHeaders = []string{
 // sent: hop-by-hop, named by Connection, a forwarding header the gateway sets
 // itself, set by an appendHeader, or one Request.write writes from the request's
 // fields (Host, User-Agent, Content-Length, Transfer-Encoding, Trailer).
-func skipRequestHeader(name string, connection []string, appended []Header) bool {
+func skipRequestHeader(name string, connection []string, appended []routing.Header) bool {
 	switch name {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 		"Te", "Trailer", "Transfer-Encoding", "Upgrade",
@@ -214,7 +215,7 @@ func writeRequest(bw *bufio.Writer, r *http.Request, rr *routedRequest) error {
 // errControlInURL is Request.write's refusal of a control character in the URL.
 var errControlInURL = errors.New("net/http: can't write control character in Request.URL")
 
-func setBy(appended []Header, name string) bool {
+func setBy(appended []routing.Header, name string) bool {
 	for _, h := range appended {
 		if h.Name == name {
 			return true

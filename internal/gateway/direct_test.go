@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 )
 
 // seen is what a backend received.
@@ -30,7 +31,7 @@ type twoWays struct {
 	seen            chan seen
 }
 
-func newTwoWays(t *testing.T, rt *Route, sp *Split, answer http.HandlerFunc) *twoWays {
+func newTwoWays(t *testing.T, rt *routing.Route, sp *routing.Split, answer http.HandlerFunc) *twoWays {
 	t.Helper()
 	tw := &twoWays{seen: make(chan seen, 1)}
 	tw.backend = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -112,14 +113,14 @@ func (tw *twoWays) send(t *testing.T, srv *httptest.Server, raw string) (receive
 }
 
 func TestDirectRequestHeaders(t *testing.T) {
-	rt := &Route{AppendHeaders: []Header{{"K-Original-Host", "a.example.com"}, {"X-Route", "route"}, {"X-Both", "route"}}}
-	sp := &Split{AppendHeaders: []Header{{"X-Both", "split"}, {"X-Split", "split"}}}
+	rt := &routing.Route{AppendHeaders: []routing.Header{{Name: "K-Original-Host", Value: "a.example.com"}, {Name: "X-Route", Value: "route"}, {Name: "X-Both", Value: "route"}}}
+	sp := &routing.Split{AppendHeaders: []routing.Header{{Name: "X-Both", Value: "split"}, {Name: "X-Split", Value: "split"}}}
 	echoBack := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }
 	tw := newTwoWays(t, rt, sp, echoBack)
-	rewritten := newTwoWays(t, &Route{RewriteHost: "b.ns.svc.cluster.local"}, &Split{}, echoBack)
-	overrides := newTwoWays(t, &Route{AppendHeaders: []Header{
-		{"X-Forwarded-Host", "set"}, {"User-Agent", "route-agent"}, {"Te", "gzip"}, {"Host", "no"}, {"Content-Length", "9"},
-	}}, &Split{}, echoBack)
+	rewritten := newTwoWays(t, &routing.Route{RewriteHost: "b.ns.svc.cluster.local"}, &routing.Split{}, echoBack)
+	overrides := newTwoWays(t, &routing.Route{AppendHeaders: []routing.Header{
+		{Name: "X-Forwarded-Host", Value: "set"}, {Name: "User-Agent", Value: "route-agent"}, {Name: "Te", Value: "gzip"}, {Name: "Host", Value: "no"}, {Name: "Content-Length", Value: "9"},
+	}}, &routing.Split{}, echoBack)
 
 	for _, tc := range []struct {
 		name string
@@ -290,7 +291,7 @@ func TestDirectResponses(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			tw := newTwoWays(t, &Route{}, &Split{}, tc.answer)
+			tw := newTwoWays(t, &routing.Route{}, &routing.Split{}, tc.answer)
 			method := tc.method
 			if method == "" {
 				method = http.MethodGet
@@ -306,7 +307,7 @@ func TestDirectResponses(t *testing.T) {
 }
 
 func TestDirectSelection(t *testing.T) {
-	rr := &routedRequest{route: &Route{}, split: &Split{}, target: &backends.Target{}}
+	rr := &routedRequest{route: &routing.Route{}, split: &routing.Split{}, target: &backends.Target{}}
 	for _, tc := range []struct {
 		raw  string
 		h2c  bool
@@ -346,7 +347,7 @@ func TestDirectEventStream(t *testing.T) {
 	} {
 		t.Run(tc.contentType+" "+tc.length, func(t *testing.T) {
 			next := make(chan struct{})
-			tw := newTwoWays(t, &Route{}, &Split{}, func(w http.ResponseWriter, r *http.Request) {
+			tw := newTwoWays(t, &routing.Route{}, &routing.Split{}, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", tc.contentType)
 				if tc.length != "" {
 					w.Header().Set("Content-Length", tc.length)
@@ -381,7 +382,7 @@ func TestDirectEventStream(t *testing.T) {
 // TestDirectBackendBreaksOff checks that a body cut off by the pod is cut off for the
 // client too, not ended as if complete.
 func TestDirectBackendBreaksOff(t *testing.T) {
-	tw := newTwoWays(t, &Route{}, &Split{}, func(w http.ResponseWriter, r *http.Request) {
+	tw := newTwoWays(t, &routing.Route{}, &routing.Split{}, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "100")
 		io.WriteString(w, "only ten b")
 		w.(http.Flusher).Flush()
@@ -409,7 +410,7 @@ func TestDirectBackendBreaksOff(t *testing.T) {
 // pod, which sees its request's context end.
 func TestDirectClientCancel(t *testing.T) {
 	ended := make(chan struct{})
-	tw := newTwoWays(t, &Route{}, &Split{}, func(w http.ResponseWriter, r *http.Request) {
+	tw := newTwoWays(t, &routing.Route{}, &routing.Split{}, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "started\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -80,19 +81,17 @@ func FuzzRouteHost(f *testing.F) {
 				[]discoveryv1.EndpointSlice{sliceFor(name, 8012, "10.244.0.1")}, func(string) bool { return true }))
 		}
 	}
-	ci := compileIngress(newIngress("fuzz", 0, fuzzRules...), g.services)
-	if ci.invalid != nil {
-		f.Fatal(ci.invalid)
+	if err := g.programmer.Apply(newIngress("fuzz", 0, fuzzRules...)); err != nil {
+		f.Fatal(err)
 	}
-	g.programmer.program(ci)
 
 	f.Fuzz(func(t *testing.T, host, path string) {
-		canonical, ok := CanonicalHost(host)
+		canonical, ok := routing.CanonicalHost(host)
 		if ok {
-			if again, ok2 := CanonicalHost(canonical); !ok2 || again != canonical {
+			if again, ok2 := routing.CanonicalHost(canonical); !ok2 || again != canonical {
 				t.Fatalf("canonicalHost(%q) = %q is not canonical: %q, %v", host, canonical, again, ok2)
 			}
-			if lower(canonical) != canonical || strings.HasSuffix(canonical, ".") {
+			if strings.ToLower(canonical) != canonical || strings.HasSuffix(canonical, ".") {
 				t.Fatalf("canonicalHost(%q) = %q", host, canonical)
 			}
 		}

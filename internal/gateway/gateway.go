@@ -11,16 +11,11 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 const (
@@ -36,7 +31,7 @@ const (
 type Gateway struct {
 	opts       Options
 	services   *backends.Registry
-	programmer *Programmer
+	programmer *routing.Programmer
 	metrics    *Metrics
 	forwarder  *forwarder
 	activator  *activator
@@ -59,7 +54,7 @@ func New(opts Options) *Gateway {
 	g := &Gateway{
 		opts:       opts,
 		services:   services,
-		programmer: NewProgrammer(services),
+		programmer: routing.NewProgrammer(services),
 		metrics:    m,
 		forwarder:  newForwarder(opts, m),
 		activator:  newActivator(opts, m),
@@ -90,37 +85,23 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("registering gateway metrics: %w", err)
 	}
 
-	ingresses := &ingressReconciler{
-		client:        mgr.GetClient(),
-		apiReader:     mgr.GetAPIReader(),
-		services:      g.services,
-		programmer:    g.programmer,
-		requeue:       make(chan event.GenericEvent, 1024),
-		publicDomain:  g.opts.PublicDomain,
-		privateDomain: g.opts.PrivateDomain,
-	}
-	ingressController := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-ingress").
-		For(&v1alpha1.Ingress{}).
-		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{}))
+	// The programmer, and the other replicas' Leases, feed ingresses back to their
+	// reconciler.
+	requeue := make(chan event.GenericEvent, 1024)
+	var replicas *backends.ReplicaSet
 	if g.opts.LeaseNamespace != "" {
-		rs, err := g.newReplicaSet(mgr, ingresses.requeue)
-		if err != nil {
+		var err error
+		if replicas, err = g.newReplicaSet(mgr, requeue); err != nil {
 			return err
 		}
-		if err := mgr.Add(rs); err != nil {
+		if err := mgr.Add(replicas); err != nil {
 			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
 		}
-		ingresses.replicas, g.activator.replicas = rs, rs
-		// Another replica's record, or one coming or going, may make an ingress Ready.
-		ingressController = ingressController.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(rs.Affected))
+		g.activator.replicas = replicas
 	}
-	if err := ingressController.
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
-		Complete(ingresses); err != nil {
-		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
+	if err := routing.SetupIngresses(mgr, g.programmer, requeue, replicas, g.opts.PublicDomain, g.opts.PrivateDomain); err != nil {
+		return err
 	}
-
 	if err := backends.SetupEndpoints(mgr, g.services, g.opts.SimulatedPods, g.opts.DialSimulatedPods); err != nil {
 		return err
 	}

@@ -1,15 +1,8 @@
 package gateway
 
 import (
-	"math/rand/v2"
-
 	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
-
-// newSeededRoll is a deterministic replacement for rand.IntN.
-func newSeededRoll(seed uint64) func(int) int {
-	return rand.New(rand.NewPCG(seed, seed)).IntN
-}
 
 // The objects the tests build, shared with the other gateway packages' tests.
 var (
@@ -24,5 +17,6 @@ var (
 	sliceFor        = gatewaytest.SliceFor
 	notSimulated    = gatewaytest.NotSimulated
 	key             = gatewaytest.Key
+	newSeededRoll   = gatewaytest.SeededRoll
 	newTestScheme   = gatewaytest.NewScheme
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 )
 
 // listenerHandler is the handler of one listener: it routes a request through the current table
@@ -20,7 +21,7 @@ import (
 type listenerHandler struct {
 	// external selects the ExternalIP routes only.
 	external bool
-	table    func() *Table
+	table    func() *routing.Table
 	// roll returns a uniform int in [0,n) for split selection; tests fix it.
 	roll      func(n int) int
 	forwarder *forwarder
@@ -31,8 +32,8 @@ type listenerHandler struct {
 // routedRequest is the routing decision for one request, carried in its context to
 // the forwarder's hooks.
 type routedRequest struct {
-	route    *Route
-	split    *Split
+	route    *routing.Route
+	split    *routing.Split
 	target   *backends.Target
 	revision string
 	// start is the arrival.
@@ -47,7 +48,7 @@ type routedRequest struct {
 type routedRequestKey struct{}
 
 func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	host, ok := CanonicalHost(r.Host)
+	host, ok := routing.CanonicalHost(r.Host)
 	if !ok {
 		p.reject(w, nil, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
 		return
@@ -58,7 +59,7 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.reject(w, nil, "", "", http.StatusNotFound, "ferry: no route for host %q\n", host)
 		return
 	}
-	rt := Follow(t, MatchRoute(routes, r), r, p.roll)
+	rt := routing.Follow(t, routing.MatchRoute(routes, r), r, p.roll)
 	if rt == nil {
 		p.reject(w, nil, host, "", http.StatusNotFound, "ferry: no route for %s%s\n", host, r.URL.Path)
 		return

@@ -70,11 +70,9 @@ func startGatewayReporting(t testing.TB, opts Options, runReporter bool) *testGa
 
 func (tg *testGateway) program(ing *v1alpha1.Ingress) {
 	tg.t.Helper()
-	ci := compileIngress(ing, tg.services)
-	if ci.invalid != nil {
-		tg.t.Fatal(ci.invalid)
+	if err := tg.programmer.Apply(ing); err != nil {
+		tg.t.Fatal(err)
 	}
-	tg.programmer.program(ci)
 }
 
 // serve points the Service name at the given backends.

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -112,7 +113,7 @@ func (s *TLSStore) lookup(host string) *hostTLS { return (*s.hosts.Load())[host]
 // getCertificate is the HTTPS listener's tls.Config.GetCertificate: the certificate
 // of the host the client names by SNI.
 func (s *TLSStore) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	host, ok := CanonicalHost(hello.ServerName)
+	host, ok := routing.CanonicalHost(hello.ServerName)
 	if !ok {
 		s.refuse(refusedNoServerName)
 		return nil, fmt.Errorf("ferry: no certificate without a server name (SNI)")
@@ -137,7 +138,7 @@ func (s *TLSStore) refuse(reason string) {
 // through port 80 and goes to 443.
 func (s *TLSStore) redirecting(next http.Handler, httpsPort string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, ok := CanonicalHost(r.Host)
+		host, ok := routing.CanonicalHost(r.Host)
 		if t := s.lookup(host); !ok || t == nil || !t.redirect || t.cert == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -192,7 +193,7 @@ type tlsReconciler struct {
 
 func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ing := &v1alpha1.Ingress{}
-	if err := r.client.Get(ctx, req.NamespacedName, ing); err != nil || !ServedHere(ing) {
+	if err := r.client.Get(ctx, req.NamespacedName, ing); err != nil || !routing.ServedHere(ing) {
 		if err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
@@ -220,7 +221,7 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 			continue
 		}
 		for _, h := range t.Hosts {
-			if host, ok := CanonicalHost(h); ok {
+			if host, ok := routing.CanonicalHost(h); ok {
 				hosts[host] = &hostTLS{cert: cert, redirect: ing.Spec.HTTPOption == v1alpha1.HTTPOptionRedirected}
 			}
 		}

@@ -3,6 +3,7 @@
 package gatewaytest
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -99,4 +100,9 @@ func NewScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	return scheme
+}
+
+// SeededRoll is a deterministic replacement for rand.IntN.
+func SeededRoll(seed uint64) func(int) int {
+	return rand.New(rand.NewPCG(seed, seed)).IntN
 }

@@ -1,7 +1,16 @@
-package gateway
+package routing
 
 import (
+	"fmt"
+
 	"context"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
@@ -37,6 +46,36 @@ type ingressReconciler struct {
 	// replicas are the other gateway replicas, whose records say whether they serve
 	// an ingress; nil: this replica is alone.
 	replicas *backends.ReplicaSet
+}
+
+// SetupIngresses registers the KIngress reconciler with mgr: it programs p and writes
+// each ingress's status, naming publicDomain and privateDomain as its load balancers.
+// requeue feeds ingresses back to it, from the programmer and from replicas (nil: this
+// replica is alone), whose Leases it watches too.
+func SetupIngresses(mgr ctrl.Manager, p *Programmer, requeue chan event.GenericEvent, replicas *backends.ReplicaSet, publicDomain, privateDomain string) error {
+	ingresses := &ingressReconciler{
+		client:        mgr.GetClient(),
+		apiReader:     mgr.GetAPIReader(),
+		services:      p.services,
+		programmer:    p,
+		requeue:       requeue,
+		publicDomain:  publicDomain,
+		privateDomain: privateDomain,
+		replicas:      replicas,
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("gateway-ingress").
+		For(&v1alpha1.Ingress{}).
+		WatchesRawSource(source.Channel(requeue, &handler.EnqueueRequestForObject{}))
+	if replicas != nil {
+		// Another replica's record, or one coming or going, may make an ingress Ready.
+		b = b.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(replicas.Affected))
+	}
+	if err := b.WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
+		Complete(ingresses); err != nil {
+		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
+	}
+	return nil
 }
 
 func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

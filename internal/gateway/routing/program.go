@@ -1,10 +1,12 @@
-package gateway
+package routing
 
 import (
 	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +44,18 @@ func NewProgrammer(services *backends.Registry) *Programmer {
 }
 
 func (p *Programmer) Table() *Table { return p.current.Load() }
+
+// Apply compiles ing and publishes the table that serves it, as the KIngress
+// reconciler does, without writing a status; an ingress that cannot be programmed is
+// an error, a host that an older ingress holds is not.
+func (p *Programmer) Apply(ing *v1alpha1.Ingress) error {
+	ci := compileIngress(ing, p.services)
+	if ci.invalid != nil {
+		return ci.invalid
+	}
+	p.program(ci)
+	return nil
+}
 
 // compiled returns the entry programmed for key, or nil.
 func (p *Programmer) compiled(key types.NamespacedName) *compiledIngress {
