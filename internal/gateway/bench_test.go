@@ -22,6 +22,7 @@ import (
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/proxy"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -231,7 +232,7 @@ func TestBenchServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.tlsStore.set(key("bench"), epoch, map[string]*hostTLS{"bench.example.com": {cert: &cert}, "h2c.example.com": {cert: &cert}})
+		g.tlsStore.Set(key("bench"), epoch, map[string]*proxy.HostTLS{"bench.example.com": {Cert: &cert}, "h2c.example.com": {Cert: &cert}})
 	}
 	fmt.Printf("gateway serving on %s (https %q)\n", g.ExternalAddr(), g.HTTPSAddr())
 	<-ctx.Done()

@@ -5,13 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"runtime/pprof"
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/proxy"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -32,9 +32,8 @@ type Gateway struct {
 	opts       Options
 	services   *backends.Registry
 	programmer *routing.Programmer
-	metrics    *Metrics
-	forwarder  *forwarder
-	activator  *activator
+	metrics    *proxy.Metrics
+	proxy      *proxy.Proxy
 	// reporter sends the load reports; nil without Options.Stats.
 	reporter *backends.Reporter
 	external *listener
@@ -42,30 +41,38 @@ type Gateway struct {
 	// https serves spec.tls with the certificates in tlsStore; nil without
 	// Options.HTTPSAddr.
 	https    *listener
-	tlsStore *TLSStore
+	tlsStore *proxy.TLSStore
 }
 
 // New returns a Gateway; SetupWithManager wires it into a manager.
 func New(opts Options) *Gateway {
 	opts = opts.withDefaults()
 	services := backends.NewRegistry()
-	m := NewMetrics()
+	m := proxy.NewMetrics()
 	services.OnForget = m.Forget
+	programmer := routing.NewProgrammer(services)
 	g := &Gateway{
 		opts:       opts,
 		services:   services,
-		programmer: routing.NewProgrammer(services),
+		programmer: programmer,
 		metrics:    m,
-		forwarder:  newForwarder(opts, m),
-		activator:  newActivator(opts, m),
 	}
 	if opts.HTTPSAddr != "" {
-		g.tlsStore = NewTLSStore(func(reason string) { m.TLSRefused.WithLabelValues(reason).Inc() })
+		g.tlsStore = proxy.NewTLSStore(func(reason string) { m.TLSRefused.WithLabelValues(reason).Inc() })
 	}
+	var active *backends.ActiveSet
 	if opts.Stats != nil {
-		g.activator.active = &backends.ActiveSet{}
-		g.reporter = backends.NewReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
+		active = &backends.ActiveSet{}
+		g.reporter = backends.NewReporter(opts.Stats, opts.Source, opts.ReportInterval, active)
 	}
+	g.proxy = proxy.New(proxy.Config{
+		RequestTimeout: opts.RequestTimeout,
+		MaxQueued:      opts.MaxQueued,
+		Stats:          opts.Stats,
+		IdleTimeout:    opts.IdleTimeout,
+		DialTimeout:    opts.DialTimeout,
+		DialContext:    opts.DialContext,
+	}, programmer.Table, m, active)
 	return g
 }
 
@@ -97,7 +104,7 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		if err := mgr.Add(replicas); err != nil {
 			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
 		}
-		g.activator.replicas = replicas
+		g.proxy.ShareWith(replicas)
 	}
 	if err := routing.SetupIngresses(mgr, g.programmer, requeue, replicas, g.opts.PublicDomain, g.opts.PrivateDomain); err != nil {
 		return err
@@ -107,7 +114,7 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 	}
 
 	if g.tlsStore != nil {
-		if err := g.setupTLS(mgr); err != nil {
+		if err := proxy.SetupTLS(mgr, g.tlsStore); err != nil {
 			return err
 		}
 	}
@@ -130,7 +137,7 @@ func (g *Gateway) bind() error {
 		if g.https, err = g.listen(g.opts.HTTPSAddr, true); err != nil {
 			return err
 		}
-		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.getCertificate, MinVersion: tls.VersionTLS12}
+		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.GetCertificate, MinVersion: tls.VersionTLS12}
 		g.https.server.Protocols.SetHTTP2(true)
 	}
 	if g.external, err = g.listen(g.opts.ExternalAddr, true); err != nil {
@@ -139,7 +146,7 @@ func (g *Gateway) bind() error {
 	}
 	if g.tlsStore != nil {
 		_, port, _ := net.SplitHostPort(g.https.addr())
-		g.external.server.Handler = g.tlsStore.redirecting(g.external.server.Handler, port)
+		g.external.server.Handler = g.tlsStore.Redirecting(g.external.server.Handler, port)
 	}
 	if g.local, err = g.listen(g.opts.LocalAddr, false); err != nil {
 		g.external.close()
@@ -155,7 +162,7 @@ func (g *Gateway) servers() *listeners {
 	if g.https != nil {
 		all = append(all, g.https)
 	}
-	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
+	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.proxy.Drain}
 }
 
 // ExternalAddr is the address the external listener is bound to, or "" before
@@ -180,18 +187,7 @@ func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway listener: %w", err)
 	}
-	return &listener{ln: ln, server: g.newServer(g.handler(external))}, nil
-}
-
-func (g *Gateway) handler(external bool) *listenerHandler {
-	return &listenerHandler{
-		external:  external,
-		table:     g.programmer.Table,
-		roll:      rand.IntN,
-		forwarder: g.forwarder,
-		activator: g.activator,
-		metrics:   g.metrics,
-	}
+	return &listener{ln: ln, server: g.newServer(g.proxy.Handler(external))}, nil
 }
 
 func (g *Gateway) newServer(h http.Handler) *http.Server {

@@ -19,4 +19,5 @@ var (
 	key             = gatewaytest.Key
 	newSeededRoll   = gatewaytest.SeededRoll
 	newTestScheme   = gatewaytest.NewScheme
+	selfSigned      = gatewaytest.SelfSigned
 )

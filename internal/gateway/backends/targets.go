@@ -33,7 +33,7 @@ type PodSlot struct {
 	// Service's, for the reporter.
 	load     loadArea
 	arrivals atomic.Uint64
-	// sim is a simulated pod's capacity (simulated.go), made on first use.
+	// sim is a simulated pod's capacity (simulation.go), made on first use.
 	sim atomic.Pointer[simulatedPod]
 	// name is the pod's, for the reports: set when the slot is made.
 	name string

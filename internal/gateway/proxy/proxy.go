@@ -1,9 +1,10 @@
-package gateway
+package proxy
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,9 +13,63 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 )
+
+// Config is what the request path takes from the gateway's Options.
+type Config struct {
+	// RequestTimeout is the timeoutSeconds of backends that set none.
+	RequestTimeout time.Duration
+	// MaxQueued bounds the requests held per revision; negative holds none.
+	MaxQueued int
+	// Stats is poked when a request is held for a revision without a ready pod; nil:
+	// nobody is.
+	Stats stats.Sink
+	// IdleTimeout closes idle upstream connections.
+	IdleTimeout time.Duration
+	// DialTimeout bounds connecting to an endpoint; DialContext connects.
+	DialTimeout time.Duration
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Proxy is the request path that the listeners share: the activator's holding state
+// and the forwarder's pool of upstream connections.
+type Proxy struct {
+	table     func() *routing.Table
+	forwarder *forwarder
+	activator *activator
+	metrics   *Metrics
+}
+
+// New returns the request path over the routing tables that table returns, counting
+// into m. active, if not nil, receives the revisions that come out of idleness, for
+// a backends.Reporter.
+func New(cfg Config, table func() *routing.Table, m *Metrics, active *backends.ActiveSet) *Proxy {
+	a := newActivator(cfg, m)
+	a.active = active
+	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m}
+}
+
+// Handler is one listener's handler; the external one serves ExternalIP routes only.
+func (p *Proxy) Handler(external bool) http.Handler {
+	return &listenerHandler{
+		external:  external,
+		table:     p.table,
+		roll:      rand.IntN,
+		forwarder: p.forwarder,
+		activator: p.activator,
+		metrics:   p.metrics,
+	}
+}
+
+// ShareWith has every pod's containerConcurrency shared with the replicas of rs.
+func (p *Proxy) ShareWith(rs *backends.ReplicaSet) { p.activator.replicas = rs }
+
+// Drain answers the held requests at once (503), and those that would be held: the
+// listeners are shutting down, and the client can retry on another replica.
+func (p *Proxy) Drain() { p.activator.drain() }
 
 // listenerHandler is the handler of one listener: it routes a request through the current table
 // and hands it to the shared forwarder.
@@ -137,7 +192,7 @@ type forwarder struct {
 	metrics  *Metrics
 }
 
-func newForwarder(opts Options, m *Metrics) *forwarder {
+func newForwarder(opts Config, m *Metrics) *forwarder {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		// The deadline ends the dial only; an established connection outlives it.
 		ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
@@ -160,7 +215,7 @@ func newForwarder(opts Options, m *Metrics) *forwarder {
 	return f
 }
 
-func newFallbackTransport(opts Options, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+func newFallbackTransport(opts Config, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
 		// Never an environment proxy: endpoints are pod addresses.
 		Proxy:       nil,
@@ -180,7 +235,7 @@ func newFallbackTransport(opts Options, dial func(context.Context, string, strin
 
 // newH2CTransport speaks HTTP/2 without TLS, with prior knowledge, to pods whose
 // port says h2c: net/http's own HTTP/2, many streams over one connection per pod.
-func newH2CTransport(opts Options, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+func newH2CTransport(opts Config, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
 	t := &http.Transport{
 		Proxy:              nil,
 		DialContext:        dial,

@@ -1,4 +1,4 @@
-package gateway
+package proxy
 
 // TLS: the HTTPS listener serves a KIngress's spec.tls, as Knative's ingresses do.
 //
@@ -40,17 +40,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// hostTLS is what the gateway does with TLS for one host.
-type hostTLS struct {
-	cert *tls.Certificate
-	// redirect: the ingress says httpOption Redirected.
-	redirect bool
+// HostTLS is what the gateway does with TLS for one host.
+type HostTLS struct {
+	Cert *tls.Certificate
+	// Redirect: the ingress says httpOption Redirected.
+	Redirect bool
 }
 
 // ingressTLS is what one KIngress contributes.
 type ingressTLS struct {
 	created time.Time
-	hosts   map[string]*hostTLS
+	hosts   map[string]*HostTLS
 }
 
 // TLSStore holds the certificates by host. Writers rebuild the map under mu; the
@@ -58,7 +58,7 @@ type ingressTLS struct {
 type TLSStore struct {
 	mu        sync.Mutex
 	ingresses map[types.NamespacedName]ingressTLS
-	hosts     atomic.Pointer[map[string]*hostTLS]
+	hosts     atomic.Pointer[map[string]*HostTLS]
 	// refused counts a handshake refused, by reason (nil: not counted).
 	refused func(reason string)
 }
@@ -72,12 +72,12 @@ const (
 
 func NewTLSStore(refused func(reason string)) *TLSStore {
 	s := &TLSStore{ingresses: map[types.NamespacedName]ingressTLS{}, refused: refused}
-	s.hosts.Store(&map[string]*hostTLS{})
+	s.hosts.Store(&map[string]*HostTLS{})
 	return s
 }
 
-// set replaces what the ingress key contributes; nil hosts forget it.
-func (s *TLSStore) set(key types.NamespacedName, created time.Time, hosts map[string]*hostTLS) {
+// Set replaces what the ingress key contributes; nil hosts forget it.
+func (s *TLSStore) Set(key types.NamespacedName, created time.Time, hosts map[string]*HostTLS) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if hosts == nil {
@@ -97,7 +97,7 @@ func (s *TLSStore) set(key types.NamespacedName, created time.Time, hosts map[st
 		}
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	all := map[string]*hostTLS{}
+	all := map[string]*HostTLS{}
 	for _, k := range keys {
 		for h, t := range s.ingresses[k].hosts {
 			if _, taken := all[h]; !taken {
@@ -108,18 +108,18 @@ func (s *TLSStore) set(key types.NamespacedName, created time.Time, hosts map[st
 	s.hosts.Store(&all)
 }
 
-func (s *TLSStore) lookup(host string) *hostTLS { return (*s.hosts.Load())[host] }
+func (s *TLSStore) lookup(host string) *HostTLS { return (*s.hosts.Load())[host] }
 
-// getCertificate is the HTTPS listener's tls.Config.GetCertificate: the certificate
+// GetCertificate is the HTTPS listener's tls.Config.GetCertificate: the certificate
 // of the host the client names by SNI.
-func (s *TLSStore) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (s *TLSStore) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	host, ok := routing.CanonicalHost(hello.ServerName)
 	if !ok {
 		s.refuse(refusedNoServerName)
 		return nil, fmt.Errorf("ferry: no certificate without a server name (SNI)")
 	}
-	if t := s.lookup(host); t != nil && t.cert != nil {
-		return t.cert, nil
+	if t := s.lookup(host); t != nil && t.Cert != nil {
+		return t.Cert, nil
 	}
 	s.refuse(refusedNoCertificate)
 	return nil, fmt.Errorf("ferry: no certificate for %q", host)
@@ -131,15 +131,15 @@ func (s *TLSStore) refuse(reason string) {
 	}
 }
 
-// redirecting wraps the external plain-HTTP handler: a request for a host whose
+// Redirecting wraps the external plain-HTTP handler: a request for a host whose
 // ingress says Redirected, and that has a certificate, gets 301 to the same URL over
 // https. httpsPort is the HTTPS listener's port: a client that named a port in Host
 // talks to the gateway directly and is sent to that port; one that named none came
 // through port 80 and goes to 443.
-func (s *TLSStore) redirecting(next http.Handler, httpsPort string) http.Handler {
+func (s *TLSStore) Redirecting(next http.Handler, httpsPort string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, ok := routing.CanonicalHost(r.Host)
-		if t := s.lookup(host); !ok || t == nil || !t.redirect || t.cert == nil {
+		if t := s.lookup(host); !ok || t == nil || !t.Redirect || t.Cert == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -197,11 +197,11 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		if err != nil && !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
-		r.store.set(req.NamespacedName, time.Time{}, nil)
+		r.store.Set(req.NamespacedName, time.Time{}, nil)
 		r.reported.Delete(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	hosts := map[string]*hostTLS{}
+	hosts := map[string]*HostTLS{}
 	var problems []string
 	for _, t := range ing.Spec.TLS {
 		secret := &corev1.Secret{}
@@ -222,11 +222,11 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 		for _, h := range t.Hosts {
 			if host, ok := routing.CanonicalHost(h); ok {
-				hosts[host] = &hostTLS{cert: cert, redirect: ing.Spec.HTTPOption == v1alpha1.HTTPOptionRedirected}
+				hosts[host] = &HostTLS{Cert: cert, Redirect: ing.Spec.HTTPOption == v1alpha1.HTTPOptionRedirected}
 			}
 		}
 	}
-	r.store.set(req.NamespacedName, ing.CreationTimestamp.Time, hosts)
+	r.store.Set(req.NamespacedName, ing.CreationTimestamp.Time, hosts)
 	problem := strings.Join(problems, "; ")
 	if old, _ := r.reported.Swap(req.NamespacedName, problem); problem != "" && old != problem {
 		r.recorder.Eventf(ing, nil, corev1.EventTypeWarning, reasonInvalidSecret, "ServeTLS",
@@ -248,12 +248,12 @@ func (r *tlsReconciler) ingressesOfSecret(ctx context.Context, o client.Object) 
 	return reqs
 }
 
-// setupTLS registers the TLS reconciler: KIngresses, and the Secrets they name.
-func (g *Gateway) setupTLS(mgr ctrl.Manager) error {
+// SetupTLS registers the TLS reconciler: KIngresses, and the Secrets they name.
+func SetupTLS(mgr ctrl.Manager, store *TLSStore) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Ingress{}, tlsSecretIndex, tlsSecrets); err != nil {
 		return fmt.Errorf("indexing KIngresses by TLS Secret: %w", err)
 	}
-	r := &tlsReconciler{client: mgr.GetClient(), store: g.tlsStore, recorder: mgr.GetEventRecorder("ferry-gateway")}
+	r := &tlsReconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("ferry-gateway")}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway-tls").
 		For(&v1alpha1.Ingress{}).

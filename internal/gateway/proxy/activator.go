@@ -1,4 +1,4 @@
-package gateway
+package proxy
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ type activator struct {
 	replicas *backends.ReplicaSet
 }
 
-func newActivator(opts Options, m *Metrics) *activator {
+func newActivator(opts Config, m *Metrics) *activator {
 	return &activator{sink: opts.Stats, maxQueued: int64(opts.MaxQueued), timeout: opts.RequestTimeout, metrics: m,
 		draining: make(chan struct{})}
 }

@@ -1,4 +1,4 @@
-package gateway
+package proxy
 
 import (
 	"net"
@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
@@ -71,17 +72,18 @@ func FuzzRouteHost(f *testing.F) {
 		f.Add(seed.host, seed.path)
 	}
 
-	g := New(Options{})
-	p := g.handler(true)
+	services := backends.NewRegistry()
+	programmer := routing.NewProgrammer(services)
+	p := New(Config{RequestTimeout: 5 * time.Minute, MaxQueued: 1000}, programmer.Table, NewMetrics(), nil).Handler(true).(*listenerHandler)
 	p.roll = newSeededRoll(1)
 	for _, rule := range fuzzRules {
 		for _, path := range rule.HTTP.Paths {
 			name := path.Splits[0].ServiceName
-			g.services.Update(key(name), backends.BuildEndpoints(serviceWithPort(name),
+			services.Update(key(name), backends.BuildEndpoints(serviceWithPort(name),
 				[]discoveryv1.EndpointSlice{sliceFor(name, 8012, "10.244.0.1")}, func(string) bool { return true }))
 		}
 	}
-	if err := g.programmer.Apply(newIngress("fuzz", 0, fuzzRules...)); err != nil {
+	if err := programmer.Apply(newIngress("fuzz", 0, fuzzRules...)); err != nil {
 		f.Fatal(err)
 	}
 

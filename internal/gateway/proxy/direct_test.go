@@ -1,4 +1,4 @@
-package gateway
+package proxy
 
 import (
 	"bufio"
@@ -42,7 +42,7 @@ func newTwoWays(t *testing.T, rt *routing.Route, sp *routing.Split, answer http.
 		answer(w, r)
 	}))
 	t.Cleanup(tw.backend.Close)
-	f := newForwarder(Options{}.withDefaults(), NewMetrics())
+	f := newForwarder(Config{DialTimeout: 2 * time.Second, DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext, IdleTimeout: 90 * time.Second}, NewMetrics())
 	if sp.Service == nil {
 		sp.Service = &backends.Service{Key: key("svc")}
 	}
