@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -44,9 +45,9 @@ func (s *recordingSink) poked() []string {
 	return append([]string(nil), s.pokes...)
 }
 
-// revisionService is serviceWithPort with the annotations the Revision reconciler sets.
+// revisionService is gatewaytest.ServiceWithPort with the annotations the Revision reconciler sets.
 func revisionService(name string, containerConcurrency, timeoutSeconds int) *corev1.Service {
-	svc := serviceWithPort(name)
+	svc := gatewaytest.ServiceWithPort(name)
 	svc.Annotations = map[string]string{}
 	if containerConcurrency > 0 {
 		svc.Annotations["serving.ferry.dev/container-concurrency"] = strconv.Itoa(containerConcurrency)
@@ -63,20 +64,20 @@ func (tg *testGateway) serveRevision(svc *corev1.Service, servers ...*httptest.S
 	var slices []discoveryv1.EndpointSlice
 	for _, b := range servers {
 		host, port := splitHostPort(tg.t, b.Listener.Addr().String())
-		s := sliceFor(svc.Name, int32(port), host)
+		s := gatewaytest.SliceFor(svc.Name, int32(port), host)
 		s.Name = svc.Name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.Update(key(svc.Name), backends.BuildEndpoints(svc, slices, notSimulated))
+	tg.services.Update(gatewaytest.Key(svc.Name), backends.BuildEndpoints(svc, slices, gatewaytest.NotSimulated))
 }
 
 // route programs host to the Service name.
 func (tg *testGateway) route(host, name string) {
-	tg.program(newIngress(name, 0, externalRule([]string{host}, path("", splitTo(name, 100)))))
+	tg.program(gatewaytest.NewIngress(name, 0, gatewaytest.ExternalRule([]string{host}, gatewaytest.Path("", gatewaytest.SplitTo(name, 100)))))
 }
 
 func (tg *testGateway) service(name string) *backends.Service {
-	return tg.services.Lookup(key(name))
+	return tg.services.Lookup(gatewaytest.Key(name))
 }
 
 // answer is what a client got.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -311,8 +312,8 @@ func TestSimulatedPodAnswersAfterActivation(t *testing.T) {
 	got := g.send(context.Background(), "hello.example.com", "/")
 	svc := g.service("hello-00001")
 	eventually(t, "the request to be held", func() bool { return svc.Room.Waiting.Load() == 1 })
-	g.services.Update(key("hello-00001"), backends.BuildEndpoints(revisionService("hello-00001", 0, 0),
-		[]discoveryv1.EndpointSlice{sliceFor("hello-00001", 8012, "10.244.0.5")}, func(string) bool { return true }))
+	g.services.Update(gatewaytest.Key("hello-00001"), backends.BuildEndpoints(revisionService("hello-00001", 0, 0),
+		[]discoveryv1.EndpointSlice{gatewaytest.SliceFor("hello-00001", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	a := <-got
 	if a.code != 200 || a.body != "Hello from revision hello-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n" ||
 		a.header.Get("X-Ferry-Simulated") != "true" || a.header.Get("X-Ferry-Activation-Wait") == "" {

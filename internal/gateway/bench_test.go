@@ -22,6 +22,7 @@ import (
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/proxy"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,7 @@ func BenchmarkProxy(b *testing.B) {
 	// runs (into a sink that drops them).
 	g := startGateway(b, Options{Stats: discardSink{}})
 	g.serve("bench-1", backend)
-	g.program(newIngress("bench", 0, externalRule([]string{"bench.example.com"}, path("", splitTo("bench-1", 100)))))
+	g.program(gatewaytest.NewIngress("bench", 0, gatewaytest.ExternalRule([]string{"bench.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("bench-1", 100)))))
 
 	targets := []struct{ name, addr string }{{"direct", backend.Listener.Addr().String()}, {"gateway", g.ExternalAddr()}}
 	if nginx := os.Getenv("FERRY_BENCH_NGINX"); nginx != "" {
@@ -224,7 +225,7 @@ func TestBenchServe(t *testing.T) {
 				Ports: []corev1.ContainerPort{{Name: r.portName, ContainerPort: int32(port)}}}}}}}
 		pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
-		g.services.Update(key(r.name), backends.BuildRevisionEndpoints(rev, pods, notSimulated))
+		g.services.Update(gatewaytest.Key(r.name), backends.BuildRevisionEndpoints(rev, pods, gatewaytest.NotSimulated))
 		g.route(r.host, r.name)
 	}
 	if g.opts.HTTPSAddr != "" {
@@ -232,7 +233,7 @@ func TestBenchServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.tlsStore.Set(key("bench"), epoch, map[string]*proxy.HostTLS{"bench.example.com": {Cert: &cert}, "h2c.example.com": {Cert: &cert}})
+		g.tlsStore.Set(gatewaytest.Key("bench"), gatewaytest.Epoch, map[string]*proxy.HostTLS{"bench.example.com": {Cert: &cert}, "h2c.example.com": {Cert: &cert}})
 	}
 	fmt.Printf("gateway serving on %s (https %q)\n", g.ExternalAddr(), g.HTTPSAddr())
 	<-ctx.Done()

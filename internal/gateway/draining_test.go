@@ -11,6 +11,7 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,7 +73,7 @@ func TestTerminatingPodDrains(t *testing.T) {
 		if err := c.List(context.Background(), &pods, client.InNamespace("ns"), client.MatchingLabels{servingv1.RevisionLabelKey: "rev-1"}); err != nil {
 			t.Fatal(err)
 		}
-		tg.services.Update(key("rev-1"), backends.BuildRevisionEndpoints(rev, pods.Items, notSimulated))
+		tg.services.Update(gatewaytest.Key("rev-1"), backends.BuildRevisionEndpoints(rev, pods.Items, gatewaytest.NotSimulated))
 	}
 	publish()
 	slow := tg.send(context.Background(), "drain.example.com", "/slow")

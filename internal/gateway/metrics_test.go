@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -16,9 +17,9 @@ func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
 	t.Cleanup(teapot.Close)
 	g.serve("app-1", newEchoBackend(t, "app-1"))
 	g.serve("app-2", teapot)
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
-		path("/two", splitTo("app-2", 100)),
-		path("", splitTo("app-1", 100)))))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"},
+		gatewaytest.Path("/two", gatewaytest.SplitTo("app-2", 100)),
+		gatewaytest.Path("", gatewaytest.SplitTo("app-1", 100)))))
 
 	for range 3 {
 		if code, body, _ := get(t, g.externalURL("/"), "app.example.com", nil); code != 200 {
@@ -47,9 +48,9 @@ func TestSeriesGoWithTheirRevision(t *testing.T) {
 	g := startGateway(t, Options{})
 	g.serve("app-1", newEchoBackend(t, "app-1"))
 	g.serve("app-2", newEchoBackend(t, "app-2"))
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
-		path("/two", splitTo("app-2", 100)),
-		path("", splitTo("app-1", 100)))))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"},
+		gatewaytest.Path("/two", gatewaytest.SplitTo("app-2", 100)),
+		gatewaytest.Path("", gatewaytest.SplitTo("app-1", 100)))))
 	for _, p := range []string{"/", "/two"} {
 		if code, body, _ := get(t, g.externalURL(p), "app.example.com", nil); code != 200 {
 			t.Fatalf("GET %s = %d %q", p, code, body)
@@ -63,11 +64,11 @@ func TestSeriesGoWithTheirRevision(t *testing.T) {
 	}
 
 	// app-2 leaves the route: its series stay while its pods are there.
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"}, path("", splitTo("app-1", 100)))))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("app-1", 100)))))
 	if r, u := series(); r != 2 || u != 2 {
 		t.Errorf("unrouted but not gone: %d request and %d latency series, want 2 of each", r, u)
 	}
-	g.services.Update(key("app-2"), nil) // the Revision is deleted
+	g.services.Update(gatewaytest.Key("app-2"), nil) // the Revision is deleted
 	if r, u := series(); r != 1 || u != 1 {
 		t.Errorf("after app-2 is gone: %d request and %d latency series, want app-1's only", r, u)
 	}

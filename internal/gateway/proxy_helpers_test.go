@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -89,11 +90,11 @@ func (tg *testGateway) serveAddrs(name string, addrs ...string) {
 	var slices []discoveryv1.EndpointSlice
 	for _, addr := range addrs {
 		host, port := splitHostPort(tg.t, addr)
-		s := sliceFor(name, int32(port), host)
+		s := gatewaytest.SliceFor(name, int32(port), host)
 		s.Name = name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.Update(key(name), backends.BuildEndpoints(serviceWithPort(name), slices, notSimulated))
+	tg.services.Update(gatewaytest.Key(name), backends.BuildEndpoints(gatewaytest.ServiceWithPort(name), slices, gatewaytest.NotSimulated))
 }
 
 func (tg *testGateway) externalURL(path string) string { return "http://" + tg.ExternalAddr() + path }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -70,8 +71,8 @@ func TestGatewayReportsItsRequests(t *testing.T) {
 func TestReporterRunsEveryInterval(t *testing.T) {
 	sink := &recordingSink{}
 	g := startGateway(t, Options{Stats: sink, ReportInterval: 20 * time.Millisecond})
-	g.services.Update(key("sim-1"), backends.BuildEndpoints(serviceWithPort("sim-1"),
-		[]discoveryv1.EndpointSlice{sliceFor("sim-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
+	g.services.Update(gatewaytest.Key("sim-1"), backends.BuildEndpoints(gatewaytest.ServiceWithPort("sim-1"),
+		[]discoveryv1.EndpointSlice{gatewaytest.SliceFor("sim-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	g.route("sim.example.com", "sim-1")
 	if a := <-g.send(context.Background(), "sim.example.com", "/"); a.code != 200 {
 		t.Fatalf("%d %q", a.code, a.body)

@@ -9,6 +9,7 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,7 +29,7 @@ func (tg *testGateway) serveSimulatedRevision(host string, annotations map[strin
 		pods = append(pods, corev1.Pod{Status: corev1.PodStatus{PodIP: ip,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}})
 	}
-	tg.services.Update(key(rev.Name), backends.BuildRevisionEndpoints(rev, pods, func(string) bool { return true }))
+	tg.services.Update(gatewaytest.Key(rev.Name), backends.BuildRevisionEndpoints(rev, pods, func(string) bool { return true }))
 	tg.route(host, rev.Name)
 	return tg.service(rev.Name)
 }
@@ -111,7 +112,7 @@ func TestRealPodIgnoresSimulation(t *testing.T) {
 		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img",
 			Ports: []corev1.ContainerPort{{ContainerPort: int32(port)}}}}}}}
 	pod := corev1.Pod{Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	g.services.Update(key(rev.Name), backends.BuildRevisionEndpoints(rev, []corev1.Pod{pod}, notSimulated))
+	g.services.Update(gatewaytest.Key(rev.Name), backends.BuildRevisionEndpoints(rev, []corev1.Pod{pod}, gatewaytest.NotSimulated))
 	g.route("real.example.com", rev.Name)
 	start := time.Now()
 	a := <-g.send(context.Background(), "real.example.com", "/?sleep=soon")

@@ -11,6 +11,7 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,7 @@ func (tg *testGateway) serveRevisionSpec(name string, spec servingv1.RevisionSpe
 		pods = []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
 	}
-	tg.services.Update(key(name), backends.BuildRevisionEndpoints(rev, pods, notSimulated))
+	tg.services.Update(gatewaytest.Key(name), backends.BuildRevisionEndpoints(rev, pods, gatewaytest.NotSimulated))
 }
 
 // TestRevisionTimeouts: each of Knative's timeouts ends a request as the client sees

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/proxy"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -20,17 +21,17 @@ func TestHTTPSListener(t *testing.T) {
 	backend := newEchoBackend(t, "rev")
 	g.serve("rev", backend)
 	for _, h := range []string{"secure.example.com", "plain.example.com", "nocert.example.com"} {
-		g.program(newIngress(strings.Split(h, ".")[0], 0, externalRule([]string{h}, path("", splitTo("rev", 100)))))
+		g.program(gatewaytest.NewIngress(strings.Split(h, ".")[0], 0, gatewaytest.ExternalRule([]string{h}, gatewaytest.Path("", gatewaytest.SplitTo("rev", 100)))))
 	}
-	crt, k, pool := selfSigned(t, "secure.example.com")
+	crt, k, pool := gatewaytest.SelfSigned(t, "secure.example.com")
 	cert, err := tls.X509KeyPair(crt, k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.tlsStore.Set(key("secure"), epoch, map[string]*proxy.HostTLS{"secure.example.com": {Cert: &cert, Redirect: true}})
-	g.tlsStore.Set(key("plain"), epoch, map[string]*proxy.HostTLS{"plain.example.com": {Cert: &cert}})
+	g.tlsStore.Set(gatewaytest.Key("secure"), gatewaytest.Epoch, map[string]*proxy.HostTLS{"secure.example.com": {Cert: &cert, Redirect: true}})
+	g.tlsStore.Set(gatewaytest.Key("plain"), gatewaytest.Epoch, map[string]*proxy.HostTLS{"plain.example.com": {Cert: &cert}})
 	// nocert's Secret is broken: Redirected, but no certificate.
-	g.tlsStore.Set(key("nocert"), epoch, map[string]*proxy.HostTLS{})
+	g.tlsStore.Set(gatewaytest.Key("nocert"), gatewaytest.Epoch, map[string]*proxy.HostTLS{})
 
 	for _, h2 := range []bool{true, false} {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "secure.example.com"}, ForceAttemptHTTP2: h2}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
 
 func addrs(ts *TargetSet) (out []string) {
@@ -31,15 +32,15 @@ func addrs(ts *TargetSet) (out []string) {
 }
 
 func TestBuildEndpointsPortResolution(t *testing.T) {
-	svc := serviceWithPort("rev-1")
+	svc := gatewaytest.ServiceWithPort("rev-1")
 	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090})
-	s := sliceFor("rev-1", 8012, "10.0.0.2", "10.0.0.1")
+	s := gatewaytest.SliceFor("rev-1", 8012, "10.0.0.2", "10.0.0.1")
 	s.Ports = append(s.Ports, discoveryv1.EndpointPort{Name: ptr.To("metrics"), Port: ptr.To[int32](9091)})
 	// A second slice repeats an endpoint, as slices do while endpoints move.
-	s2 := sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.3")
+	s2 := gatewaytest.SliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.3")
 	s2.Endpoints[1].Conditions.Ready = ptr.To(false)
 	s2.Endpoints = append(s2.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.4"}}) // Ready unknown counts as ready
-	se := BuildEndpoints(svc, []discoveryv1.EndpointSlice{s, s2}, notSimulated)
+	se := BuildEndpoints(svc, []discoveryv1.EndpointSlice{s, s2}, gatewaytest.NotSimulated)
 
 	for _, tc := range []struct {
 		port intstr.IntOrString
@@ -58,14 +59,14 @@ func TestBuildEndpointsPortResolution(t *testing.T) {
 			t.Errorf("targets(%v) = %v, want %v", tc.port.String(), got, tc.want)
 		}
 	}
-	if got := (&Service{Key: key("rev-1")}).RevisionName(se); got != "rev-1" {
+	if got := (&Service{Key: gatewaytest.Key("rev-1")}).RevisionName(se); got != "rev-1" {
 		t.Errorf("revision %q", got)
 	}
 }
 
 // Idle endpoints (no request in flight) share requests round-robin.
 func TestTargetSetRoundRobin(t *testing.T) {
-	ts := BuildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated).
+	ts := BuildEndpoints(gatewaytest.ServiceWithPort("r"), []discoveryv1.EndpointSlice{gatewaytest.SliceFor("r", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, gatewaytest.NotSimulated).
 		Targets(intstr.FromInt32(80))
 	var got []string
 	for range 6 {
@@ -86,14 +87,14 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 	if err := servingv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	real, simulated := sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2"), sliceFor("rev-1", 8012, "10.0.0.3")
+	real, simulated := gatewaytest.SliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2"), gatewaytest.SliceFor("rev-1", 8012, "10.0.0.3")
 	simulated.Name = "rev-1-kwok"
 	real.Endpoints[0].NodeName = ptr.To("real-node")
 	simulated.Endpoints[0].NodeName = ptr.To("kwok-node")
 	c := fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&discoveryv1.EndpointSlice{}, endpointSliceServiceIndex, endpointSliceService).
 		WithObjects(
-			serviceWithPort("rev-1"), &real, &simulated,
+			gatewaytest.ServiceWithPort("rev-1"), &real, &simulated,
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-node"}},
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node", Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake}}},
 		).Build()
@@ -108,11 +109,11 @@ func TestEndpointsReconcilerDetectsKwokNodes(t *testing.T) {
 	} {
 		services := NewRegistry()
 		r := &endpointsReconciler{client: c, services: services, simulatedPods: tc.simulatedPods, dialSimulated: tc.dialSimulated}
-		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+		if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: gatewaytest.Key("rev-1")}); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]bool{}
-		for _, tg := range services.Acquire(key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80)).targets {
+		for _, tg := range services.Acquire(gatewaytest.Key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80)).targets {
 			got[tg.IP] = tg.Simulated
 		}
 		if !maps.Equal(got, tc.want) {
@@ -158,7 +159,7 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 			pod("terminating", "10.0.0.4", "real-node", corev1.ConditionTrue, true),
 			other,
 			// What an older Ferry left: the Revision's Service and its slice.
-			serviceWithPort("rev-1"), ptr.To(sliceFor("rev-1", 8012, "10.0.0.5")),
+			gatewaytest.ServiceWithPort("rev-1"), ptr.To(gatewaytest.SliceFor("rev-1", 8012, "10.0.0.5")),
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "real-node"}},
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-node", Annotations: map[string]string{kwokNodeAnnotation: kwokNodeFake}}},
 		).Build()
@@ -167,10 +168,10 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	}
 	services := NewRegistry()
 	r := &endpointsReconciler{client: c, services: services}
-	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: gatewaytest.Key("rev-1")}); err != nil {
 		t.Fatal(err)
 	}
-	se := services.Acquire(key("rev-1")).endpoints.Load()
+	se := services.Acquire(gatewaytest.Key("rev-1")).endpoints.Load()
 	for _, port := range []intstr.IntOrString{intstr.FromInt32(80), intstr.FromString("http")} {
 		if got, want := addrs(se.Targets(port)), []string{"10.0.0.1:9000", "10.0.0.2:9000"}; !slices.Equal(got, want) {
 			t.Errorf("port %s: endpoints %v, want %v", port.String(), got, want)
@@ -195,10 +196,10 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 	if err := c.Delete(context.Background(), rev); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key("rev-1")}); err != nil {
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: gatewaytest.Key("rev-1")}); err != nil {
 		t.Fatal(err)
 	}
-	if got := addrs(services.Acquire(key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
+	if got := addrs(services.Acquire(gatewaytest.Key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80))); !slices.Equal(got, []string{"10.0.0.5:8012"}) {
 		t.Errorf("after the Revision is deleted: endpoints %v, want the Service's", got)
 	}
 }
@@ -206,25 +207,25 @@ func TestEndpointsReconcilerFollowsRevisionPods(t *testing.T) {
 func TestServiceRegistryKeepsReferencedEntries(t *testing.T) {
 	services := NewRegistry()
 	// An ingress references a Service before it exists...
-	s := services.Acquire(key("rev-1"))
-	se := BuildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1")}, notSimulated)
+	s := services.Acquire(gatewaytest.Key("rev-1"))
+	se := BuildEndpoints(gatewaytest.ServiceWithPort("rev-1"), []discoveryv1.EndpointSlice{gatewaytest.SliceFor("rev-1", 8012, "10.0.0.1")}, gatewaytest.NotSimulated)
 	// ...which then appears: the entry the route holds gets its endpoints.
-	services.Update(key("rev-1"), se)
+	services.Update(gatewaytest.Key("rev-1"), se)
 	if s.endpoints.Load() != se {
 		t.Fatal("the referenced entry did not get the endpoints")
 	}
 	// Gone while referenced: emptied but kept, so a re-creation fills the same entry.
-	services.Update(key("rev-1"), nil)
-	if s.endpoints.Load() != nil || services.services[key("rev-1")] != s {
+	services.Update(gatewaytest.Key("rev-1"), nil)
+	if s.endpoints.Load() != nil || services.services[gatewaytest.Key("rev-1")] != s {
 		t.Fatal("a referenced entry was dropped")
 	}
 	services.Release(s)
-	if _, ok := services.services[key("rev-1")]; ok {
+	if _, ok := services.services[gatewaytest.Key("rev-1")]; ok {
 		t.Error("an unreferenced empty entry was kept")
 	}
 	// An unreferenced Service with endpoints stays, for the ingress that comes later.
-	services.Update(key("rev-2"), se)
-	if services.Acquire(key("rev-2")).endpoints.Load() != se {
+	services.Update(gatewaytest.Key("rev-2"), se)
+	if services.Acquire(gatewaytest.Key("rev-2")).endpoints.Load() != se {
 		t.Error("a known Service lost its endpoints before being referenced")
 	}
 }
@@ -239,12 +240,12 @@ func TestRevisionAnnotationsAreRead(t *testing.T) {
 		{cc: "0", timeout: "", wantCC: 0, wantTimeout: 0},
 		{cc: "x", timeout: "-3", wantCC: 0, wantTimeout: 0},
 	} {
-		svc := serviceWithPort("rev-1")
+		svc := gatewaytest.ServiceWithPort("rev-1")
 		svc.Annotations = map[string]string{"serving.ferry.dev/container-concurrency": tc.cc}
 		if tc.timeout != "" {
 			svc.Annotations["serving.ferry.dev/timeout-seconds"] = tc.timeout
 		}
-		se := BuildEndpoints(svc, nil, notSimulated)
+		se := BuildEndpoints(svc, nil, gatewaytest.NotSimulated)
 		if se.Limit() != tc.wantCC || se.timeout != tc.wantTimeout {
 			t.Errorf("annotations %q, %q: containerConcurrency %d, timeout %v", tc.cc, tc.timeout, se.Limit(), se.timeout)
 		}
@@ -275,9 +276,9 @@ func TestSpeaksH2C(t *testing.T) {
 
 	// A Service's slices say it: Knative's Revision Service, port 80 to 8013 with
 	// appProtocol kubernetes.io/h2c.
-	slice := sliceFor("rev-1", 8013, "10.0.0.1")
+	slice := gatewaytest.SliceFor("rev-1", 8013, "10.0.0.1")
 	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
-	se := BuildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
+	se := BuildEndpoints(gatewaytest.ServiceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, gatewaytest.NotSimulated)
 	if ts := se.Targets(intstr.FromInt32(80)); ts.Empty() || !ts.targets[0].H2C {
 		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
 	}

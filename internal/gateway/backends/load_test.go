@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -53,12 +54,12 @@ func TestLoadAreaWraps(t *testing.T) {
 func TestReporterAveragesOverThePeriod(t *testing.T) {
 	services := NewRegistry()
 	for _, name := range []string{"busy-1", "idle-1"} {
-		services.Update(key(name), BuildEndpoints(serviceWithPort(name), nil, notSimulated))
+		services.Update(gatewaytest.Key(name), BuildEndpoints(gatewaytest.ServiceWithPort(name), nil, gatewaytest.NotSimulated))
 	}
-	plain := serviceWithPort("plain")
+	plain := gatewaytest.ServiceWithPort("plain")
 	plain.Labels = nil // not a revision's Service
-	services.Update(key("plain"), BuildEndpoints(plain, nil, notSimulated))
-	busy, idle, notRevision := services.services[key("busy-1")], services.services[key("idle-1")], services.services[key("plain")]
+	services.Update(gatewaytest.Key("plain"), BuildEndpoints(plain, nil, gatewaytest.NotSimulated))
+	busy, idle, notRevision := services.services[gatewaytest.Key("busy-1")], services.services[gatewaytest.Key("idle-1")], services.services[gatewaytest.Key("plain")]
 
 	set := &ActiveSet{}
 	r := NewReporter(discardSink{}, "gw-1", time.Second, set)
@@ -122,9 +123,9 @@ func near(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
 // pods with the pod's own accounting, from every core at once.
 func BenchmarkAccounting(b *testing.B) {
 	services := NewRegistry()
-	services.Update(key("rev-1"), BuildEndpoints(serviceWithPort("rev-1"),
-		[]discoveryv1.EndpointSlice{sliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, notSimulated))
-	svc := services.services[key("rev-1")]
+	services.Update(gatewaytest.Key("rev-1"), BuildEndpoints(gatewaytest.ServiceWithPort("rev-1"),
+		[]discoveryv1.EndpointSlice{gatewaytest.SliceFor("rev-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")}, gatewaytest.NotSimulated))
+	svc := services.services[gatewaytest.Key("rev-1")]
 	set := &ActiveSet{}
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -147,11 +148,11 @@ func BenchmarkAccounting(b *testing.B) {
 // that leaves the endpoints gets one last reading for the requests it had since.
 func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 	services := NewRegistry()
-	slice := sliceFor("pods-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	slice := gatewaytest.SliceFor("pods-1", 8012, "10.0.0.1", "10.0.0.2", "10.0.0.3")
 	slice.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}
 	slice.Endpoints[1].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-b"}
-	services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{slice}, notSimulated))
-	svc := services.services[key("pods-1")]
+	services.Update(gatewaytest.Key("pods-1"), BuildEndpoints(gatewaytest.ServiceWithPort("pods-1"), []discoveryv1.EndpointSlice{slice}, gatewaytest.NotSimulated))
+	svc := services.services[gatewaytest.Key("pods-1")]
 	ts := svc.endpoints.Load().Targets(intstr.FromInt32(80))
 	a, b := &ts.targets[0], &ts.targets[1]
 
@@ -205,9 +206,9 @@ func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 	// from 2s to 2.5s; it is dropped at the next update, at 2.7s, before the reading.
 	begin(b, 2*time.Second, 2*time.Second)
 	without := func(addrs ...string) {
-		s := sliceFor("pods-1", 8012, addrs...)
+		s := gatewaytest.SliceFor("pods-1", 8012, addrs...)
 		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: "pod-a"}
-		services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
+		services.Update(gatewaytest.Key("pods-1"), BuildEndpoints(gatewaytest.ServiceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, gatewaytest.NotSimulated))
 	}
 	without("10.0.0.1", "10.0.0.3")
 	end(b, 2500*time.Millisecond)
@@ -240,10 +241,10 @@ func TestReporterBreaksTheLoadDownByPod(t *testing.T) {
 func TestPodSlotFollowsThePodName(t *testing.T) {
 	services := NewRegistry()
 	update := func(pod string) *PodSlot {
-		s := sliceFor("pods-1", 8012, "10.0.0.1")
+		s := gatewaytest.SliceFor("pods-1", 8012, "10.0.0.1")
 		s.Endpoints[0].TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: pod}
-		services.Update(key("pods-1"), BuildEndpoints(serviceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, notSimulated))
-		return services.services[key("pods-1")].endpoints.Load().Targets(intstr.FromInt32(80)).targets[0].Pod
+		services.Update(gatewaytest.Key("pods-1"), BuildEndpoints(gatewaytest.ServiceWithPort("pods-1"), []discoveryv1.EndpointSlice{s}, gatewaytest.NotSimulated))
+		return services.services[gatewaytest.Key("pods-1")].endpoints.Load().Targets(intstr.FromInt32(80)).targets[0].Pod
 	}
 	first := update("pod-a")
 	if again := update("pod-a"); again != first {

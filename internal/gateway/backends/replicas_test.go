@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,8 +75,8 @@ func TestShare(t *testing.T) {
 // requests on a pod between them, and each finds the slots that are its own.
 func TestAcquireTakesTheReplicasShare(t *testing.T) {
 	build := func() *TargetSet {
-		se := BuildEndpoints(serviceWithPort("r"), []discoveryv1.EndpointSlice{sliceFor("r", 8012, "10.0.0.1", "10.0.0.2")}, notSimulated)
-		newService(key("r")).attachPods(se)
+		se := BuildEndpoints(gatewaytest.ServiceWithPort("r"), []discoveryv1.EndpointSlice{gatewaytest.SliceFor("r", 8012, "10.0.0.1", "10.0.0.2")}, gatewaytest.NotSimulated)
+		newService(gatewaytest.Key("r")).attachPods(se)
 		return se.Targets(intstr.FromInt32(80))
 	}
 	for _, c := range []int64{1, 2, 3} {
@@ -115,7 +116,7 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 		}
 		return l
 	}
-	c := fake.NewClientBuilder().WithScheme(newTestScheme(t)).WithObjects(
+	c := fake.NewClientBuilder().WithScheme(gatewaytest.NewScheme(t)).WithObjects(
 		lease("ferry-gateway-a", time.Second, `{"ns/x":2,"ns/y":1}`),
 		lease("ferry-gateway-c", 20*time.Second, ""),                                                    // expired: gone
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "ferry-controller"}}, // not a replica
@@ -132,10 +133,10 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 		t.Fatalf("membership %+v (changes %d): want this replica and ferry-gateway-a", m, changes)
 	}
 
-	if !rs.ServedByAll(ctx, key("x"), 2) || !rs.ServedByAll(ctx, key("x"), 1) {
+	if !rs.ServedByAll(ctx, gatewaytest.Key("x"), 2) || !rs.ServedByAll(ctx, gatewaytest.Key("x"), 1) {
 		t.Error("ferry-gateway-a records x at generation 2")
 	}
-	if rs.ServedByAll(ctx, key("y"), 2) || rs.ServedByAll(ctx, key("z"), 1) {
+	if rs.ServedByAll(ctx, gatewaytest.Key("y"), 2) || rs.ServedByAll(ctx, gatewaytest.Key("z"), 1) {
 		t.Error("ferry-gateway-a does not serve y at generation 2, nor z")
 	}
 	// When ferry-gateway-a's Lease runs out, what waited for it is Ready, and the
@@ -148,12 +149,12 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	if len(requeue) != 2 {
 		t.Errorf("%d ingresses requeued when the membership changed, want y and z", len(requeue))
 	}
-	if !rs.ServedByAll(ctx, key("y"), 2) {
+	if !rs.ServedByAll(ctx, gatewaytest.Key("y"), 2) {
 		t.Error("y still waits for a replica that is gone")
 	}
 
 	// The own record reaches the Lease, pruned of what the status already says.
-	ready := simpleIngress("x", 0, "x-1", "x.example.com")
+	ready := gatewaytest.SimpleIngress("x", 0, "x-1", "x.example.com")
 	ready.Status.ObservedGeneration = 1
 	readyConditions := v1alpha1.IngressConditions.Manage(&ready.Status.Status)
 	readyConditions.InitializeConditions()
@@ -162,12 +163,12 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	if err := c.Create(ctx, ready); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, simpleIngress("y", 0, "y-1", "y.example.com")); err != nil {
+	if err := c.Create(ctx, gatewaytest.SimpleIngress("y", 0, "y-1", "y.example.com")); err != nil {
 		t.Fatal(err)
 	}
-	rs.Programmed(key("x"), 1)
-	rs.Programmed(key("z"), 1) // deleted since
-	rs.Programmed(key("y"), 3)
+	rs.Programmed(gatewaytest.Key("x"), 1)
+	rs.Programmed(gatewaytest.Key("z"), 1) // deleted since
+	rs.Programmed(gatewaytest.Key("y"), 3)
 	if err := rs.write(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 )
 
@@ -44,7 +45,7 @@ func newTwoWays(t *testing.T, rt *routing.Route, sp *routing.Split, answer http.
 	t.Cleanup(tw.backend.Close)
 	f := newForwarder(Config{DialTimeout: 2 * time.Second, DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext, IdleTimeout: 90 * time.Second}, NewMetrics())
 	if sp.Service == nil {
-		sp.Service = &backends.Service{Key: key("svc")}
+		sp.Service = &backends.Service{Key: gatewaytest.Key("svc")}
 	}
 	handler := func(viaDirect bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -18,13 +19,13 @@ import (
 // a simulated pod, so the gateway's own answer names the revision that was chosen
 // without any network traffic.
 var fuzzRules = []v1alpha1.IngressRule{
-	externalRule([]string{"app.example.com", "App.Other.example.com"},
-		path("", splitTo("root", 100)),
-		path("/api", splitTo("api", 100)),
-		path("/api/v2", splitTo("api-v2", 100)),
+	gatewaytest.ExternalRule([]string{"app.example.com", "App.Other.example.com"},
+		gatewaytest.Path("", gatewaytest.SplitTo("root", 100)),
+		gatewaytest.Path("/api", gatewaytest.SplitTo("api", 100)),
+		gatewaytest.Path("/api/v2", gatewaytest.SplitTo("api-v2", 100)),
 	),
-	externalRule([]string{"tag-app.example.com"}, path("/", splitTo("tag", 100))),
-	localRule([]string{"app.ns.svc.cluster.local"}, path("", splitTo("local", 100))),
+	gatewaytest.ExternalRule([]string{"tag-app.example.com"}, gatewaytest.Path("/", gatewaytest.SplitTo("tag", 100))),
+	gatewaytest.LocalRule([]string{"app.ns.svc.cluster.local"}, gatewaytest.Path("", gatewaytest.SplitTo("local", 100))),
 }
 
 // referenceRoute is a plain reading of the routing rules: the external rule host equal
@@ -75,15 +76,15 @@ func FuzzRouteHost(f *testing.F) {
 	services := backends.NewRegistry()
 	programmer := routing.NewProgrammer(services)
 	p := New(Config{RequestTimeout: 5 * time.Minute, MaxQueued: 1000}, programmer.Table, NewMetrics(), nil).Handler(true).(*listenerHandler)
-	p.roll = newSeededRoll(1)
+	p.roll = gatewaytest.SeededRoll(1)
 	for _, rule := range fuzzRules {
 		for _, path := range rule.HTTP.Paths {
 			name := path.Splits[0].ServiceName
-			services.Update(key(name), backends.BuildEndpoints(serviceWithPort(name),
-				[]discoveryv1.EndpointSlice{sliceFor(name, 8012, "10.244.0.1")}, func(string) bool { return true }))
+			services.Update(gatewaytest.Key(name), backends.BuildEndpoints(gatewaytest.ServiceWithPort(name),
+				[]discoveryv1.EndpointSlice{gatewaytest.SliceFor(name, 8012, "10.244.0.1")}, func(string) bool { return true }))
 		}
 	}
-	if err := programmer.Apply(newIngress("fuzz", 0, fuzzRules...)); err != nil {
+	if err := programmer.Apply(gatewaytest.NewIngress("fuzz", 0, fuzzRules...)); err != nil {
 		f.Fatal(err)
 	}
 

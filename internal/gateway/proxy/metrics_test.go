@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -12,7 +13,7 @@ import (
 // it must not allocate.
 func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
 	m := NewMetrics()
-	svc := &backends.Service{Key: key("app-1")}
+	svc := &backends.Service{Key: gatewaytest.Key("app-1")}
 	m.countRequest(svc, "app.example.com", 200, "app-1")
 	m.observeUpstream(svc, "app-1", 0.001)
 	if n := testing.AllocsPerRun(100, func() {
@@ -35,7 +36,7 @@ func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
 // the per-Service children, with them.
 func BenchmarkCountRequest(b *testing.B) {
 	m := NewMetrics()
-	svc := &backends.Service{Key: key("app-1")}
+	svc := &backends.Service{Key: gatewaytest.Key("app-1")}
 	hosts := []string{"app.ns.example.com", "app.ns.svc.cluster.local", "app.ns.svc", "app.ns"}
 	b.Run("vector", func(b *testing.B) {
 		b.ReportAllocs()

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -31,14 +32,14 @@ func withTLS(ing *v1alpha1.Ingress, option v1alpha1.HTTPOption, tls ...v1alpha1.
 // missing or malformed Secret gives its hosts none, with one Warning Event; a Secret
 // changed is picked up at the next reconcile; an ingress gone takes its hosts along.
 func TestTLSReconcilerLoadsSecrets(t *testing.T) {
-	crt, pemKey, _ := selfSigned(t, "a.example.com")
-	crt2, key2, _ := selfSigned(t, "a.example.com")
+	crt, pemKey, _ := gatewaytest.SelfSigned(t, "a.example.com")
+	crt2, key2, _ := gatewaytest.SelfSigned(t, "a.example.com")
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
-	good := withTLS(newIngress("good", 0), v1alpha1.HTTPOptionRedirected,
+	good := withTLS(gatewaytest.NewIngress("good", 0), v1alpha1.HTTPOptionRedirected,
 		v1alpha1.IngressTLS{Hosts: []string{"A.example.com"}, SecretName: "a"})
-	bad := withTLS(newIngress("bad", 0), v1alpha1.HTTPOptionRedirected,
+	bad := withTLS(gatewaytest.NewIngress("bad", 0), v1alpha1.HTTPOptionRedirected,
 		v1alpha1.IngressTLS{Hosts: []string{"b.example.com"}, SecretName: "b"},
 		v1alpha1.IngressTLS{Hosts: []string{"c.example.com"}, SecretName: "missing"})
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(good, bad, tlsSecret("a", crt, pemKey), tlsSecret("b", crt, []byte("junk"))).Build()
@@ -48,7 +49,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 	ctx := context.Background()
 	for range 2 { // the second round reports nothing new
 		for _, name := range []string{"good", "bad"} {
-			if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key(name)}); err != nil {
+			if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: gatewaytest.Key(name)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,7 +71,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 	if err := c.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key("good")}); err != nil {
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: gatewaytest.Key("good")}); err != nil {
 		t.Fatal(err)
 	}
 	if cert, _ := store.GetCertificate(&tls.ClientHelloInfo{ServerName: "a.example.com"}); cert == a.Cert {
@@ -79,7 +80,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 	if err := c.Delete(ctx, good); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key("good")}); err != nil {
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: gatewaytest.Key("good")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.GetCertificate(&tls.ClientHelloInfo{ServerName: "a.example.com"}); err == nil {
@@ -92,12 +93,12 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 func TestTLSStoreOldestIngressWins(t *testing.T) {
 	s := NewTLSStore(nil)
 	older, newer := &tls.Certificate{}, &tls.Certificate{}
-	s.Set(key("new"), epoch, map[string]*HostTLS{"h": {Cert: newer}})
-	s.Set(key("old"), epoch.Add(-time.Second), map[string]*HostTLS{"h": {Cert: older}})
+	s.Set(gatewaytest.Key("new"), gatewaytest.Epoch, map[string]*HostTLS{"h": {Cert: newer}})
+	s.Set(gatewaytest.Key("old"), gatewaytest.Epoch.Add(-time.Second), map[string]*HostTLS{"h": {Cert: older}})
 	if got, _ := s.GetCertificate(&tls.ClientHelloInfo{ServerName: "h"}); got != older {
 		t.Error("the newer ingress's certificate is served")
 	}
-	s.Set(key("old"), time.Time{}, nil)
+	s.Set(gatewaytest.Key("old"), time.Time{}, nil)
 	if got, _ := s.GetCertificate(&tls.ClientHelloInfo{ServerName: "h"}); got != newer {
 		t.Error("after the older ingress went, the newer's certificate is not served")
 	}

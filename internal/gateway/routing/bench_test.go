@@ -6,6 +6,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
 
 // BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
@@ -15,9 +16,9 @@ func BenchmarkProgramAt5000(b *testing.B) {
 	p := NewProgrammer(services)
 	manyIngress := func(i int, generation int64) *v1alpha1.Ingress {
 		name := "app-" + strconv.Itoa(i)
-		ing := newIngress(name, i, externalRule([]string{name + ".ns.example.com"},
-			path("", splitTo(name+"-00001", 90), splitTo(name+"-00002", 10))),
-			localRule([]string{name + ".ns.svc.cluster.local", name + ".ns.svc"}, path("", splitTo(name+"-00001", 100))))
+		ing := gatewaytest.NewIngress(name, i, gatewaytest.ExternalRule([]string{name + ".ns.example.com"},
+			gatewaytest.Path("", gatewaytest.SplitTo(name+"-00001", 90), gatewaytest.SplitTo(name+"-00002", 10))),
+			gatewaytest.LocalRule([]string{name + ".ns.svc.cluster.local", name + ".ns.svc"}, gatewaytest.Path("", gatewaytest.SplitTo(name+"-00001", 100))))
 		ing.Generation = generation
 		return ing
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
 
 func TestCompileValidation(t *testing.T) {
@@ -17,37 +18,37 @@ func TestCompileValidation(t *testing.T) {
 		wantInMsg  string
 	}{{
 		name:  "valid split",
-		rules: []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("", splitTo("a-1", 90), splitTo("a-2", 10)))},
+		rules: []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("a-1", 90), gatewaytest.SplitTo("a-2", 10)))},
 	}, {
 		name:  "lone split without percent takes all",
-		rules: []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("", splitTo("a-1", 0)))},
+		rules: []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("a-1", 0)))},
 	}, {
 		name:       "percents below 100",
-		rules:      []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("", splitTo("a-1", 50), splitTo("a-2", 40)))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("a-1", 50), gatewaytest.SplitTo("a-2", 40)))},
 		wantReason: reasonInvalidSplit, wantInMsg: "sum to 90, not 100",
 	}, {
 		name:       "negative percent",
-		rules:      []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("", splitTo("a-1", 110), splitTo("a-2", -10)))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("a-1", 110), gatewaytest.SplitTo("a-2", -10)))},
 		wantReason: reasonInvalidSplit, wantInMsg: "negative percent",
 	}, {
 		name:       "no splits",
-		rules:      []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("/x"))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("/x"))},
 		wantReason: reasonInvalidSplit, wantInMsg: "no splits",
 	}, {
 		name:       "no service name",
-		rules:      []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("", splitTo("", 100)))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("", 100)))},
 		wantReason: reasonInvalidSplit, wantInMsg: "no serviceName",
 	}, {
 		name:       "bad host",
-		rules:      []v1alpha1.IngressRule{externalRule([]string{"a b"}, path("", splitTo("a-1", 100)))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a b"}, gatewaytest.Path("", gatewaytest.SplitTo("a-1", 100)))},
 		wantReason: reasonInvalidHost, wantInMsg: `"a b" is not a valid host`,
 	}, {
 		name:       "no hosts",
-		rules:      []v1alpha1.IngressRule{externalRule(nil, path("", splitTo("a-1", 100)))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule(nil, gatewaytest.Path("", gatewaytest.SplitTo("a-1", 100)))},
 		wantReason: reasonInvalidHost, wantInMsg: "no hosts",
 	}, {
 		name:       "relative path",
-		rules:      []v1alpha1.IngressRule{externalRule([]string{"a.example.com"}, path("api", splitTo("a-1", 100)))},
+		rules:      []v1alpha1.IngressRule{gatewaytest.ExternalRule([]string{"a.example.com"}, gatewaytest.Path("api", gatewaytest.SplitTo("a-1", 100)))},
 		wantReason: reasonInvalidPath, wantInMsg: "does not start with /",
 	}, {
 		name:       "no paths",
@@ -56,7 +57,7 @@ func TestCompileValidation(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			services := backends.NewRegistry()
-			ci := compileIngress(newIngress("a", 0, tc.rules...), services)
+			ci := compileIngress(gatewaytest.NewIngress("a", 0, tc.rules...), services)
 			if tc.wantReason == "" {
 				if ci.invalid != nil {
 					t.Fatalf("invalid: %v", ci.invalid)
@@ -74,14 +75,14 @@ func TestCompileValidation(t *testing.T) {
 }
 
 func TestCompileVisibilityAndOrder(t *testing.T) {
-	ing := newIngress("a", 0,
-		externalRule([]string{"A.example.com", "a.ns.svc.cluster.local"},
-			path("", splitTo("catch-all", 100)),
-			v1alpha1.HTTPIngressPath{Headers: map[string]v1alpha1.HeaderMatch{"knative-serving-tag": {Exact: "blue"}}, Splits: []v1alpha1.IngressBackendSplit{splitTo("blue", 100)}},
-			path("/api", splitTo("api", 100)),
-			path("/api/v2", splitTo("api-v2", 100)),
+	ing := gatewaytest.NewIngress("a", 0,
+		gatewaytest.ExternalRule([]string{"A.example.com", "a.ns.svc.cluster.local"},
+			gatewaytest.Path("", gatewaytest.SplitTo("catch-all", 100)),
+			v1alpha1.HTTPIngressPath{Headers: map[string]v1alpha1.HeaderMatch{"knative-serving-tag": {Exact: "blue"}}, Splits: []v1alpha1.IngressBackendSplit{gatewaytest.SplitTo("blue", 100)}},
+			gatewaytest.Path("/api", gatewaytest.SplitTo("api", 100)),
+			gatewaytest.Path("/api/v2", gatewaytest.SplitTo("api-v2", 100)),
 		),
-		localRule([]string{"a.ns.svc.cluster.local", "a.ns"}, path("/internal", splitTo("internal", 100))),
+		gatewaytest.LocalRule([]string{"a.ns.svc.cluster.local", "a.ns"}, gatewaytest.Path("/internal", gatewaytest.SplitTo("internal", 100))),
 	)
 	ci := compileIngress(ing, backends.NewRegistry())
 	if ci.invalid != nil {
@@ -127,8 +128,8 @@ func TestCompileVisibilityAndOrder(t *testing.T) {
 }
 
 func TestSplitDistribution(t *testing.T) {
-	ci := compileIngress(newIngress("a", 0, externalRule([]string{"a.example.com"},
-		path("", splitTo("a-1", 90), splitTo("a-0", 0), splitTo("a-2", 10)))), backends.NewRegistry())
+	ci := compileIngress(gatewaytest.NewIngress("a", 0, gatewaytest.ExternalRule([]string{"a.example.com"},
+		gatewaytest.Path("", gatewaytest.SplitTo("a-1", 90), gatewaytest.SplitTo("a-0", 0), gatewaytest.SplitTo("a-2", 10)))), backends.NewRegistry())
 	rt := ci.hosts["a.example.com"].external[0]
 
 	// Every roll lands on the split that owns it: 0..89 the first, 90..99 the last,
@@ -142,7 +143,7 @@ func TestSplitDistribution(t *testing.T) {
 	}
 
 	// With a seeded source the observed split is close to the weights.
-	rng := newSeededRoll(1)
+	rng := gatewaytest.SeededRoll(1)
 	counts = map[string]int{}
 	const n = 20000
 	for range n {

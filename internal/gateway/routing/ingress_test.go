@@ -7,6 +7,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +20,7 @@ import (
 
 func TestMarkStatus(t *testing.T) {
 	services := backends.NewRegistry()
-	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), services)
+	good := compileIngress(gatewaytest.SimpleIngress("a", 0, "a-1", "a.example.com"), services)
 
 	var status v1alpha1.IngressStatus
 	markStatus(&status, good, nil, "pub.example", "priv.example", true)
@@ -33,7 +34,7 @@ func TestMarkStatus(t *testing.T) {
 		t.Error("marking the same outcome twice changed the status")
 	}
 
-	markStatus(&status, good, []hostConflict{{host: "a.example.com", owner: key("old")}, {host: "b.example.com", owner: key("old")}}, "pub.example", "priv.example", true)
+	markStatus(&status, good, []hostConflict{{host: "a.example.com", owner: gatewaytest.Key("old")}, {host: "b.example.com", owner: gatewaytest.Key("old")}}, "pub.example", "priv.example", true)
 	ready := status.GetCondition(duck.ConditionReady)
 	if ready.Status != corev1.ConditionFalse || ready.Reason != reasonHostConflict ||
 		ready.Message != `host "a.example.com" is served by ingress ns/old, which is older (and 1 more hosts are taken)` {
@@ -43,7 +44,7 @@ func TestMarkStatus(t *testing.T) {
 		t.Error("a conflicting ingress advertises a load balancer")
 	}
 
-	bad := compileIngress(newIngress("b", 0, externalRule([]string{"b.example.com"}, path("", splitTo("b-1", 60), splitTo("b-2", 60)))), services)
+	bad := compileIngress(gatewaytest.NewIngress("b", 0, gatewaytest.ExternalRule([]string{"b.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("b-1", 60), gatewaytest.SplitTo("b-2", 60)))), services)
 	markStatus(&status, bad, nil, "pub.example", "priv.example", true)
 	if c := status.GetCondition(v1alpha1.IngressConditionNetworkConfigured); c.Status != corev1.ConditionFalse || c.Reason != reasonInvalidSplit {
 		t.Errorf("NetworkConfigured %+v", c)
@@ -52,12 +53,12 @@ func TestMarkStatus(t *testing.T) {
 
 func TestIngressReconciler(t *testing.T) {
 	ctx := context.Background()
-	young := simpleIngress("young", 10, "young-1", "shared.example.com")
-	old := simpleIngress("old", 20, "old-1", "shared.example.com")
-	foreign := simpleIngress("foreign", 30, "foreign-1", "shared.example.com")
+	young := gatewaytest.SimpleIngress("young", 10, "young-1", "shared.example.com")
+	old := gatewaytest.SimpleIngress("old", 20, "old-1", "shared.example.com")
+	foreign := gatewaytest.SimpleIngress("foreign", 30, "foreign-1", "shared.example.com")
 	foreign.Annotations = map[string]string{v1alpha1.IngressClassAnnotationKey: "istio.ingress.networking.knative.dev"}
 	statusWrites := 0
-	c := fake.NewClientBuilder().WithScheme(newTestScheme(t)).
+	c := fake.NewClientBuilder().WithScheme(gatewaytest.NewScheme(t)).
 		WithObjects(young, old, foreign).WithStatusSubresource(&v1alpha1.Ingress{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
 			statusWrites++
@@ -68,20 +69,20 @@ func TestIngressReconciler(t *testing.T) {
 		requeue: make(chan event.GenericEvent, 10), publicDomain: "pub", privateDomain: "priv"}
 	reconcileKey := func(name string) {
 		t.Helper()
-		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: key(name)}); err != nil {
+		if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: gatewaytest.Key(name)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	readyOf := func(name string) *duck.Condition {
 		ing := &v1alpha1.Ingress{}
-		if err := c.Get(ctx, key(name), ing); err != nil {
+		if err := c.Get(ctx, gatewaytest.Key(name), ing); err != nil {
 			t.Fatal(err)
 		}
 		return ing.Status.GetCondition(duck.ConditionReady)
 	}
 
 	reconcileKey("foreign")
-	if r.programmer.compiled(key("foreign")) != nil || readyOf("foreign") != nil {
+	if r.programmer.compiled(gatewaytest.Key("foreign")) != nil || readyOf("foreign") != nil {
 		t.Error("an ingress of another class was programmed")
 	}
 	reconcileKey("young")
@@ -130,10 +131,10 @@ func TestIngressReconciler(t *testing.T) {
 
 func TestUpdateStatusStopsAtANewerGeneration(t *testing.T) {
 	ctx := context.Background()
-	ing := simpleIngress("a", 0, "a-1", "a.example.com")
+	ing := gatewaytest.SimpleIngress("a", 0, "a-1", "a.example.com")
 	newer := ing.DeepCopy()
 	newer.Generation = 2
-	scheme := newTestScheme(t)
+	scheme := gatewaytest.NewScheme(t)
 	conflicts := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ing).WithStatusSubresource(&v1alpha1.Ingress{}).
 		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {

@@ -7,10 +7,11 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
 
 func TestMarkStatusWaitsForEveryReplica(t *testing.T) {
-	good := compileIngress(simpleIngress("a", 0, "a-1", "a.example.com"), backends.NewRegistry())
+	good := compileIngress(gatewaytest.SimpleIngress("a", 0, "a-1", "a.example.com"), backends.NewRegistry())
 	var status v1alpha1.IngressStatus
 	markStatus(&status, good, nil, "pub", "priv", false)
 	lb := v1alpha1.IngressConditions.Manage(&status.Status).GetCondition(v1alpha1.IngressConditionLoadBalancerReady)
