@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -43,9 +45,9 @@ func (s *recordingSink) poked() []string {
 	return append([]string(nil), s.pokes...)
 }
 
-// revisionService is serviceWithPort with the annotations the Revision reconciler sets.
+// revisionService is gatewaytest.ServiceWithPort with the annotations the Revision reconciler sets.
 func revisionService(name string, containerConcurrency, timeoutSeconds int) *corev1.Service {
-	svc := serviceWithPort(name)
+	svc := gatewaytest.ServiceWithPort(name)
 	svc.Annotations = map[string]string{}
 	if containerConcurrency > 0 {
 		svc.Annotations["serving.ferry.dev/container-concurrency"] = strconv.Itoa(containerConcurrency)
@@ -58,26 +60,24 @@ func revisionService(name string, containerConcurrency, timeoutSeconds int) *cor
 
 // serveRevision points the revision's Service, with its annotations, at backends; none
 // makes a Service without ready endpoints.
-func (tg *testGateway) serveRevision(svc *corev1.Service, backends ...*httptest.Server) {
+func (tg *testGateway) serveRevision(svc *corev1.Service, servers ...*httptest.Server) {
 	var slices []discoveryv1.EndpointSlice
-	for _, b := range backends {
+	for _, b := range servers {
 		host, port := splitHostPort(tg.t, b.Listener.Addr().String())
-		s := sliceFor(svc.Name, int32(port), host)
+		s := gatewaytest.SliceFor(svc.Name, int32(port), host)
 		s.Name = svc.Name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.update(key(svc.Name), buildEndpoints(svc, slices, notSimulated))
+	tg.services.Update(gatewaytest.Key(svc.Name), backends.BuildEndpoints(svc, slices, gatewaytest.NotSimulated))
 }
 
 // route programs host to the Service name.
 func (tg *testGateway) route(host, name string) {
-	tg.program(newIngress(name, 0, externalRule([]string{host}, path("", splitTo(name, 100)))))
+	tg.program(gatewaytest.NewIngress(name, 0, gatewaytest.ExternalRule([]string{host}, gatewaytest.Path("", gatewaytest.SplitTo(name, 100)))))
 }
 
-func (tg *testGateway) service(name string) *service {
-	tg.services.mu.Lock()
-	defer tg.services.mu.Unlock()
-	return tg.services.services[key(name)]
+func (tg *testGateway) service(name string) *backends.Service {
+	return tg.services.Lookup(gatewaytest.Key(name))
 }
 
 // answer is what a client got.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -21,8 +23,8 @@ func TestHeldRequestIsForwardedWhenAPodBecomesReady(t *testing.T) {
 
 	got := g.send(context.Background(), "cold.example.com", "/")
 	svc := g.service("cold-1")
-	eventually(t, "the request to be held", func() bool { return svc.room.waiting.Load() == 1 })
-	if got := testutil.ToFloat64(g.metrics.queued); got != 1 {
+	eventually(t, "the request to be held", func() bool { return svc.Room.Waiting.Load() == 1 })
+	if got := testutil.ToFloat64(g.metrics.Queued); got != 1 {
 		t.Errorf("queued requests gauge %v, want 1", got)
 	}
 	if pokes := sink.poked(); len(pokes) != 1 || pokes[0] != "ns/cold-1" {
@@ -48,7 +50,7 @@ func TestHeldRequestIsForwardedWhenAPodBecomesReady(t *testing.T) {
 	if n, _ := g.histogram("ferry_gateway_activation_wait_seconds"); n != 1 {
 		t.Errorf("activation wait: %d samples", n)
 	}
-	if got := testutil.ToFloat64(g.metrics.queued); got != 0 {
+	if got := testutil.ToFloat64(g.metrics.Queued); got != 0 {
 		t.Errorf("queued requests gauge %v after the release", got)
 	}
 
@@ -81,7 +83,7 @@ func TestHeldRequestTimesOut(t *testing.T) {
 			t.Errorf("%s: no X-Ferry-Activation-Wait on the 504", tc.host)
 		}
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("cold.example.com", "504", "ns", "cold-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("cold.example.com", "504", "ns", "cold-1")); got != 1 {
 		t.Errorf("504s counted %v times", got)
 	}
 }
@@ -94,7 +96,7 @@ func TestHeldRequestsAreBounded(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	held := []<-chan answer{g.send(ctx, "cold.example.com", "/"), g.send(ctx, "cold.example.com", "/")}
-	eventually(t, "two held requests", func() bool { return svc.room.waiting.Load() == 2 })
+	eventually(t, "two held requests", func() bool { return svc.Room.Waiting.Load() == 2 })
 	a := <-g.send(context.Background(), "cold.example.com", "/")
 	if a.code != http.StatusServiceUnavailable || a.body != "ferry: revision cold-1 has 2 requests waiting; try again\n" ||
 		a.header.Get("Retry-After") == "" {
@@ -108,14 +110,14 @@ func TestHeldRequestsAreBounded(t *testing.T) {
 			t.Errorf("cancelled request got %d", a.code)
 		}
 	}
-	eventually(t, "the queue to empty", func() bool { return svc.room.waiting.Load() == 0 })
+	eventually(t, "the queue to empty", func() bool { return svc.Room.Waiting.Load() == 0 })
 	eventually(t, "the 499s to be counted", func() bool {
-		return testutil.ToFloat64(g.metrics.requests.WithLabelValues("cold.example.com", "499", "ns", "cold-1")) == 2
+		return testutil.ToFloat64(g.metrics.Requests.WithLabelValues("cold.example.com", "499", "ns", "cold-1")) == 2
 	})
-	if got := testutil.ToFloat64(g.metrics.queued); got != 0 {
+	if got := testutil.ToFloat64(g.metrics.Queued); got != 0 {
 		t.Errorf("queued gauge %v", got)
 	}
-	if _, n := svc.load.read(micros(time.Now())); n != 0 {
+	if _, n := svc.Load.Read(backends.Micros(time.Now())); n != 0 {
 		t.Errorf("%d requests still accounted in flight", n)
 	}
 }
@@ -133,7 +135,7 @@ func TestOnePokePerBurst(t *testing.T) {
 		for range 20 {
 			answers = append(answers, g.send(context.Background(), "cold.example.com", "/"))
 		}
-		eventually(t, "20 held requests", func() bool { return svc.room.waiting.Load() == 20 })
+		eventually(t, "20 held requests", func() bool { return svc.Room.Waiting.Load() == 20 })
 		g.serveRevision(revisionService("cold-1", 0, 0), backend)
 		for _, a := range answers {
 			if a := <-a; a.code != 200 {
@@ -272,10 +274,8 @@ func TestRemovedPodFinishesItsRequests(t *testing.T) {
 		t.Errorf("after a left: %d %q", got.code, got.body)
 	}
 	aAddr := a.Listener.Addr().String()
-	g.services.mu.Lock()
-	slot := svc.pods[aAddr]
-	g.services.mu.Unlock()
-	if slot == nil || slot.inflight.Load() != 1 {
+	slot := g.services.Slot(svc, aAddr)
+	if slot == nil || slot.InFlight() != 1 {
 		t.Fatalf("a's slot was not kept with its request in flight: %v", slot)
 	}
 
@@ -283,7 +283,7 @@ func TestRemovedPodFinishesItsRequests(t *testing.T) {
 	// 1 the next request waits for it.
 	g.serveRevision(revisionService("rev-1", 1, 0), a)
 	next := g.send(context.Background(), "rev.example.com", "/")
-	eventually(t, "the next request to wait for a's slot", func() bool { return svc.room.waiting.Load() == 1 })
+	eventually(t, "the next request to wait for a's slot", func() bool { return svc.Room.Waiting.Load() == 1 })
 	close(release)
 	if got := <-slow; got.code != 200 || got.body != "a" {
 		t.Errorf("the removed pod's request: %d %q %v", got.code, got.body, got.err)
@@ -292,14 +292,12 @@ func TestRemovedPodFinishesItsRequests(t *testing.T) {
 		t.Errorf("the request that waited: %d %q %v", got.code, got.body, got.err)
 	}
 	eventually(t, "nothing in flight", func() bool {
-		_, n := svc.load.read(micros(time.Now()))
-		return n == 0 && slot.inflight.Load() == 0
+		_, n := svc.Load.Read(backends.Micros(time.Now()))
+		return n == 0 && slot.InFlight() == 0
 	})
 	// Once idle and gone from the ready set, the slot is forgotten.
 	g.serveRevision(revisionService("rev-1", 1, 0), b)
-	g.services.mu.Lock()
-	defer g.services.mu.Unlock()
-	if _, kept := svc.pods[aAddr]; kept {
+	if kept := g.services.Slot(svc, aAddr); kept != nil {
 		t.Error("an idle removed pod's slot was kept")
 	}
 }
@@ -313,9 +311,9 @@ func TestSimulatedPodAnswersAfterActivation(t *testing.T) {
 	g.route("hello.example.com", "hello-00001")
 	got := g.send(context.Background(), "hello.example.com", "/")
 	svc := g.service("hello-00001")
-	eventually(t, "the request to be held", func() bool { return svc.room.waiting.Load() == 1 })
-	g.services.update(key("hello-00001"), buildEndpoints(revisionService("hello-00001", 0, 0),
-		[]discoveryv1.EndpointSlice{sliceFor("hello-00001", 8012, "10.244.0.5")}, func(string) bool { return true }))
+	eventually(t, "the request to be held", func() bool { return svc.Room.Waiting.Load() == 1 })
+	g.services.Update(gatewaytest.Key("hello-00001"), backends.BuildEndpoints(revisionService("hello-00001", 0, 0),
+		[]discoveryv1.EndpointSlice{gatewaytest.SliceFor("hello-00001", 8012, "10.244.0.5")}, func(string) bool { return true }))
 	a := <-got
 	if a.code != 200 || a.body != "Hello from revision hello-00001 (pod 10.244.0.5 is simulated by kwok; no process serves it)\n" ||
 		a.header.Get("X-Ferry-Simulated") != "true" || a.header.Get("X-Ferry-Activation-Wait") == "" {
@@ -324,7 +322,7 @@ func TestSimulatedPodAnswersAfterActivation(t *testing.T) {
 	if pokes := sink.poked(); len(pokes) != 1 {
 		t.Errorf("pokes %v", pokes)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("hello.example.com", "200", "ns", "hello-00001")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("hello.example.com", "200", "ns", "hello-00001")); got != 1 {
 		t.Errorf("simulated answers counted %v times", got)
 	}
 }
@@ -351,46 +349,6 @@ func TestRevisionTimeoutBoundsTheAnswerOfABodyRequest(t *testing.T) {
 	}
 }
 
-func TestRevisionAnnotationsAreRead(t *testing.T) {
-	for _, tc := range []struct {
-		cc, timeout string
-		wantCC      int64
-		wantTimeout time.Duration
-	}{
-		{cc: "1", timeout: "30", wantCC: 1, wantTimeout: 30 * time.Second},
-		{cc: "0", timeout: "", wantCC: 0, wantTimeout: 0},
-		{cc: "x", timeout: "-3", wantCC: 0, wantTimeout: 0},
-	} {
-		svc := serviceWithPort("rev-1")
-		svc.Annotations = map[string]string{"serving.ferry.dev/container-concurrency": tc.cc}
-		if tc.timeout != "" {
-			svc.Annotations["serving.ferry.dev/timeout-seconds"] = tc.timeout
-		}
-		se := buildEndpoints(svc, nil, notSimulated)
-		if se.limit() != tc.wantCC || se.timeout != tc.wantTimeout {
-			t.Errorf("annotations %q, %q: containerConcurrency %d, timeout %v", tc.cc, tc.timeout, se.limit(), se.timeout)
-		}
-	}
-	if got := (*serviceEndpoints)(nil).limits(time.Minute); got != (timeouts{total: time.Minute}) {
-		t.Errorf("no snapshot: timeouts %+v", got)
-	}
-}
-
-func TestActivationWaitHeaderFormat(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		1234 * time.Millisecond: "1.234s",
-		5 * time.Millisecond:    "0.005s",
-		90 * time.Second:        "90.000s",
-	} {
-		if got := formatWait(d); got != want {
-			t.Errorf("formatWait(%v) = %q, want %q", d, got, want)
-		}
-		if _, err := time.ParseDuration(formatWait(d)); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 // A stopping gateway answers its held requests at once instead of keeping them for
 // the drain timeout: the client can retry on another replica.
 func TestHeldRequestsAreAnsweredOnShutdown(t *testing.T) {
@@ -406,7 +364,7 @@ func TestHeldRequestsAreAnsweredOnShutdown(t *testing.T) {
 	go func() { stopped <- g.servers().Start(ctx) }()
 
 	held := tg.send(context.Background(), "cold.example.com", "/")
-	eventually(t, "the request to be held", func() bool { return tg.service("cold-1").room.waiting.Load() == 1 })
+	eventually(t, "the request to be held", func() bool { return tg.service("cold-1").Room.Waiting.Load() == 1 })
 	start := time.Now()
 	cancel()
 	a := <-held

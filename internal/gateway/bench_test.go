@@ -19,35 +19,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
+	"github.com/ferry-serving/ferry/internal/gateway/proxy"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
-
-// BenchmarkProgramAt5000 is the cost of programming one changed ingress while 5000
-// others, with three hosts each, are live: the KIngress reconciler pays it per event.
-func BenchmarkProgramAt5000(b *testing.B) {
-	services := newServiceRegistry()
-	p := newProgrammer(services)
-	manyIngress := func(i int, generation int64) *v1alpha1.Ingress {
-		name := "app-" + strconv.Itoa(i)
-		ing := newIngress(name, i, externalRule([]string{name + ".ns.example.com"},
-			path("", splitTo(name+"-00001", 90), splitTo(name+"-00002", 10))),
-			localRule([]string{name + ".ns.svc.cluster.local", name + ".ns.svc"}, path("", splitTo(name+"-00001", 100))))
-		ing.Generation = generation
-		return ing
-	}
-	for i := range 5000 {
-		p.program(compileIngress(manyIngress(i, 1), services))
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		p.program(compileIngress(manyIngress(i%5000, int64(i+2)), services))
-	}
-}
 
 // BenchmarkProxy measures requests through the gateway against the same requests
 // sent straight to the backend, with the same client: at concurrency 1 for the added
@@ -77,7 +57,7 @@ func BenchmarkProxy(b *testing.B) {
 	// runs (into a sink that drops them).
 	g := startGateway(b, Options{Stats: discardSink{}})
 	g.serve("bench-1", backend)
-	g.program(newIngress("bench", 0, externalRule([]string{"bench.example.com"}, path("", splitTo("bench-1", 100)))))
+	g.program(gatewaytest.NewIngress("bench", 0, gatewaytest.ExternalRule([]string{"bench.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("bench-1", 100)))))
 
 	targets := []struct{ name, addr string }{{"direct", backend.Listener.Addr().String()}, {"gateway", g.ExternalAddr()}}
 	if nginx := os.Getenv("FERRY_BENCH_NGINX"); nginx != "" {
@@ -245,7 +225,7 @@ func TestBenchServe(t *testing.T) {
 				Ports: []corev1.ContainerPort{{Name: r.portName, ContainerPort: int32(port)}}}}}}}
 		pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: r.name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
-		g.services.update(key(r.name), buildRevisionEndpoints(rev, pods, notSimulated))
+		g.services.Update(gatewaytest.Key(r.name), backends.BuildRevisionEndpoints(rev, pods, gatewaytest.NotSimulated))
 		g.route(r.host, r.name)
 	}
 	if g.opts.HTTPSAddr != "" {
@@ -253,7 +233,7 @@ func TestBenchServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.tlsStore.set(key("bench"), epoch, map[string]*hostTLS{"bench.example.com": {cert: &cert}, "h2c.example.com": {cert: &cert}})
+		g.tlsStore.Set(gatewaytest.Key("bench"), gatewaytest.Epoch, map[string]*proxy.HostTLS{"bench.example.com": {Cert: &cert}, "h2c.example.com": {Cert: &cert}})
 	}
 	fmt.Printf("gateway serving on %s (https %q)\n", g.ExternalAddr(), g.HTTPSAddr())
 	<-ctx.Done()

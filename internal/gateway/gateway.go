@@ -5,70 +5,74 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"runtime/pprof"
 	"time"
 
-	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
-	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/proxy"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+const (
+	// ReplicaLabel marks a gateway replica's Lease (Options.LeaseNamespace).
+	ReplicaLabel = backends.ReplicaLabel
+	// ServesAnnotation on a replica's Lease records the KIngress generations it
+	// has programmed and their status does not yet say.
+	ServesAnnotation = backends.ServesAnnotation
 )
 
 // Gateway is Ferry's data plane: the KIngress and endpoint reconcilers that program a
 // routing table, and the two HTTP listeners that serve it.
 type Gateway struct {
 	opts       Options
-	services   *serviceRegistry
-	programmer *programmer
-	metrics    *metrics
-	forwarder  *forwarder
-	activator  *activator
+	services   *backends.Registry
+	programmer *routing.Programmer
+	metrics    *proxy.Metrics
+	proxy      *proxy.Proxy
 	// reporter sends the load reports; nil without Options.Stats.
-	reporter *reporter
+	reporter *backends.Reporter
 	external *listener
 	local    *listener
 	// https serves spec.tls with the certificates in tlsStore; nil without
 	// Options.HTTPSAddr.
 	https    *listener
-	tlsStore *tlsStore
+	tlsStore *proxy.TLSStore
 }
 
 // New returns a Gateway; SetupWithManager wires it into a manager.
 func New(opts Options) *Gateway {
 	opts = opts.withDefaults()
-	services := newServiceRegistry()
-	m := newMetrics()
-	services.onForget = m.forget
+	services := backends.NewRegistry()
+	m := proxy.NewMetrics()
+	services.OnForget = m.Forget
+	programmer := routing.NewProgrammer(services)
 	g := &Gateway{
 		opts:       opts,
 		services:   services,
-		programmer: newProgrammer(services),
+		programmer: programmer,
 		metrics:    m,
-		forwarder:  newForwarder(opts, m),
-		activator:  newActivator(opts, m),
 	}
 	if opts.HTTPSAddr != "" {
-		g.tlsStore = newTLSStore(func(reason string) { m.tlsRefused.WithLabelValues(reason).Inc() })
+		g.tlsStore = proxy.NewTLSStore(func(reason string) { m.TLSRefused.WithLabelValues(reason).Inc() })
 	}
+	var active *backends.ActiveSet
 	if opts.Stats != nil {
-		g.activator.active = &activeSet{}
-		g.reporter = newReporter(opts.Stats, opts.Source, opts.ReportInterval, g.activator.active)
+		active = &backends.ActiveSet{}
+		g.reporter = backends.NewReporter(opts.Stats, opts.Source, opts.ReportInterval, active)
 	}
+	g.proxy = proxy.New(proxy.Config{
+		RequestTimeout: opts.RequestTimeout,
+		MaxQueued:      opts.MaxQueued,
+		Stats:          opts.Stats,
+		IdleTimeout:    opts.IdleTimeout,
+		DialTimeout:    opts.DialTimeout,
+		DialContext:    opts.DialContext,
+	}, programmer.Table, m, active)
 	return g
 }
 
@@ -84,69 +88,33 @@ const readHeaderTimeout = 10 * time.Second
 // Every replica programs its own table, serves and reports, so neither the
 // reconcilers nor the listeners nor the reporter wait for leader election.
 func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
-	if err := g.metrics.register(g.opts.Registry); err != nil {
+	if err := g.metrics.Register(g.opts.Registry); err != nil {
 		return fmt.Errorf("registering gateway metrics: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &discoveryv1.EndpointSlice{},
-		endpointSliceServiceIndex, endpointSliceService); err != nil {
-		return fmt.Errorf("indexing EndpointSlices by Service: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podRevisionIndex, podRevision); err != nil {
-		return fmt.Errorf("indexing pods by Revision: %w", err)
-	}
 
-	ingresses := &ingressReconciler{
-		client:        mgr.GetClient(),
-		apiReader:     mgr.GetAPIReader(),
-		services:      g.services,
-		programmer:    g.programmer,
-		requeue:       make(chan event.GenericEvent, 1024),
-		publicDomain:  g.opts.PublicDomain,
-		privateDomain: g.opts.PrivateDomain,
-	}
-	ingressController := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-ingress").
-		For(&v1alpha1.Ingress{}).
-		WatchesRawSource(source.Channel(ingresses.requeue, &handler.EnqueueRequestForObject{}))
+	// The programmer, and the other replicas' Leases, feed ingresses back to their
+	// reconciler.
+	requeue := make(chan event.GenericEvent, 1024)
+	var replicas *backends.ReplicaSet
 	if g.opts.LeaseNamespace != "" {
-		rs, err := g.newReplicaSet(mgr, ingresses.requeue)
-		if err != nil {
+		var err error
+		if replicas, err = g.newReplicaSet(mgr, requeue); err != nil {
 			return err
 		}
-		if err := mgr.Add(rs); err != nil {
+		if err := mgr.Add(replicas); err != nil {
 			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
 		}
-		ingresses.replicas, g.activator.replicas = rs, rs
-		// Another replica's record, or one coming or going, may make an ingress Ready.
-		ingressController = ingressController.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(rs.affected))
+		g.proxy.ShareWith(replicas)
 	}
-	if err := ingressController.
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
-		Complete(ingresses); err != nil {
-		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
+	if err := routing.SetupIngresses(mgr, g.programmer, requeue, replicas, g.opts.PublicDomain, g.opts.PrivateDomain); err != nil {
+		return err
 	}
-
-	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: g.services,
-		simulatedPods: g.opts.SimulatedPods, dialSimulated: g.opts.DialSimulatedPods}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-endpoints").
-		For(&corev1.Service{}).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceOwner)).
-		// A Revision's spec says its port, concurrency and timeout; its status changes
-		// nothing here.
-		Watches(&servingv1.Revision{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return asEndpoint(e.ObjectOld.(*corev1.Pod)) != asEndpoint(e.ObjectNew.(*corev1.Pod))
-			},
-		})).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 2}).
-		Complete(endpoints); err != nil {
-		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
+	if err := backends.SetupEndpoints(mgr, g.services, g.opts.SimulatedPods, g.opts.DialSimulatedPods); err != nil {
+		return err
 	}
 
 	if g.tlsStore != nil {
-		if err := g.setupTLS(mgr); err != nil {
+		if err := proxy.SetupTLS(mgr, g.tlsStore); err != nil {
 			return err
 		}
 	}
@@ -169,7 +137,7 @@ func (g *Gateway) bind() error {
 		if g.https, err = g.listen(g.opts.HTTPSAddr, true); err != nil {
 			return err
 		}
-		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.getCertificate, MinVersion: tls.VersionTLS12}
+		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.GetCertificate, MinVersion: tls.VersionTLS12}
 		g.https.server.Protocols.SetHTTP2(true)
 	}
 	if g.external, err = g.listen(g.opts.ExternalAddr, true); err != nil {
@@ -178,7 +146,7 @@ func (g *Gateway) bind() error {
 	}
 	if g.tlsStore != nil {
 		_, port, _ := net.SplitHostPort(g.https.addr())
-		g.external.server.Handler = g.tlsStore.redirecting(g.external.server.Handler, port)
+		g.external.server.Handler = g.tlsStore.Redirecting(g.external.server.Handler, port)
 	}
 	if g.local, err = g.listen(g.opts.LocalAddr, false); err != nil {
 		g.external.close()
@@ -194,37 +162,7 @@ func (g *Gateway) servers() *listeners {
 	if g.https != nil {
 		all = append(all, g.https)
 	}
-	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.activator.drain}
-}
-
-// sliceOwner maps an EndpointSlice to its Service. Deletions arrive with the last
-// known object, tombstones unwrapped by controller-runtime, so the label is there.
-func sliceOwner(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[discoveryv1.LabelServiceName]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// podOwner maps a pod to its Revision, by the label the Revision's Deployment gives
-// its pods (the cache holds only such pods).
-func podOwner(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[servingv1.RevisionLabelKey]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-}
-
-// endpointView is what of a pod its Revision's endpoints are built from.
-type endpointView struct {
-	ip, node           string
-	ready, terminating bool
-}
-
-func asEndpoint(pod *corev1.Pod) endpointView {
-	return endpointView{ip: pod.Status.PodIP, node: pod.Spec.NodeName, ready: podReady(pod), terminating: pod.DeletionTimestamp != nil}
+	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.proxy.Drain}
 }
 
 // ExternalAddr is the address the external listener is bound to, or "" before
@@ -242,25 +180,14 @@ func (g *Gateway) LocalAddr() string { return g.local.addr() }
 // InFlightTo is how many requests this gateway has in flight to a pod's IP: a kubelet
 // in the same process (ferry up's program node) ends a leaving pod's drain when none
 // are left.
-func (g *Gateway) InFlightTo(ip string) int64 { return g.services.inFlightTo(ip) }
+func (g *Gateway) InFlightTo(ip string) int64 { return g.services.InFlightTo(ip) }
 
 func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gateway listener: %w", err)
 	}
-	return &listener{ln: ln, server: g.newServer(g.handler(external))}, nil
-}
-
-func (g *Gateway) handler(external bool) *proxy {
-	return &proxy{
-		external:  external,
-		table:     g.programmer.table,
-		roll:      rand.IntN,
-		forwarder: g.forwarder,
-		activator: g.activator,
-		metrics:   g.metrics,
-	}
+	return &listener{ln: ln, server: g.newServer(g.proxy.Handler(external))}, nil
 }
 
 func (g *Gateway) newServer(h http.Handler) *http.Server {
@@ -344,3 +271,20 @@ func (ls *listeners) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: every replica serves traffic.
 func (ls *listeners) NeedLeaderElection() bool { return false }
+
+// newReplicaSet is this replica's Lease in Options.LeaseNamespace: when the membership
+// changes, held requests look at their share again; a stop deletes the Lease once the
+// replica has no request in flight.
+func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.GenericEvent) (*backends.ReplicaSet, error) {
+	// The Lease holds whole seconds, and the others count by what it holds.
+	if d := g.opts.LeaseDuration; d < time.Second || d%time.Second != 0 {
+		return nil, fmt.Errorf("gateway LeaseDuration (--lease-duration) %v: must be a whole number of seconds, at least 1s", d)
+	}
+	rs := backends.NewReplicaSet(mgr.GetClient(), g.opts.LeaseNamespace, g.opts.Source, g.opts.LeaseDuration, g.opts.DrainTimeout, requeue)
+	rs.OnChange = func(m backends.Membership) {
+		g.metrics.Replicas.Set(float64(m.Count))
+		g.services.WakeAll()
+	}
+	rs.Idle = g.services.Idle
+	return rs, nil
+}

@@ -14,9 +14,6 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 )
 
 // newH2CBackend serves HTTP/1.1 and h2c with prior knowledge, as a gRPC pod's Go
@@ -91,35 +88,6 @@ func TestProtocolToThePod(t *testing.T) {
 	}
 }
 
-func TestSpeaksH2C(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		appProtocol *string
-		want        bool
-	}{
-		{name: "http", want: false},
-		{name: "h2c", want: true},
-		{name: "http2", want: true},
-		{name: "", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
-		{name: "http", appProtocol: ptr.To("kubernetes.io/h2c"), want: true},
-		{name: "h2c", appProtocol: ptr.To("http"), want: false},
-		{name: "http2", appProtocol: ptr.To(""), want: true},
-	} {
-		if got := speaksH2C(tc.name, tc.appProtocol); got != tc.want {
-			t.Errorf("port %q, appProtocol %v: h2c %v, want %v", tc.name, ptr.Deref(tc.appProtocol, "<nil>"), got, tc.want)
-		}
-	}
-
-	// A Service's slices say it: Knative's Revision Service, port 80 to 8013 with
-	// appProtocol kubernetes.io/h2c.
-	slice := sliceFor("rev-1", 8013, "10.0.0.1")
-	slice.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
-	se := buildEndpoints(serviceWithPort("rev-1"), []discoveryv1.EndpointSlice{slice}, notSimulated)
-	if ts := se.targets(intstr.FromInt32(80)); ts.empty() || !ts.targets[0].h2c {
-		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
-	}
-}
-
 // A gRPC pod resets the stream at the deadline its client sent (grpc-timeout), often
 // before the client's own timer fires: the client must read DEADLINE_EXCEEDED, not a
 // 502. A reset before the deadline, or with no deadline, is still a 502.
@@ -166,32 +134,6 @@ func TestGRPCDeadlineReachedByThePod(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != tc.code || res.Header.Get("Grpc-Status") != tc.status {
 			t.Errorf("%s: %d, grpc-status %q; want %d, %q", tc.name, res.StatusCode, res.Header.Get("Grpc-Status"), tc.code, tc.status)
-		}
-	}
-}
-
-func TestGRPCDeadlinePassed(t *testing.T) {
-	start := time.Unix(1000, 0)
-	for _, tc := range []struct {
-		timeout string
-		after   time.Duration
-		want    bool
-	}{
-		{"100m", 100 * time.Millisecond, true},
-		{"100m", 99 * time.Millisecond, false},
-		{"1S", 2 * time.Second, true},
-		{"2M", time.Minute, false},
-		{"1H", 2 * time.Hour, true},
-		{"5u", time.Millisecond, true},
-		{"5n", 0, false},
-		{"", time.Hour, false},
-		{"m", time.Hour, false},
-		{"100x", time.Hour, false},
-		{"123456789m", time.Hour, false}, // over 8 digits
-		{"-1S", time.Hour, false},
-	} {
-		if got := grpcDeadlinePassed(tc.timeout, start, start.Add(tc.after)); got != tc.want {
-			t.Errorf("grpc-timeout %q after %v: %v, want %v", tc.timeout, tc.after, got, tc.want)
 		}
 	}
 }

@@ -3,9 +3,9 @@ package gateway
 import (
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -17,9 +17,9 @@ func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
 	t.Cleanup(teapot.Close)
 	g.serve("app-1", newEchoBackend(t, "app-1"))
 	g.serve("app-2", teapot)
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
-		path("/two", splitTo("app-2", 100)),
-		path("", splitTo("app-1", 100)))))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"},
+		gatewaytest.Path("/two", gatewaytest.SplitTo("app-2", 100)),
+		gatewaytest.Path("", gatewaytest.SplitTo("app-1", 100)))))
 
 	for range 3 {
 		if code, body, _ := get(t, g.externalURL("/"), "app.example.com", nil); code != 200 {
@@ -33,56 +33,13 @@ func TestRequestsAreCountedPerRevisionAndCode(t *testing.T) {
 		code, revision string
 		want           float64
 	}{{"200", "app-1", 3}, {"418", "app-2", 1}, {"200", "app-2", 0}} {
-		if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", c.code, "ns", c.revision)); got != c.want {
+		if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("app.example.com", c.code, "ns", c.revision)); got != c.want {
 			t.Errorf("requests of revision %s answered %s: %v, want %v", c.revision, c.code, got, c.want)
 		}
 	}
-	if n := testutil.CollectAndCount(g.metrics.upstream); n != 2 {
+	if n := testutil.CollectAndCount(g.metrics.Upstream); n != 2 {
 		t.Errorf("upstream latency series: %d, want one per revision (2)", n)
 	}
-}
-
-// Counting is on every request's path: once a host, code and revision have been seen,
-// it must not allocate.
-func TestCountingARoutedRequestDoesNotAllocate(t *testing.T) {
-	m := newMetrics()
-	svc := &service{key: key("app-1")}
-	m.countRequest(svc, "app.example.com", 200, "app-1")
-	m.observeUpstream(svc, "app-1", 0.001)
-	if n := testing.AllocsPerRun(100, func() {
-		m.countRequest(svc, "app.example.com", 200, "app-1")
-		m.observeUpstream(svc, "app-1", 0.001)
-	}); n != 0 {
-		t.Errorf("%v allocations per request", n)
-	}
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 102 {
-		t.Errorf("counted %v requests, want 102", got)
-	}
-	// A new revision label on the same Service gets its own series.
-	m.countRequest(svc, "app.example.com", 200, "app-2")
-	if got := testutil.ToFloat64(m.requests.WithLabelValues("app.example.com", "200", "ns", "app-2")); got != 1 {
-		t.Errorf("revision app-2 counted %v requests, want 1", got)
-	}
-}
-
-// BenchmarkCountRequest compares the vector's lookup, which every request paid before
-// the per-Service children, with them.
-func BenchmarkCountRequest(b *testing.B) {
-	m := newMetrics()
-	svc := &service{key: key("app-1")}
-	hosts := []string{"app.ns.example.com", "app.ns.svc.cluster.local", "app.ns.svc", "app.ns"}
-	b.Run("vector", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := range b.N {
-			m.requests.WithLabelValues(hosts[i%len(hosts)], strconv.Itoa(200), "ns", "app-1").Inc()
-		}
-	})
-	b.Run("per-service", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := range b.N {
-			m.countRequest(svc, hosts[i%len(hosts)], 200, "app-1")
-		}
-	})
 }
 
 // A revision's series go once the gateway no longer routes to it and its pods are
@@ -91,31 +48,31 @@ func TestSeriesGoWithTheirRevision(t *testing.T) {
 	g := startGateway(t, Options{})
 	g.serve("app-1", newEchoBackend(t, "app-1"))
 	g.serve("app-2", newEchoBackend(t, "app-2"))
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
-		path("/two", splitTo("app-2", 100)),
-		path("", splitTo("app-1", 100)))))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"},
+		gatewaytest.Path("/two", gatewaytest.SplitTo("app-2", 100)),
+		gatewaytest.Path("", gatewaytest.SplitTo("app-1", 100)))))
 	for _, p := range []string{"/", "/two"} {
 		if code, body, _ := get(t, g.externalURL(p), "app.example.com", nil); code != 200 {
 			t.Fatalf("GET %s = %d %q", p, code, body)
 		}
 	}
 	series := func() (requests, upstream int) {
-		return testutil.CollectAndCount(g.metrics.requests), testutil.CollectAndCount(g.metrics.upstream)
+		return testutil.CollectAndCount(g.metrics.Requests), testutil.CollectAndCount(g.metrics.Upstream)
 	}
 	if r, u := series(); r != 2 || u != 2 {
 		t.Fatalf("%d request and %d latency series, want 2 of each", r, u)
 	}
 
 	// app-2 leaves the route: its series stay while its pods are there.
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"}, path("", splitTo("app-1", 100)))))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("app-1", 100)))))
 	if r, u := series(); r != 2 || u != 2 {
 		t.Errorf("unrouted but not gone: %d request and %d latency series, want 2 of each", r, u)
 	}
-	g.services.update(key("app-2"), nil) // the Revision is deleted
+	g.services.Update(gatewaytest.Key("app-2"), nil) // the Revision is deleted
 	if r, u := series(); r != 1 || u != 1 {
 		t.Errorf("after app-2 is gone: %d request and %d latency series, want app-1's only", r, u)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("app.example.com", "200", "ns", "app-1")); got != 1 {
 		t.Errorf("app-1's requests: %v, want 1", got)
 	}
 }

@@ -22,7 +22,7 @@ type Options struct {
 	LocalAddr string
 	// HTTPSAddr, if set, is where the HTTPS listener binds: it serves the ExternalIP
 	// rules of the hosts that a KIngress's spec.tls gives a certificate, picked by SNI,
-	// HTTP/2 or HTTP/1.1 by ALPN (tls.go). It needs Secrets in the cache (get, list,
+	// HTTP/2 or HTTP/1.1 by ALPN (proxy/tls.go). It needs Secrets in the cache (get, list,
 	// watch). Empty: no HTTPS, and httpOption Redirected redirects nothing.
 	HTTPSAddr string
 

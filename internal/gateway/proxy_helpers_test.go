@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -40,7 +42,7 @@ func startGatewayReporting(t testing.TB, opts Options, runReporter bool) *testGa
 	}
 	opts.Registry = prometheus.NewRegistry()
 	g := New(opts)
-	if err := g.metrics.register(opts.Registry); err != nil {
+	if err := g.metrics.Register(opts.Registry); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.bind(); err != nil {
@@ -69,17 +71,15 @@ func startGatewayReporting(t testing.TB, opts Options, runReporter bool) *testGa
 
 func (tg *testGateway) program(ing *v1alpha1.Ingress) {
 	tg.t.Helper()
-	ci := compileIngress(ing, tg.services)
-	if ci.invalid != nil {
-		tg.t.Fatal(ci.invalid)
+	if err := tg.programmer.Apply(ing); err != nil {
+		tg.t.Fatal(err)
 	}
-	tg.programmer.program(ci)
 }
 
 // serve points the Service name at the given backends.
-func (tg *testGateway) serve(name string, backends ...*httptest.Server) {
+func (tg *testGateway) serve(name string, servers ...*httptest.Server) {
 	var addrs []string
-	for _, b := range backends {
+	for _, b := range servers {
 		addrs = append(addrs, b.Listener.Addr().String())
 	}
 	tg.serveAddrs(name, addrs...)
@@ -90,11 +90,11 @@ func (tg *testGateway) serveAddrs(name string, addrs ...string) {
 	var slices []discoveryv1.EndpointSlice
 	for _, addr := range addrs {
 		host, port := splitHostPort(tg.t, addr)
-		s := sliceFor(name, int32(port), host)
+		s := gatewaytest.SliceFor(name, int32(port), host)
 		s.Name = name + "-" + strconv.Itoa(port)
 		slices = append(slices, s)
 	}
-	tg.services.update(key(name), buildEndpoints(serviceWithPort(name), slices, notSimulated))
+	tg.services.Update(gatewaytest.Key(name), backends.BuildEndpoints(gatewaytest.ServiceWithPort(name), slices, gatewaytest.NotSimulated))
 }
 
 func (tg *testGateway) externalURL(path string) string { return "http://" + tg.ExternalAddr() + path }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -21,12 +23,12 @@ func TestProxyRoutesByHostAndPath(t *testing.T) {
 	g := startGateway(t, Options{})
 	g.serve("web-1", newEchoBackend(t, "web-1"))
 	g.serve("api-1", newEchoBackend(t, "api-1"))
-	apiPath := path("/api", splitTo("api-1", 100))
+	apiPath := gatewaytest.Path("/api", gatewaytest.SplitTo("api-1", 100))
 	apiPath.AppendHeaders = map[string]string{"knative-serving-namespace": "ns", "x-level": "path"}
 	apiPath.Splits[0].AppendHeaders = map[string]string{"knative-serving-revision": "api-1", "x-level": "split"}
-	rewritten := path("/rewrite", splitTo("web-1", 100))
+	rewritten := gatewaytest.Path("/rewrite", gatewaytest.SplitTo("web-1", 100))
 	rewritten.RewriteHost = "web.internal"
-	g.program(newIngress("web", 0, externalRule([]string{"web.example.com"}, path("", splitTo("web-1", 100)), apiPath, rewritten)))
+	g.program(gatewaytest.NewIngress("web", 0, gatewaytest.ExternalRule([]string{"web.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("web-1", 100)), apiPath, rewritten)))
 
 	for _, tc := range []struct {
 		host, path, wantBackend string
@@ -68,9 +70,9 @@ func TestProxyRoutesByHostAndPath(t *testing.T) {
 func TestProxyVisibility(t *testing.T) {
 	g := startGateway(t, Options{})
 	g.serve("hello-1", newEchoBackend(t, "hello-1"))
-	g.program(newIngress("hello", 0,
-		externalRule([]string{"hello.ns.example.com"}, path("", splitTo("hello-1", 100))),
-		localRule([]string{"hello.ns.svc.cluster.local"}, path("", splitTo("hello-1", 100))),
+	g.program(gatewaytest.NewIngress("hello", 0,
+		gatewaytest.ExternalRule([]string{"hello.ns.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("hello-1", 100))),
+		gatewaytest.LocalRule([]string{"hello.ns.svc.cluster.local"}, gatewaytest.Path("", gatewaytest.SplitTo("hello-1", 100))),
 	))
 	for _, tc := range []struct {
 		url, host string
@@ -92,12 +94,12 @@ func TestProxyErrorAnswers(t *testing.T) {
 	closed := newEchoBackend(t, "gone")
 	closed.Close()
 	g.serve("gone-1", closed)
-	g.services.update(key("kwok-1"), buildEndpoints(serviceWithPort("kwok-1"),
-		[]discoveryv1.EndpointSlice{sliceFor("kwok-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
-	g.program(newIngress("app", 0, externalRule([]string{"app.example.com"},
-		path("/empty", splitTo("empty-1", 100)),
-		path("/gone", splitTo("gone-1", 100)),
-		path("/kwok", splitTo("kwok-1", 100)),
+	g.services.Update(gatewaytest.Key("kwok-1"), backends.BuildEndpoints(gatewaytest.ServiceWithPort("kwok-1"),
+		[]discoveryv1.EndpointSlice{gatewaytest.SliceFor("kwok-1", 8012, "10.244.0.5")}, func(string) bool { return true }))
+	g.program(gatewaytest.NewIngress("app", 0, gatewaytest.ExternalRule([]string{"app.example.com"},
+		gatewaytest.Path("/empty", gatewaytest.SplitTo("empty-1", 100)),
+		gatewaytest.Path("/gone", gatewaytest.SplitTo("gone-1", 100)),
+		gatewaytest.Path("/kwok", gatewaytest.SplitTo("kwok-1", 100)),
 	)))
 
 	for _, tc := range []struct {
@@ -116,10 +118,10 @@ func TestProxyErrorAnswers(t *testing.T) {
 			t.Errorf("%s%s: %d %q; want %d %q", tc.host, tc.path, code, body, tc.code, tc.body)
 		}
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("", "404", "", "")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("", "404", "", "")); got != 1 {
 		t.Errorf("unknown-host requests counted %v times under host=\"\"", got)
 	}
-	if got := testutil.ToFloat64(g.metrics.requests.WithLabelValues("app.example.com", "200", "ns", "kwok-1")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.Requests.WithLabelValues("app.example.com", "200", "ns", "kwok-1")); got != 1 {
 		t.Errorf("simulated-pod requests counted %v times", got)
 	}
 }
@@ -141,7 +143,7 @@ func TestProxyStripsHopByHopHeaders(t *testing.T) {
 	}))
 	t.Cleanup(backend.Close)
 	g.serve("hop-1", backend)
-	g.program(newIngress("hop", 0, externalRule([]string{"hop.example.com"}, path("", splitTo("hop-1", 100)))))
+	g.program(gatewaytest.NewIngress("hop", 0, gatewaytest.ExternalRule([]string{"hop.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("hop-1", 100)))))
 
 	req, _ := http.NewRequest("GET", g.externalURL("/"), nil)
 	req.Host = "hop.example.com"
@@ -188,7 +190,7 @@ func TestProxyWebSocketUpgrade(t *testing.T) {
 	}))
 	t.Cleanup(backend.Close)
 	g.serve("ws-1", backend)
-	g.program(newIngress("ws", 0, externalRule([]string{"ws.example.com"}, path("", splitTo("ws-1", 100)))))
+	g.program(gatewaytest.NewIngress("ws", 0, gatewaytest.ExternalRule([]string{"ws.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("ws-1", 100)))))
 
 	conn, err := net.Dial("tcp", g.ExternalAddr())
 	if err != nil {
@@ -222,7 +224,7 @@ func TestProxyWebSocketUpgrade(t *testing.T) {
 func TestProxyH2C(t *testing.T) {
 	g := startGateway(t, Options{})
 	g.serve("h2-1", newEchoBackend(t, "h2-1"))
-	g.program(newIngress("h2", 0, externalRule([]string{"h2.example.com"}, path("", splitTo("h2-1", 100)))))
+	g.program(gatewaytest.NewIngress("h2", 0, gatewaytest.ExternalRule([]string{"h2.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("h2-1", 100)))))
 
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
@@ -242,7 +244,7 @@ func TestProxyH2C(t *testing.T) {
 func TestProxyMalformedRequests(t *testing.T) {
 	g := startGateway(t, Options{MaxHeaderBytes: 8 << 10})
 	g.serve("ok-1", newEchoBackend(t, "ok-1"))
-	g.program(newIngress("ok", 0, externalRule([]string{"ok.example.com"}, path("", splitTo("ok-1", 100)))))
+	g.program(gatewaytest.NewIngress("ok", 0, gatewaytest.ExternalRule([]string{"ok.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("ok-1", 100)))))
 
 	for _, tc := range []struct {
 		name, request string
@@ -292,7 +294,7 @@ func TestProxyRequestTimeout(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(release); backend.Close() })
 	g.serve("slow-1", backend)
-	g.program(newIngress("slow", 0, externalRule([]string{"slow.example.com"}, path("", splitTo("slow-1", 100)))))
+	g.program(gatewaytest.NewIngress("slow", 0, gatewaytest.ExternalRule([]string{"slow.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("slow-1", 100)))))
 
 	code, body, _ := get(t, g.externalURL("/"), "slow.example.com", nil)
 	if code != http.StatusGatewayTimeout || !strings.HasPrefix(body, "ferry: revision slow-1 did not answer in time") {
@@ -315,7 +317,7 @@ func TestListenersDrainInFlightRequests(t *testing.T) {
 	}
 	tg := &testGateway{Gateway: drained, t: t}
 	tg.serve("slow-1", backend)
-	tg.program(newIngress("slow", 0, externalRule([]string{"slow.example.com"}, path("", splitTo("slow-1", 100)))))
+	tg.program(gatewaytest.NewIngress("slow", 0, gatewaytest.ExternalRule([]string{"slow.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("slow-1", 100)))))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- drained.servers().Start(ctx) }()
@@ -345,17 +347,5 @@ func TestListenersDrainInFlightRequests(t *testing.T) {
 	}
 	if err := <-stopped; err != nil {
 		t.Errorf("Start: %v", err)
-	}
-}
-
-func TestForwarded(t *testing.T) {
-	for _, tc := range []struct{ ip, host, proto, want string }{
-		{"10.0.0.1", "hello.default.example.com", "http", "for=10.0.0.1;host=hello.default.example.com;proto=http"},
-		{"::1", "h.example.com:8443", "https", `for="[::1]";host=h.example.com:8443;proto=https`},
-		{"", "h", "http", "host=h;proto=http"},
-	} {
-		if got := string(appendForwarded(nil, tc.ip, tc.host, tc.proto)); got != tc.want {
-			t.Errorf("appendForwarded(%q, %q, %q) = %q, want %q", tc.ip, tc.host, tc.proto, got, tc.want)
-		}
 	}
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"net/http"
 	"testing"
+
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
 
 // A DomainMapping's KIngress, as Knative builds it, rewrites the mapped domain to the
@@ -12,23 +14,23 @@ func TestRewriteHostReentersRouting(t *testing.T) {
 	g := startGateway(t, Options{})
 	g.serve("hello-00001", newEchoBackend(t, "hello-00001"))
 	g.serve("other", newEchoBackend(t, "other"))
-	revSplit := splitTo("hello-00001", 100)
+	revSplit := gatewaytest.SplitTo("hello-00001", 100)
 	revSplit.AppendHeaders = map[string]string{"Knative-Serving-Revision": "hello-00001"}
-	g.program(newIngress("hello", 0,
-		externalRule([]string{"hello.ns.example.com"}, path("", revSplit)),
-		localRule([]string{"hello.ns.svc.cluster.local"}, path("", revSplit)),
+	g.program(gatewaytest.NewIngress("hello", 0,
+		gatewaytest.ExternalRule([]string{"hello.ns.example.com"}, gatewaytest.Path("", revSplit)),
+		gatewaytest.LocalRule([]string{"hello.ns.svc.cluster.local"}, gatewaytest.Path("", revSplit)),
 	))
-	mapped := path("", splitTo("hello", 100))
+	mapped := gatewaytest.Path("", gatewaytest.SplitTo("hello", 100))
 	mapped.RewriteHost = "hello.ns.svc.cluster.local"
 	mapped.Splits[0].AppendHeaders = map[string]string{"K-Original-Host": "www.example.org"}
-	unserved := path("", splitTo("other", 100))
+	unserved := gatewaytest.Path("", gatewaytest.SplitTo("other", 100))
 	unserved.RewriteHost = "nobody.ns.svc.cluster.local"
-	loop := path("", splitTo("other", 100))
+	loop := gatewaytest.Path("", gatewaytest.SplitTo("other", 100))
 	loop.RewriteHost = "loop.example.org"
-	g.program(newIngress("www.example.org", 0,
-		externalRule([]string{"www.example.org"}, mapped),
-		externalRule([]string{"unserved.example.org"}, unserved),
-		externalRule([]string{"loop.example.org"}, loop),
+	g.program(gatewaytest.NewIngress("www.example.org", 0,
+		gatewaytest.ExternalRule([]string{"www.example.org"}, mapped),
+		gatewaytest.ExternalRule([]string{"unserved.example.org"}, unserved),
+		gatewaytest.ExternalRule([]string{"loop.example.org"}, loop),
 	))
 
 	code, body, e := get(t, g.externalURL("/x"), "www.example.org", nil)

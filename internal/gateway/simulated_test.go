@@ -8,6 +8,8 @@ import (
 	"time"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -16,7 +18,7 @@ import (
 
 // serveSimulatedRevision publishes a Revision with the given annotations and timeout
 // whose ready pods, at ips, kwok simulates; host routes to it.
-func (tg *testGateway) serveSimulatedRevision(host string, annotations map[string]string, timeoutSeconds int64, ips ...string) *service {
+func (tg *testGateway) serveSimulatedRevision(host string, annotations map[string]string, timeoutSeconds int64, ips ...string) *backends.Service {
 	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sim-00001", Annotations: annotations},
 		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img"}}}}}
 	if timeoutSeconds > 0 {
@@ -27,7 +29,7 @@ func (tg *testGateway) serveSimulatedRevision(host string, annotations map[strin
 		pods = append(pods, corev1.Pod{Status: corev1.PodStatus{PodIP: ip,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}})
 	}
-	tg.services.update(key(rev.Name), buildRevisionEndpoints(rev, pods, func(string) bool { return true }))
+	tg.services.Update(gatewaytest.Key(rev.Name), backends.BuildRevisionEndpoints(rev, pods, func(string) bool { return true }))
 	tg.route(host, rev.Name)
 	return tg.service(rev.Name)
 }
@@ -70,9 +72,9 @@ func TestSimulatedPodCapacity(t *testing.T) {
 	start := time.Now()
 	first := g.send(context.Background(), "sim.example.com", "/")
 	second := g.send(context.Background(), "sim.example.com", "/")
-	slot := svc.endpoints.Load().targets(intstr.FromInt32(80)).targets[0].pod
-	eventually(t, "both requests on the pod", func() bool { return slot.inflight.Load() == 2 })
-	if _, inFlight := svc.load.read(micros(time.Now())); inFlight != 2 {
+	slot := svc.Endpoints().Targets(intstr.FromInt32(80)).All()[0].Pod
+	eventually(t, "both requests on the pod", func() bool { return slot.InFlight() == 2 })
+	if _, inFlight := svc.Load.Read(backends.Micros(time.Now())); inFlight != 2 {
 		t.Errorf("%d requests in flight for the revision while one waits for the pod, want 2", inFlight)
 	}
 	a, b := <-first, <-second
@@ -110,7 +112,7 @@ func TestRealPodIgnoresSimulation(t *testing.T) {
 		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img",
 			Ports: []corev1.ContainerPort{{ContainerPort: int32(port)}}}}}}}
 	pod := corev1.Pod{Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	g.services.update(key(rev.Name), buildRevisionEndpoints(rev, []corev1.Pod{pod}, notSimulated))
+	g.services.Update(gatewaytest.Key(rev.Name), backends.BuildRevisionEndpoints(rev, []corev1.Pod{pod}, gatewaytest.NotSimulated))
 	g.route("real.example.com", rev.Name)
 	start := time.Now()
 	a := <-g.send(context.Background(), "real.example.com", "/?sleep=soon")

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,44 +10,13 @@ import (
 	"time"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
-
-func TestTimeoutDue(t *testing.T) {
-	s := time.Second
-	for _, tc := range []struct {
-		name     string
-		limits   timeouts
-		started  bool
-		active   time.Duration
-		elapsed  time.Duration
-		wantKind timeoutKind
-		wantNext time.Duration
-	}{
-		{name: "total only", limits: timeouts{total: 5 * s}, elapsed: 2 * s, wantNext: 3 * s},
-		{name: "total passed", limits: timeouts{total: 5 * s}, elapsed: 5 * s, wantKind: timeoutTotal},
-		{name: "response start first", limits: timeouts{total: 5 * s, responseStart: 2 * s}, elapsed: s, wantNext: s},
-		{name: "response start passed", limits: timeouts{total: 5 * s, responseStart: 2 * s}, elapsed: 2 * s, wantKind: timeoutResponseStart},
-		{name: "response started: nothing left to time", limits: timeouts{total: 5 * s, responseStart: 2 * s}, started: true, elapsed: 2 * s, wantNext: noDeadline},
-		{name: "response started: total no longer applies, idle does", limits: timeouts{total: 5 * s, idle: s}, started: true, active: 5500 * time.Millisecond, elapsed: 6 * s, wantNext: 500 * time.Millisecond},
-		{name: "idle from the arrival", limits: timeouts{total: 5 * s, idle: s}, elapsed: s, wantKind: timeoutIdle},
-		{name: "idle after activity", limits: timeouts{total: 5 * s, idle: s}, active: 1500 * time.Millisecond, elapsed: 2 * s, wantNext: 500 * time.Millisecond},
-		{name: "idle past total", limits: timeouts{total: 5 * s, idle: s}, active: 4500 * time.Millisecond, elapsed: 5 * s, wantKind: timeoutTotal},
-		{name: "earliest of several", limits: timeouts{total: 5 * s, responseStart: 3 * s, idle: 2 * s}, elapsed: 4 * s, wantKind: timeoutIdle},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rt := &requestTimer{limits: tc.limits}
-			rt.started.Store(tc.started)
-			rt.active.Store(int64(tc.active))
-			if kind, next := rt.due(tc.elapsed); kind != tc.wantKind || kind == running && next != tc.wantNext {
-				t.Errorf("due(%v) = %v, %v; want %v, %v", tc.elapsed, kind, next, tc.wantKind, tc.wantNext)
-			}
-		})
-	}
-}
 
 // serveRevisionSpec serves a Revision with spec from one pod, backend, as the
 // endpoints reconciler would: the pod's address is the backend's, its user port the
@@ -66,7 +34,7 @@ func (tg *testGateway) serveRevisionSpec(name string, spec servingv1.RevisionSpe
 		pods = []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-pod"},
 			Status: corev1.PodStatus{PodIP: host, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}}
 	}
-	tg.services.update(key(name), buildRevisionEndpoints(rev, pods, notSimulated))
+	tg.services.Update(gatewaytest.Key(name), backends.BuildRevisionEndpoints(rev, pods, gatewaytest.NotSimulated))
 }
 
 // TestRevisionTimeouts: each of Knative's timeouts ends a request as the client sees
@@ -101,14 +69,14 @@ func TestRevisionTimeouts(t *testing.T) {
 		want     string // a prefix of the answer, or, for a cut stream, of what came
 		cut      bool
 		min, max time.Duration
-		kind     timeoutKind
+		kind     string // the timeout that counts it
 	}{{
 		name: "response start", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](5), ResponseStartTimeoutSeconds: ptr.To[int64](1)},
-		backend: hang, code: 504, kind: timeoutResponseStart, min: time.Second, max: 3 * time.Second,
+		backend: hang, code: 504, kind: "responseStartTimeoutSeconds", min: time.Second, max: 3 * time.Second,
 		want: "ferry: revision rev-1 did not answer in time: responseStartTimeoutSeconds (1s) passed (pod 127.0.0.1)\n",
 	}, {
 		name: "response start while held", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](5), ResponseStartTimeoutSeconds: ptr.To[int64](1)},
-		noPod: true, code: 504, kind: timeoutResponseStart, min: time.Second, max: 3 * time.Second,
+		noPod: true, code: 504, kind: "responseStartTimeoutSeconds", min: time.Second, max: 3 * time.Second,
 		want: "ferry: revision rev-1 did not get a ready pod within 1s (responseStartTimeoutSeconds)\n",
 	}, {
 		// As in Knative, timeoutSeconds ends only a response that has not started.
@@ -123,12 +91,12 @@ func TestRevisionTimeouts(t *testing.T) {
 		code: 200, want: "............", min: 2200 * time.Millisecond, max: 4 * time.Second,
 	}, {
 		name: "total ends the wait for a response", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](1)},
-		backend: hang, code: 504, kind: timeoutTotal, min: time.Second, max: 3 * time.Second,
+		backend: hang, code: 504, kind: "timeoutSeconds", min: time.Second, max: 3 * time.Second,
 		want: "ferry: revision rev-1 did not answer in time: timeoutSeconds (1s) passed (pod 127.0.0.1)\n",
 	}, {
 		// Bytes every 200ms keep a stream alive past the idle timeout; silence ends it.
 		name: "idle cuts a silent stream", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), IdleTimeoutSeconds: ptr.To[int64](1)},
-		backend: tick(1500 * time.Millisecond), code: 200, cut: true, want: "......", kind: timeoutIdle, min: 2200 * time.Millisecond, max: 4 * time.Second,
+		backend: tick(1500 * time.Millisecond), code: 200, cut: true, want: "......", kind: "idleTimeoutSeconds", min: 2200 * time.Millisecond, max: 4 * time.Second,
 	}, {
 		// The request's bytes count too: an upload slower than nothing is not idle.
 		name: "idle counts the request body", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), IdleTimeoutSeconds: ptr.To[int64](1)},
@@ -177,7 +145,7 @@ func TestRevisionTimeouts(t *testing.T) {
 			if cut := err != nil; cut != tc.cut {
 				t.Errorf("body read error %v; want a cut stream: %v", err, tc.cut)
 			}
-			for kind := timeoutTotal; kind <= timeoutIdle; kind++ {
+			for _, kind := range []string{"timeoutSeconds", "responseStartTimeoutSeconds", "idleTimeoutSeconds"} {
 				want := 0.0
 				if kind == tc.kind {
 					want = 1
@@ -185,23 +153,9 @@ func TestRevisionTimeouts(t *testing.T) {
 				// The count follows the answer by a moment: the handler returns after
 				// the client has read the end.
 				eventually(t, "the timeout counted", func() bool {
-					return testutil.ToFloat64(g.metrics.timeouts.WithLabelValues(timeoutNames[kind])) == want
+					return testutil.ToFloat64(g.metrics.Timeouts.WithLabelValues(kind)) == want
 				})
 			}
 		})
-	}
-}
-
-// TestTimerStopsWithTheRequest: a request answered in time stops its timer; its
-// context is not cancelled by a timeout later.
-func TestTimerStopsWithTheRequest(t *testing.T) {
-	rt := &requestTimer{limits: timeouts{total: 50 * time.Millisecond}, start: time.Now()}
-	ctx := rt.arm(context.Background())
-	if kind := rt.stop(); kind != running {
-		t.Fatalf("stop = %v", kind)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if ctx.Err() != nil || rt.fired() != running {
-		t.Errorf("after stop: context %v, fired %v", ctx.Err(), rt.fired())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 )
 
 // rawBackend accepts connections on loopback and hands each to serve, for answers
@@ -71,7 +73,7 @@ func TestUpstreamKeepsConnectionsAlive(t *testing.T) {
 	backend.Start()
 	t.Cleanup(backend.Close)
 	g.serve("ka-1", backend)
-	g.program(newIngress("ka", 0, externalRule([]string{"ka.example.com"}, path("", splitTo("ka-1", 100)))))
+	g.program(gatewaytest.NewIngress("ka", 0, gatewaytest.ExternalRule([]string{"ka.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("ka-1", 100)))))
 
 	for _, method := range []string{"GET", "HEAD", "OPTIONS", "GET", "GET"} {
 		if code, _ := fetch(t, g, method, "ka.example.com", ""); code != 200 {
@@ -102,7 +104,7 @@ func TestUpstreamRetriesAConnectionClosedWhileIdle(t *testing.T) {
 		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 	})
 	g.serveAddrs("idle-1", addr)
-	g.program(newIngress("idle", 0, externalRule([]string{"idle.example.com"}, path("", splitTo("idle-1", 100)))))
+	g.program(gatewaytest.NewIngress("idle", 0, gatewaytest.ExternalRule([]string{"idle.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("idle-1", 100)))))
 
 	for i := range 3 {
 		if code, body := fetch(t, g, "GET", "idle.example.com", ""); code != 200 || body != "ok" {
@@ -135,7 +137,7 @@ func TestUpstreamResponseFraming(t *testing.T) {
 		}
 	})
 	g.serveAddrs("framing-1", addr)
-	g.program(newIngress("framing", 0, externalRule([]string{"framing.example.com"}, path("", splitTo("framing-1", 100)))))
+	g.program(gatewaytest.NewIngress("framing", 0, gatewaytest.ExternalRule([]string{"framing.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("framing-1", 100)))))
 
 	for _, tc := range []struct{ path, want string }{
 		{"/chunked", "abcdef"},
@@ -169,7 +171,7 @@ func TestUpstreamClientCancellationClosesTheUpstream(t *testing.T) {
 	}))
 	t.Cleanup(backend.Close)
 	g.serve("stream-1", backend)
-	g.program(newIngress("stream", 0, externalRule([]string{"stream.example.com"}, path("", splitTo("stream-1", 100)))))
+	g.program(gatewaytest.NewIngress("stream", 0, gatewaytest.ExternalRule([]string{"stream.example.com"}, gatewaytest.Path("", gatewaytest.SplitTo("stream-1", 100)))))
 
 	req, _ := http.NewRequest("GET", g.externalURL("/"), nil)
 	req.Host = "stream.example.com"
