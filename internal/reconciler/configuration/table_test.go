@@ -62,7 +62,7 @@ func rev(gen int64, ready corev1.ConditionStatus, opts ...func(*v1.Revision)) *v
 	r.Status.ObservedGeneration = 1
 	c := duck.Condition{Type: duck.ConditionReady, Status: ready}
 	if ready == corev1.ConditionFalse {
-		c.Reason, c.Message = "ContainerMissing", "boom"
+		c.Reason, c.Message = v1.ReasonContainerMissing, "boom"
 	}
 	r.Status.Conditions = []duck.Condition{c}
 	for _, o := range opts {
@@ -175,7 +175,7 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{cfg(2, withStatus("hello-00002", "hello-00001", onItWay)), rev(1, corev1.ConditionTrue), rev(2, corev1.ConditionFalse)},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{`Warning RevisionFailed hello: Revision "hello-00002" failed with message: boom.`},
-		Check:      wantStatus("hello-00002", "hello-00001", rt.False(duck.ConditionReady, "RevisionFailed", `Revision "hello-00002" failed with message: boom.`)),
+		Check:      wantStatus("hello-00002", "hello-00001", rt.False(duck.ConditionReady, v1.ReasonRevisionFailed, `Revision "hello-00002" failed with message: boom.`)),
 	}, {
 		Name: "latest ready never moves back to an older Revision",
 		Key:  key,
@@ -200,7 +200,7 @@ func TestReconcileTable(t *testing.T) {
 		})},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
-		Check:      wantStatus("hello-00001", "hello-00001", rt.False(duck.ConditionReady, "RevisionNameTaken", taken)),
+		Check:      wantStatus("hello-00001", "hello-00001", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
 	}, {
 		Name: "the chosen Revision name is held by an older generation: RevisionNameTaken",
 		Key:  key,
@@ -209,7 +209,7 @@ func TestReconcileTable(t *testing.T) {
 		}), rev(1, corev1.ConditionTrue, func(r *v1.Revision) { r.Name = "hello-blue" })},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
-		Check:      wantStatus("hello-blue", "hello-blue", rt.False(duck.ConditionReady, "RevisionNameTaken", taken)),
+		Check:      wantStatus("hello-blue", "hello-blue", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
 	}, {
 		Name: "a chosen Revision name without the Configuration's prefix: InvalidRevisionName",
 		Key:  key,
@@ -218,7 +218,7 @@ func TestReconcileTable(t *testing.T) {
 		})},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{`Warning InvalidRevisionName hello: revision name "blue" must have the prefix "hello-"`},
-		Check:      wantStatus("", "", rt.False(duck.ConditionReady, "InvalidRevisionName", `revision name "blue" must have the prefix "hello-"`)),
+		Check:      wantStatus("", "", rt.False(duck.ConditionReady, v1.ReasonInvalidRevisionName, `revision name "blue" must have the prefix "hello-"`)),
 	}, {
 		Name:    "a refused Revision: RevisionFailed with the API server's message, retried after the back-off",
 		Key:     key,
@@ -229,7 +229,7 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning RevisionFailed hello: Revision creation failed with message: " + refusedMsg + "."},
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus("", "", rt.False(duck.ConditionReady, "RevisionFailed", "Revision creation failed with message: "+refusedMsg+"."))(t, env)
+			wantStatus("", "", rt.False(duck.ConditionReady, v1.ReasonRevisionFailed, "Revision creation failed with message: "+refusedMsg+"."))(t, env)
 			env.QuietWithinBackOff(t)
 		},
 	}, {

@@ -147,8 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pa.Namespace, Name: pa.Spec.ScaleTargetRef.Name}, dep); {
 	case apierrors.IsNotFound(err):
 		// The Revision creates its Deployment alongside; its creation wakes us.
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "DeploymentMissing",
-			"The scale target %q does not exist yet.", pa.Spec.ScaleTargetRef.Name)
+		status.MarkScaleTargetMissing(pa.Spec.ScaleTargetRef.Name)
 		return r.Status.Write(ctx, pa, &pa.Status, status)
 	case err != nil:
 		return ctrl.Result{}, err
@@ -233,7 +232,7 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	if res.Initialized {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
 	} else if !m.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue() {
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, av1alpha1.ReasonInitializing, "")
+		status.MarkScaleTargetInitializing()
 	}
 	result, err := r.Status.Write(ctx, pa, &pa.Status, status)
 	if err == nil && res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {

@@ -215,7 +215,7 @@ func TestReconcileTable(t *testing.T) {
 			p := env.Written(rt.Status, "PodAutoscaler", "hello-00001").(*av1alpha1.PodAutoscaler)
 			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.Unknown(duck.ConditionReady, "", ""),
 				rt.Unknown(av1alpha1.PodAutoscalerConditionActive, "", ""), sks,
-				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "DeploymentMissing", `The scale target "hello-00001-deployment" does not exist yet.`))
+				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, av1alpha1.ReasonDeploymentMissing, `The scale target "hello-00001-deployment" does not exist yet.`))
 		},
 	}, {
 		Name:       "KPA, new, no pod ready yet: Queued until the activation timeout, the scale left alone",
@@ -374,8 +374,8 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning NotOwned hello-00001: " + hpaNotOwned},
 		Check: func(t *testing.T, env *rt.Env) {
 			p := env.Written(rt.Status, "PodAutoscaler", "hello-00001").(*av1alpha1.PodAutoscaler)
-			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, "NotOwned", hpaNotOwned),
-				rt.False(av1alpha1.PodAutoscalerConditionActive, "NotOwned", hpaNotOwned),
+			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonNotOwned, hpaNotOwned),
+				rt.False(av1alpha1.PodAutoscalerConditionActive, duck.ReasonNotOwned, hpaNotOwned),
 				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", ""), sks)
 		},
 	}, {
@@ -389,8 +389,8 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
 			p := env.Written(rt.Status, "PodAutoscaler", "hello-00001").(*av1alpha1.PodAutoscaler)
-			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, "CreationFailed", hpaRefused),
-				rt.False(av1alpha1.PodAutoscalerConditionActive, "CreationFailed", hpaRefused),
+			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonCreationFailed, hpaRefused),
+				rt.False(av1alpha1.PodAutoscalerConditionActive, duck.ReasonCreationFailed, hpaRefused),
 				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", ""), sks)
 		},
 	}}, build)

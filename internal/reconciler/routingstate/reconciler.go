@@ -32,8 +32,6 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 }
 
-// reasonRoutingStateFailed is the Event's reason when the label cannot be written.
-const reasonRoutingStateFailed = "RoutingStateFailed"
 
 // Controller is what wakes the reconciler: a Revision created or relabelled, the
 // Revisions a Route's status.traffic gains or loses, and the latest Revisions a
@@ -115,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// A refusal (RBAC, a webhook) would otherwise only retry in the log, while
 	// min-scale keeps holding the Revision's pods.
 	if err != nil && !apierrors.IsConflict(err) && r.Recorder != nil {
-		r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, reasonRoutingStateFailed, "Reconcile",
+		r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, v1.ReasonRoutingStateFailed, "Reconcile",
 			"Cannot label the Revision routingState=%s: %v", state, err)
 	}
 	return reconcile.Result{}, err
