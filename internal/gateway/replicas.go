@@ -43,7 +43,7 @@ const (
 
 	// reasonWaitingForReplicas and messageWaitingForReplicas are Knative's
 	// LoadBalancerReady Unknown (MarkLoadBalancerNotReady).
-	reasonWaitingForReplicas  = "Uninitialized"
+	reasonWaitingForReplicas  = v1alpha1.ReasonUninitialized
 	messageWaitingForReplicas = "Waiting for load balancer to be ready"
 )
 
