@@ -88,7 +88,7 @@ func TestReconcileCertificates(t *testing.T) {
 	wantSecretTLS := []netv1alpha1.IngressTLS{{Hosts: []string{"hello.ns.example.com"}, SecretName: certName, SecretNamespace: ns}}
 	notReadyMsg := "Certificate " + certName + ` is not ready: no provider of class "the-class" has reported on it`
 	failedMsg := "Certificate " + certName + " fails to be provisioned: IssuerMissing: no issuer"
-	downgrade := rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, "HTTPDowngrade", "Certificate "+certName+" is not ready downgrade HTTP.")
+	downgrade := rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, v1.ReasonHTTPDowngrade, "Certificate "+certName+" is not ready downgrade HTTP.")
 	enabled := network(map[string]string{"external-domain-tls": "Enabled"})
 	badOption := `annotation networking.knative.dev/http-protocol: "sometimes" is not enabled or redirected`
 	redirected := network(map[string]string{"external-domain-tls": "Enabled", "http-protocol": "Redirected"})
@@ -129,7 +129,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning CertificateNotReady hello: " + notReadyMsg},
 		Check: wantTLS("https://hello.ns.example.com", nil, netv1alpha1.HTTPOptionRedirected,
-			rt.Unknown(v1.RouteConditionCertificateProvisioned, "CertificateNotReady", notReadyMsg)),
+			rt.Unknown(v1.RouteConditionCertificateProvisioned, v1.ReasonCertificateNotReady, notReadyMsg)),
 	}}, {redirected, rt.Case{
 		Name: "Redirected, the Certificate failed: False CertificateProvisionFailed, the status writer's Event",
 		Key:  key,
@@ -138,7 +138,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning CertificateProvisionFailed hello: " + failedMsg},
 		Check: wantTLS("https://hello.ns.example.com", nil, netv1alpha1.HTTPOptionRedirected,
-			rt.False(v1.RouteConditionCertificateProvisioned, "CertificateProvisionFailed", failedMsg)),
+			rt.False(v1.RouteConditionCertificateProvisioned, v1.ReasonCertificateProvisionFailed, failedMsg)),
 	}}, {enabled, rt.Case{
 		Name:       "the Certificate's name is taken: CertificateNotOwned",
 		Key:        key,
@@ -146,7 +146,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning CertificateNotOwned hello: There is an existing certificate " + certName + " that we don't own."},
 		Check: wantTLS("http://hello.ns.example.com", nil, netv1alpha1.HTTPOptionEnabled,
-			rt.False(v1.RouteConditionCertificateProvisioned, "CertificateNotOwned", "There is an existing certificate "+certName+" that we don't own.")),
+			rt.False(v1.RouteConditionCertificateProvisioned, v1.ReasonCertificateNotOwned, "There is an existing certificate "+certName+" that we don't own.")),
 	}}, {enabled, rt.Case{
 		Name: "a tag's Certificate whose tag is gone is deleted; another owner's is left alone",
 		Key:  key,
@@ -171,7 +171,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantEvents: []string{"Warning InvalidHTTPProtocol hello: " + badOption},
 		Check: func(t *testing.T, env *rt.Env) {
 			c := written(t, env).Status.GetCondition(v1.RouteConditionIngressReady)
-			rt.CheckConditions(t, "Route", []duck.Condition{*c}, rt.False(v1.RouteConditionIngressReady, "InvalidHTTPProtocol", badOption))
+			rt.CheckConditions(t, "Route", []duck.Condition{*c}, rt.False(v1.RouteConditionIngressReady, v1.ReasonInvalidHTTPProtocol, badOption))
 		},
 	}}, {enabled, rt.Case{
 		Name: "opted out by Knative's annotation: no Certificate, TLSNotEnabled",

@@ -88,8 +88,8 @@ func TestRolloutTable(t *testing.T) {
 			t.Errorf("rollout annotation\n got %s\nwant %s", got, s)
 		}
 	}
-	rolling := rt.Unknown(v1.RouteConditionIngressReady, "RolloutInProgress", "A gradual rollout of the latest revision(s) is in progress.")
-	rollingReady := rt.Unknown(duck.ConditionReady, "RolloutInProgress", "A gradual rollout of the latest revision(s) is in progress.")
+	rolling := rt.Unknown(v1.RouteConditionIngressReady, v1.ReasonRolloutInProgress, v1.MessageRolloutInProgress)
+	rollingReady := rt.Unknown(duck.ConditionReady, v1.ReasonRolloutInProgress, v1.MessageRolloutInProgress)
 	cfg2, rev1, rev2 := cfg("hello-00002", ready), rev("hello-00001", corev1.ConditionTrue), rev("hello-00002", corev1.ConditionTrue)
 	start := rollout.Params{StartTime: now.Add(-2 * time.Second).UnixNano()}
 	paced := rollout.Params{StartTime: start.StartTime, StepDuration: int64(time.Second), StepSize: 25, NextStepTime: now.UnixNano()}
@@ -154,7 +154,7 @@ func TestRolloutTable(t *testing.T) {
 		Check: func(t *testing.T, env *rt.Env) {
 			wantIngress(t, env, state(rollout.Params{}, rr("hello-00002", 100)), target("hello-00002", 100))
 			wantStatus([]v1.TrafficTarget{target("hello-00002", 100)},
-				rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), assigned, notConfigd, noTLS)(t, env)
+				rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
 		},
 	}, {
 		Name: "the duration removed mid-rollout: all to the new Revision at once, the state goes",
@@ -165,7 +165,7 @@ func TestRolloutTable(t *testing.T) {
 		Check: func(t *testing.T, env *rt.Env) {
 			wantIngress(t, env, nil, target("hello-00002", 100))
 			wantStatus([]v1.TrafficTarget{target("hello-00002", 100)},
-				rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), assigned, notConfigd, noTLS)(t, env)
+				rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
 		},
 	}, {
 		Name: "config-network's rollout-duration when the Route has none",
