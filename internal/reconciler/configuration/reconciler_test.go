@@ -69,9 +69,8 @@ func TestMarkReady(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &v1.ConfigurationStatus{}
-			m := v1.ConfigurationConditions.Manage(&s.Status)
-			m.InitializeConditions()
-			markReady(m, &tc.latest, tc.ready)
+			v1.ConfigurationConditions.Manage(&s.Status).InitializeConditions()
+			markReady(s, &tc.latest, tc.ready)
 			c := s.GetCondition(v1.ConfigurationConditionReady)
 			if c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg {
 				t.Errorf("Ready = %+v", c)
