@@ -32,7 +32,6 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 }
 
-
 // Controller is what wakes the reconciler: a Revision created or relabelled, the
 // Revisions a Route's status.traffic gains or loses, and the latest Revisions a
 // Configuration had and has.
