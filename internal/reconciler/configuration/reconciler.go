@@ -15,40 +15,24 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one Configuration per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
+	// Base.Config: config-defaults and config-features default the Revisions as
+	// admission would.
+	base.Base
 	// APIReader reads from the API server itself, to settle an AlreadyExists that the
 	// cache cannot explain yet.
 	APIReader client.Reader
-	// Children reads and creates the objects this reconciler owns, so that one it has
-	// just created counts as existing before the cache shows it.
-	Children *created.Children
-	// Refused remembers the Revisions the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Config returns the live configuration: config-defaults and config-features
-	// default the Revisions as admission would (nil: Knative's defaults).
-	Config    func() *config.Config
-	AfterRead func()
-}
-
-// SetupWithManager registers the controller: Configurations and the Revisions they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
 }
 
 // Controller is what wakes the reconciler: its Configurations and their Revisions.
@@ -88,9 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, cfg, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 
 	// Desired and apply: the Revision of the current generation.
 	latest, p, err := r.latestCreated(ctx, cfg)
@@ -99,10 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Status.
-	status := cfg.Status.DeepCopy()
-	status.ObservedGeneration = cfg.Generation
-	m := v1.ConfigurationConditions.Manage(&status.Status)
-	m.InitializeConditions()
+	status, _ := base.OpenStatus(&cfg.Status, cfg.Generation, v1.ConfigurationConditions)
 	if p != nil {
 		p.mark(status)
 		res, err := r.Status.Write(ctx, cfg, &cfg.Status, status)

@@ -16,10 +16,8 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const ns = "ns"
@@ -98,8 +96,7 @@ var (
 )
 
 func build(env *rt.Env) reconcile.Reconciler {
-	return &configuration.Reconciler{Client: env.Client, APIReader: env.Client, Children: created.New(env.Client),
-		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0)}
+	return &configuration.Reconciler{Base: env.Base(), APIReader: env.Client}
 }
 
 func TestReconcileTable(t *testing.T) {

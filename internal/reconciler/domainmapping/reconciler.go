@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,14 +23,12 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 // clusterDomain is the cluster's DNS domain, which a reference's host must end in
@@ -40,29 +37,16 @@ var clusterDomain = strings.TrimPrefix(config.ClusterLocalDomain, "svc.")
 
 // Reconciler reconciles one DomainMapping per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
-	// Children reads and creates the KIngress, so that one just created counts as
-	// existing before the cache shows it.
-	Children *created.Children
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Refused remembers the children the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Config returns the current configuration: config-network's
-	// autocreate-cluster-domain-claims, default-external-scheme, external-domain-tls,
-	// certificate-class and http-protocol.
-	Config func() *config.Config
+	// Base.Config: config-network's autocreate-cluster-domain-claims,
+	// default-external-scheme, external-domain-tls, certificate-class and
+	// http-protocol. Base.Clock tells the certificate warning's wait.
+	base.Base
 	// DefaultCertificateClass is the class of the Certificate when neither the
 	// DomainMapping nor config-network's certificate-class names one, as for Routes.
 	DefaultCertificateClass string
 	// Recorder records the Event that explains a domain nobody claimed, and the one
 	// for a Certificate that stays not Ready.
 	Recorder events.EventRecorder
-	// AfterRead, if set, runs between reading the DomainMapping and acting on it.
-	AfterRead func()
-	// Now tells time for the certificate warning's wait (nil: the real clock).
-	Now func() time.Time
 
 	warnings certificate.Warnings
 }
@@ -78,21 +62,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.release(ctx, req.NamespacedName)
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 	cfg := r.Config()
 	want := dm.DeepCopy()
 	want.SetDefaults()
 
-	status := dm.Status.DeepCopy()
-	m := v1beta1.DomainMappingConditions.Manage(&status.Status)
-	m.InitializeConditions()
-	if status.ObservedGeneration != dm.Generation {
+	status, m := base.OpenStatus(&dm.Status, dm.Generation, v1beta1.DomainMappingConditions)
+	if dm.Status.ObservedGeneration != dm.Generation {
 		// Until the KIngress of this generation is known, its readiness says nothing.
 		status.MarkIngressNotConfigured()
 	}
-	status.ObservedGeneration = dm.Generation
 	scheme := cfg.Network.DefaultExternalScheme
 	if scheme == "" {
 		scheme = "http"
@@ -103,11 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	write := func() (ctrl.Result, error) {
 		url := scheme + "://" + dm.Name
 		status.URL, status.Address = url, &duck.Addressable{URL: url}
-		now := time.Now
-		if r.Now != nil {
-			now = r.Now
-		}
-		warnIn := r.warnings.Warn(r.Recorder, dm, status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned), certs, now())
+		warnIn := r.warnings.Warn(r.Recorder, dm, status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned), certs, r.Now())
 		res, err := r.Status.Write(ctx, dm, &dm.Status, status)
 		if warnIn > 0 && (res.RequeueAfter == 0 || warnIn < res.RequeueAfter) {
 			res.RequeueAfter = warnIn
@@ -129,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// The certificate: the user's own secret, else with external-domain-tls on a
 	// Certificate of the DomainMapping's own, else none.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	var o child.Outcome
 	tls := resources.MakeTLS(want)
 	switch {

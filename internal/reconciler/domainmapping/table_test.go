@@ -15,12 +15,10 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const (
@@ -120,17 +118,17 @@ func TestReconcileTable(t *testing.T) {
 	autocreate := true
 	var network func(*config.Network)
 	build := func(env *rt.Env) reconcile.Reconciler {
-		return &domainmapping.Reconciler{Client: env.Client, Children: created.New(env.Client),
-			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-			Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass, Now: func() time.Time { return now },
-			Config: func() *config.Config {
-				cfg := config.Default()
-				cfg.Network.AutocreateClusterDomainClaims = autocreate
-				if network != nil {
-					network(cfg.Network)
-				}
-				return cfg
-			}}
+		b := env.Base()
+		b.Clock = rt.Clock(func() time.Time { return now })
+		b.Config = func() *config.Config {
+			cfg := config.Default()
+			cfg.Network.AutocreateClusterDomainClaims = autocreate
+			if network != nil {
+				network(cfg.Network)
+			}
+			return cfg
+		}
+		return &domainmapping.Reconciler{Base: b, Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass}
 	}
 	// tlsOn turns external-domain-tls on for a case, with http-protocol as given.
 	tlsOn := func(httpProtocol string) func(*testing.T, *rt.Env) {

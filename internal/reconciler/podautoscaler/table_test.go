@@ -1,9 +1,9 @@
 package podautoscaler
 
 // This table test is in the internal test package, unlike the other reconcilers':
-// the KPA class reads the clock through the unexported field now, which only
-// SetupWithManager sets, and a Reconciler built from its exported fields alone panics.
-// It sets nothing else unexported and calls no unexported function.
+// Controller makes the afterBurst queues and the pace, which a Reconciler built from
+// its exported fields alone lacks (and panics), and the test gives its own. It sets
+// nothing else unexported and calls no unexported function.
 
 import (
 	"context"
@@ -25,11 +25,9 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const (
@@ -174,11 +172,12 @@ func TestReconcileTable(t *testing.T) {
 		if err := afterChange.Start(ctx, q); err != nil {
 			panic(err)
 		}
-		return &Reconciler{Client: env.Client, Children: created.New(env.Client),
-			Status:  statuswriter.New(env.Client, env.Events, 0).NotFailures(av1alpha1.ReasonNoTraffic),
-			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Autoscaler: as, Config: config.Default,
-			Quiet: func() <-chan struct{} { return quiet }, afterChange: afterChange,
-			now: func() time.Time { return now }, pace: newPace(ScaleToZeroRate)}
+		b := env.Base()
+		b.Status = b.Status.NotFailures(av1alpha1.ReasonNoTraffic)
+		b.Config = config.Default
+		b.Clock = rt.Clock(func() time.Time { return now })
+		return &Reconciler{Base: b, Autoscaler: as,
+			Quiet: func() <-chan struct{} { return quiet }, afterChange: afterChange, pace: newPace(ScaleToZeroRate)}
 	}
 	changeOnItsWay := func(*testing.T, *rt.Env) { quiet = make(chan struct{}) }
 	// load has the gateway report concurrency for the Revision every second of the

@@ -16,12 +16,10 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const (
@@ -134,13 +132,13 @@ var (
 )
 
 func build(env *rt.Env) reconcile.Reconciler {
-	return &revision.Reconciler{Client: env.Client, Children: created.New(env.Client),
-		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-		Config: func() *config.Config {
-			c := config.Default()
-			c.Deployment.ProgressDeadline = deadline
-			return c
-		}}
+	b := env.Base()
+	b.Config = func() *config.Config {
+		c := config.Default()
+		c.Deployment.ProgressDeadline = deadline
+		return c
+	}
+	return &revision.Reconciler{Base: b}
 }
 
 // withoutDrain makes a Deployment as Ferry made it before pods drained: no preStop,

@@ -15,12 +15,9 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -76,10 +73,10 @@ func TestReconcileCertificates(t *testing.T) {
 	}
 	var cfgFn func() *config.Config
 	build := func(env *rt.Env) reconcile.Reconciler {
-		return &route.Reconciler{Client: env.Client, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme),
-			Children: created.New(env.Client), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
-			Status: statuswriter.New(env.Client, env.Events, 0), Recorder: env.Events,
-			Config: cfgFn, GatewayHost: gateway, DefaultCertificateClass: "the-class"}
+		b := env.Base()
+		b.Config = cfgFn
+		return &route.Reconciler{Base: b, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme),
+			Recorder: env.Events, GatewayHost: gateway, DefaultCertificateClass: "the-class"}
 	}
 	r := rte()
 	objects := func(more ...client.Object) []client.Object {

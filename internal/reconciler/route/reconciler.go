@@ -19,35 +19,26 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
 // Reconciler reconciles one Route per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
+	// Base.Config: config-domain and config-network make the Route's hosts,
+	// config-features' tag-header-based-routing its KIngress's paths. Base.Clock paces
+	// gradual rollouts and the certificate warning's wait.
+	base.Base
 	// Tracker records which Configurations and Revisions each Route reads, so that
 	// their changes wake the Route.
 	Tracker *tracker.Tracker
-	// Children reads and creates the objects this reconciler owns, so that one it has
-	// just created counts as existing before the cache shows it.
-	Children *created.Children
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Refused remembers the children the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Config returns the current configuration: config-domain and config-network make
-	// the Route's hosts, config-features' tag-header-based-routing its KIngress's paths.
-	Config func() *config.Config
 	// GatewayHost is where placeholder Services point (ExternalName).
 	GatewayHost string
 	// DefaultCertificateClass is the class of the Route's Certificates when neither the
@@ -58,12 +49,6 @@ type Reconciler struct {
 	// a way its Ready condition does not report as a failure (pending, downgraded to
 	// HTTP); the status writer records the failures.
 	Recorder events.EventRecorder
-	// AfterRead, if set, runs between reading the Route and acting on it (tests use it
-	// to widen races).
-	AfterRead func()
-	// Now tells time for gradual rollouts and the certificate warning's wait (nil: the
-	// real clock); the convergence simulation passes its own.
-	Now func() time.Time
 
 	warnings certificate.Warnings
 }
@@ -76,9 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, route, r.forget); !ok {
 		return ctrl.Result{}, err
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 	// One snapshot of the configuration for the whole reconcile.
 	cfg := r.Config()
 	want := route.DeepCopy()
@@ -97,14 +80,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// IngressReady.
 	httpOption, optionErr := resources.HTTPOption(route, cfg.Network)
 
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
+	now := r.Now()
 
 	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
 	// it served before: its KIngress and status.traffic are left as they are.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	_, placeholderErr := child.Ensure(ctx, w, route, "placeholder Service", resources.MakePlaceholderService(route, r.GatewayHost), updatePlaceholder)
 	var ing *netv1alpha1.Ingress
 	var ingErr error
@@ -142,10 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Status.
-	status := route.Status.DeepCopy()
-	status.ObservedGeneration = route.Generation
-	m := v1.RouteConditions.Manage(&status.Status)
-	m.InitializeConditions()
+	status, m := base.OpenStatus(&route.Status, route.Generation, v1.RouteConditions)
 	var o child.Outcome
 	switch {
 	case !tlsOn:

@@ -13,12 +13,9 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -29,14 +26,14 @@ func TestRolloutTable(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	networkSeconds := 0
 	build := func(env *rt.Env) reconcile.Reconciler {
-		return &route.Reconciler{Client: env.Client, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme),
-			Children: created.New(env.Client), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
-			Status: statuswriter.New(env.Client, env.Events, 0), GatewayHost: gateway, Now: func() time.Time { return now },
-			Config: func() *config.Config {
-				c := config.Default()
-				c.Network.RolloutDurationSeconds = networkSeconds
-				return c
-			}}
+		b := env.Base()
+		b.Clock = rt.Clock(func() time.Time { return now })
+		b.Config = func() *config.Config {
+			c := config.Default()
+			c.Network.RolloutDurationSeconds = networkSeconds
+			return c
+		}
+		return &route.Reconciler{Base: b, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme), GatewayHost: gateway}
 	}
 	withDuration := func(d string) func(*v1.Route) {
 		return func(r *v1.Route) { r.Annotations = map[string]string{"serving.knative.dev/rollout-duration": d} }

@@ -16,13 +16,11 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -141,9 +139,9 @@ func TestReconcileTable(t *testing.T) {
 	var trk *tracker.Tracker
 	build := func(env *rt.Env) reconcile.Reconciler {
 		trk = tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme)
-		return &route.Reconciler{Client: env.Client, Tracker: trk, Children: created.New(env.Client),
-			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-			Config: config.Default, GatewayHost: gateway}
+		b := env.Base()
+		b.Config = config.Default
+		return &route.Reconciler{Base: b, Tracker: trk, GatewayHost: gateway}
 	}
 	r := rte()
 	cfgReady := cfg("hello-00001", ready)

@@ -16,17 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler labels one Revision per call.
 type Reconciler struct {
-	// Client reads from the manager's cache (with package index's indexes) and writes
-	// through the API server.
-	Client client.Client
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Base.Client reads from the manager's cache (with package index's indexes) and
+	// writes through the API server; Base.Clock stamps the label's change. It writes
+	// no status and owns no children.
+	base.Base
 	// Recorder records the Warning Event on a Revision whose label cannot be written
 	// (nil: none).
 	Recorder events.EventRecorder
@@ -92,10 +92,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !change {
 		return reconcile.Result{}, nil
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	patch := client.MergeFrom(rev.DeepCopy())
 	if rev.Labels == nil {
 		rev.Labels = map[string]string{}
@@ -104,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		rev.Annotations = map[string]string{}
 	}
 	rev.Labels[v1.RoutingStateLabelKey] = string(state)
-	rev.Annotations[v1.RoutingStateModifiedAnnotation] = now().UTC().Format(time.RFC3339)
+	rev.Annotations[v1.RoutingStateModifiedAnnotation] = r.Now().UTC().Format(time.RFC3339)
 	err := r.Client.Patch(ctx, rev, patch)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil

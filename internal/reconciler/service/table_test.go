@@ -15,11 +15,9 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const ns = "ns"
@@ -141,8 +139,7 @@ var (
 )
 
 func build(env *rt.Env) reconcile.Reconciler {
-	return &service.Reconciler{Client: env.Client, Children: created.New(env.Client),
-		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0)}
+	return &service.Reconciler{Base: env.Base()}
 }
 
 func TestReconcileTable(t *testing.T) {
