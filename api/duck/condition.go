@@ -74,6 +74,10 @@ type Status struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
+// Duck returns the Status itself, so that code that handles every kind's status alike
+// (each embeds a Status) can reach it.
+func (s *Status) Duck() *Status { return s }
+
 // GetCondition returns the condition of type t, or nil.
 func (s *Status) GetCondition(t ConditionType) *Condition {
 	for i := range s.Conditions {

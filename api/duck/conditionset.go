@@ -166,3 +166,19 @@ func (m ConditionManager) set1(c Condition) {
 	sort.Slice(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
 	m.status.Conditions = conds
 }
+
+// Mirror sets condition t to what another object's condition c says: a child's
+// Ready, as Knative's Propagate*Status methods copy it (nil counts as Unknown with no
+// reason).
+func (m ConditionManager) Mirror(t ConditionType, c *Condition) {
+	switch {
+	case c.IsTrue():
+		m.MarkTrue(t)
+	case c.IsFalse():
+		m.MarkFalse(t, c.Reason, "%s", c.Message)
+	case c == nil:
+		m.MarkUnknown(t, "", "")
+	default:
+		m.MarkUnknown(t, c.Reason, "%s", c.Message)
+	}
+}

@@ -12,6 +12,9 @@ const (
 	// reasons of the Warning Events that report it.
 	ReasonCreationFailed = "CreationFailed"
 	ReasonUpdateFailed   = "UpdateFailed"
+	// ReasonInternalError is the reason of the Warning Event by which Knative reports a
+	// reconcile's error.
+	ReasonInternalError = "InternalError"
 )
 
 // NotOwnedMessage is Knative's message for ReasonNotOwned: kind is what users call the

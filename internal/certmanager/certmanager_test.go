@@ -21,7 +21,7 @@ func TestMarkFrom(t *testing.T) {
 		wantStatus            corev1.ConditionStatus
 		wantReason, wantNotAf string
 	}{
-		{"no condition", nil, corev1.ConditionUnknown, "NoCertManagerCertCondition", ""},
+		{"no condition", nil, corev1.ConditionUnknown, netv1alpha1.ReasonNoCertManagerCertCondition, ""},
 		{"True", map[string]any{"type": "Ready", "status": "True", "reason": "Ready"}, corev1.ConditionTrue, "", "2030-01-02T03:04:05Z"},
 		{"Unknown", map[string]any{"type": "Ready", "status": "Unknown", "reason": "Issuing"}, corev1.ConditionUnknown, "Issuing", ""},
 		{"False InProgress is on its way", map[string]any{"type": "Ready", "status": "False", "reason": "InProgress"}, corev1.ConditionUnknown, "InProgress", ""},

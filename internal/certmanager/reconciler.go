@@ -28,10 +28,6 @@ var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: 
 // Certificate's UID (through spec.secretTemplate), as Knative does.
 const certificateUIDLabelKey = "networking.internal.knative.dev/certificate-uid"
 
-// reasonNoCertManagerCertCondition is Knative's Ready reason while cert-manager has
-// not reported.
-const reasonNoCertManagerCertCondition = "NoCertManagerCertCondition"
-
 // notReadyReasons are cert-manager's False reasons that mean "on its way".
 var notReadyReasons = []string{"InProgress", "Pending", "TemporaryCertificate"}
 
@@ -187,5 +183,5 @@ func markFrom(status *netv1alpha1.CertificateStatus, cm *unstructured.Unstructur
 		}
 		return
 	}
-	status.MarkNotReady(reasonNoCertManagerCertCondition, "The ready condition of Cert Manager Certificate does not exist.")
+	status.MarkNoCertManagerCondition()
 }

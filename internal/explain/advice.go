@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -36,21 +37,21 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{"The API server refused the Service: the message above names the field. Fix the manifest and apply it again."}
 	case has("ksvc not found", "Configuration not found", "Revision not found", "Route not found"):
 		return []string{fmt.Sprintf("Check the name and the namespace (-n): `kubectl get ksvc,configuration,revision,route -n %s`.", ns)}
-	case has("BuildingImage"):
+	case has(v1.ReasonBuildingImage):
 		return []string{fmt.Sprintf("ferry up is building the Go package of %s with the go command: run this again in a few seconds.", quoteOr(image, "the image"))}
-	case has("ErrImageBuild"), has("ContainerMissing") && strings.HasPrefix(image, "ko://"):
+	case has(v1.ReasonErrImageBuild), has(v1.ReasonContainerMissing) && strings.HasPrefix(image, "ko://"):
 		return []string{
 			fmt.Sprintf("ferry up could not make a program of %s: the message above says why (the go command's errors, or a missing executable).", quoteOr(image, "the image")),
 			"A ko:// package builds in the directory ferry up was started in, within its Go module; an image mapped by --local-image runs the executable given there. Fix it: the pod tries again, 10 s after the first failure, doubling to 5 minutes.",
 		}
-	case has("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "ContainerMissing"):
+	case has("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", v1.ReasonContainerMissing):
 		return []string{
 			fmt.Sprintf("The image %s cannot be pulled: check its name and tag, and that the cluster can reach the registry.", quoteOr(image, "of the Revision")),
 			"For a private registry add imagePullSecrets (spec.template.spec, or the namespace's ServiceAccount); then change the Service's image: a new Revision is created and the old one keeps serving.",
 		}
 	case has("OOMKilled"):
 		return []string{fmt.Sprintf("The container %s runs out of memory: raise spec.template.spec.containers[].resources.limits.memory.", quoteOr(container, ""))}
-	case has("CrashLoopBackOff", "ExitCode", "RunContainerError", "CreateContainerConfigError", "CreateContainerError"),
+	case has("CrashLoopBackOff", v1.ReasonExitCode, "RunContainerError", "CreateContainerConfigError", "CreateContainerError"),
 		strings.HasPrefix(kind, "Pod ") && has(" Error", " ContainerCannotRun"):
 		logs := fmt.Sprintf("`kubectl logs -n %s %s -c %s --previous`", ns, orPlaceholder(pod, "POD"), orPlaceholder(container, v1.DefaultUserContainerName))
 		return []string{
@@ -66,16 +67,16 @@ func Advise(c Chain, e Explanation) []string {
 		}
 	case has("Deployment no pods"):
 		return []string{fmt.Sprintf("The Deployment has no pods yet: the ReplicaSet's Events say why: `kubectl describe rs -n %s -l %s=%s`.", ns, v1.RevisionLabelKey, revName)}
-	case has("ProgressDeadlineExceeded"):
+	case has(v1.ReasonProgressDeadlineExceeded):
 		return []string{"The pods did not become ready before the progress deadline: see the pod's state and Events above."}
-	case has("DomainAlreadyClaimed") && c.DomainMapping != nil:
+	case has(v1beta1.ReasonDomainAlreadyClaimed) && c.DomainMapping != nil:
 		if c.Claim != nil {
 			return []string{fmt.Sprintf("ClusterDomainClaim %s gives the domain to namespace %s: only a DomainMapping there may map it. Delete that one and the claim (`kubectl delete clusterdomainclaim %s`), or map another domain.",
 				c.Claim.Name, c.Claim.Spec.Namespace, c.Claim.Name)}
 		}
 		return []string{fmt.Sprintf("No ClusterDomainClaim gives %s to namespace %s, and config-network's autocreate-cluster-domain-claims is off: create one (spec.namespace: %s), or turn that on.",
 			c.DomainMapping.Name, ns, ns)}
-	case has("ResolveFailed") && c.DomainMapping != nil:
+	case has(v1beta1.ReasonResolveFailed) && c.DomainMapping != nil:
 		ref := c.DomainMapping.Spec.Ref
 		resource := strings.ToLower(ref.Kind)
 		if strings.HasPrefix(ref.APIVersion, "serving.knative.dev/") {
@@ -83,15 +84,15 @@ func Advise(c Chain, e Explanation) []string {
 		}
 		return []string{fmt.Sprintf("spec.ref names %s %q, which does not resolve (message above): it must exist in namespace %s and have an address; `kubectl get %s %s -n %s`.",
 			ref.Kind, ref.Name, ns, resource, ref.Name, ns)}
-	case has(duck.ReasonNotOwned, "CertificateNotOwned"):
+	case has(duck.ReasonNotOwned, v1.ReasonCertificateNotOwned):
 		kind, name := takenName(c)
 		return []string{fmt.Sprintf("Another %s named %q exists and Ferry does not control it: `kubectl get %s %s -n %s -o yaml` shows whose it is. Delete it, or rename the object that needs the name.",
 			orPlaceholder(kind, "object"), name, kubectlResource(kind), name, ns)}
-	case has("RevisionNameTaken"):
+	case has(v1.ReasonRevisionNameTaken):
 		return []string{fmt.Sprintf("Another Revision has the name the template gives (message above): change spec.template.metadata.name (it must change with every template change), or delete that Revision (`kubectl get revisions -n %s`).", ns)}
 	case has(v1.ReasonRolloutInProgress):
 		return []string{"Not stuck: a gradual rollout (serving.knative.dev/rollout-duration) moves the traffic to the latest Revision step by step; the Route's status.traffic shows the split now. It is Ready when the rollout ends."}
-	case has("CertificateNotReady", "CertificateProvisionFailed"):
+	case has(v1.ReasonCertificateNotReady, v1.ReasonCertificateProvisionFailed):
 		return []string{
 			fmt.Sprintf("The Route's Certificate is not Ready (message above): `kubectl get kcert -n %s` and its conditions say why; the certificate class (config-network's certificate-class) must have a provider running.", ns),
 			"Meanwhile the Route is not served on HTTPS; with http-protocol Enabled it is served on HTTP (HTTPDowngrade).",

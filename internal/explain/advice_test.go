@@ -12,13 +12,13 @@ func TestAdvise(t *testing.T) {
 	routeRefused := func() Chain {
 		c := waitingChain()
 		*c.Route.Status.GetCondition(v1.RouteConditionIngressReady) = duck.Condition{Type: v1.RouteConditionIngressReady,
-			Status: F, Reason: "CreationFailed", Message: "ingresses.networking.internal.knative.dev is forbidden"}
+			Status: F, Reason: duck.ReasonCreationFailed, Message: "ingresses.networking.internal.knative.dev is forbidden"}
 		return c
 	}
 	configurationMissing := func() Chain {
 		c := waitingChain()
 		*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = duck.Condition{Type: v1.RouteConditionAllTrafficAssigned,
-			Status: F, Reason: "ConfigurationMissing", Message: `Configuration "nope" referenced in traffic not found.`}
+			Status: F, Reason: v1.ReasonConfigurationMissing, Message: `Configuration "nope" referenced in traffic not found.`}
 		return c
 	}
 	deploymentTaken := func() Chain {
@@ -30,7 +30,7 @@ func TestAdvise(t *testing.T) {
 	certificateTaken := func() Chain {
 		c := waitingChain()
 		*c.Route.Status.GetCondition(v1.RouteConditionCertificateProvisioned) = duck.Condition{Type: v1.RouteConditionCertificateProvisioned,
-			Status: F, Reason: "CertificateNotOwned", Message: "There is an existing certificate route-abc that we don't own."}
+			Status: F, Reason: v1.ReasonCertificateNotOwned, Message: "There is an existing certificate route-abc that we don't own."}
 		return c
 	}
 	for _, tc := range []struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,7 +40,7 @@ func TestDomainMapping(t *testing.T) {
 	}{{
 		name: "the domain is another namespace's",
 		chain: func() Chain {
-			c := failing(v1beta1.DomainMappingConditionDomainClaimed, "DomainAlreadyClaimed", "The domain name is already in use by another DomainMapping")()
+			c := failing(v1beta1.DomainMappingConditionDomainClaimed, v1beta1.ReasonDomainAlreadyClaimed, v1beta1.MessageDomainAlreadyClaimed)()
 			c.Claim = &netv1alpha1.ClusterDomainClaim{ObjectMeta: metav1.ObjectMeta{Name: "www.example.org"}, Spec: netv1alpha1.ClusterDomainClaimSpec{Namespace: "other"}}
 			return c
 		},
@@ -48,13 +49,13 @@ func TestDomainMapping(t *testing.T) {
 		wantAdvice:  "ClusterDomainClaim www.example.org gives the domain to namespace other",
 	}, {
 		name:        "no claim and no autocreate",
-		chain:       failing(v1beta1.DomainMappingConditionDomainClaimed, "DomainAlreadyClaimed", "The domain name is already in use by another DomainMapping"),
+		chain:       failing(v1beta1.DomainMappingConditionDomainClaimed, v1beta1.ReasonDomainAlreadyClaimed, v1beta1.MessageDomainAlreadyClaimed),
 		wantCulprit: "DomainMapping www.example.org: DomainClaimed=False DomainAlreadyClaimed",
 		wantKind:    "DomainMapping DomainClaimed=False DomainAlreadyClaimed",
 		wantAdvice:  "No ClusterDomainClaim gives www.example.org to namespace ns",
 	}, {
 		name:        "the reference does not resolve",
-		chain:       failing(v1beta1.DomainMappingConditionReferenceResolved, "ResolveFailed", `failed to get object ns/hello: services.serving.knative.dev "hello" not found`),
+		chain:       failing(v1beta1.DomainMappingConditionReferenceResolved, v1beta1.ReasonResolveFailed, `failed to get object ns/hello: services.serving.knative.dev "hello" not found`),
 		wantCulprit: `DomainMapping www.example.org: ReferenceResolved=False ResolveFailed`,
 		wantKind:    "DomainMapping ReferenceResolved=False ResolveFailed",
 		wantAdvice:  "`kubectl get service.serving.knative.dev hello -n ns`",
@@ -62,9 +63,9 @@ func TestDomainMapping(t *testing.T) {
 		name: "the KIngress is not programmed",
 		chain: func() Chain {
 			c := mapping()
-			c.DomainMapping.Status.Status = status(1, cond(duck.ConditionReady, U, "IngressNotConfigured", ""),
+			c.DomainMapping.Status.Status = status(1, cond(duck.ConditionReady, U, v1.ReasonIngressNotConfigured, ""),
 				cond(v1beta1.DomainMappingConditionDomainClaimed, T, "", ""), cond(v1beta1.DomainMappingConditionReferenceResolved, T, "", ""),
-				cond(v1beta1.DomainMappingConditionIngressReady, U, "IngressNotConfigured", ""))
+				cond(v1beta1.DomainMappingConditionIngressReady, U, v1.ReasonIngressNotConfigured, ""))
 			c.Ingress.Status.Status = status(1, cond(duck.ConditionReady, U, "", ""))
 			return c
 		},

@@ -38,18 +38,18 @@ func waitingChain() Chain {
 	rev := svcName + "-00001"
 	svc := &v1.Service{ObjectMeta: om(svcName, 1)}
 	svc.Status.Status = status(1,
-		cond(duck.ConditionReady, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
-		cond(v1.ServiceConditionConfigurationsReady, U, "Deploying", ""),
-		cond(v1.ServiceConditionRoutesReady, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready."))
+		cond(duck.ConditionReady, U, v1.ReasonRevisionMissing, "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
+		cond(v1.ServiceConditionConfigurationsReady, U, v1.ReasonDeploying, ""),
+		cond(v1.ServiceConditionRoutesReady, U, v1.ReasonRevisionMissing, "Configuration \""+svcName+"\" is waiting for a Revision to become ready."))
 	cfg := &v1.Configuration{ObjectMeta: om(svcName, 1)}
-	cfg.Status.Status = status(1, cond(duck.ConditionReady, U, "Deploying", ""))
+	cfg.Status.Status = status(1, cond(duck.ConditionReady, U, v1.ReasonDeploying, ""))
 	cfg.Status.LatestCreatedRevisionName = rev
 	r := v1.Revision{ObjectMeta: om(rev, 1)}
 	r.Labels = map[string]string{v1.ConfigurationGenerationLabelKey: "1"}
 	r.Status.Status = status(1,
-		cond(duck.ConditionReady, U, "Deploying", ""),
-		cond(v1.RevisionConditionResourcesAvailable, U, "Deploying", ""),
-		cond(v1.RevisionConditionContainerHealthy, U, "Deploying", ""))
+		cond(duck.ConditionReady, U, v1.ReasonDeploying, ""),
+		cond(v1.RevisionConditionResourcesAvailable, U, v1.ReasonDeploying, ""),
+		cond(v1.RevisionConditionContainerHealthy, U, v1.ReasonDeploying, ""))
 	dep := &appsv1.Deployment{ObjectMeta: om(rev+"-deployment", 1), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}}
 	dep.Status.Conditions = []appsv1.DeploymentCondition{
 		{Type: appsv1.DeploymentProgressing, Status: T, Reason: "ReplicaSetUpdated"},
@@ -60,10 +60,10 @@ func waitingChain() Chain {
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: F, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}
 	rt := &v1.Route{ObjectMeta: om(svcName, 1)}
 	rt.Status.Status = status(1,
-		cond(duck.ConditionReady, U, "RevisionMissing", ""),
-		cond(v1.RouteConditionAllTrafficAssigned, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
-		cond(v1.RouteConditionIngressReady, U, "IngressNotConfigured", ""),
-		cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", ""))
+		cond(duck.ConditionReady, U, v1.ReasonRevisionMissing, ""),
+		cond(v1.RouteConditionAllTrafficAssigned, U, v1.ReasonRevisionMissing, "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
+		cond(v1.RouteConditionIngressReady, U, v1.ReasonIngressNotConfigured, ""),
+		cond(v1.RouteConditionCertificateProvisioned, T, v1.ReasonTLSNotEnabled, ""))
 	return Chain{Name: svcName, Service: svc, Configuration: cfg, Revisions: []v1.Revision{r},
 		Deployments: map[string]*appsv1.Deployment{rev: dep}, Pods: map[string][]corev1.Pod{rev: {pod}}, Route: rt}
 }
@@ -85,7 +85,7 @@ func readyAll() Chain {
 	c.Deployments[rev].Status.AvailableReplicas = 1
 	c.Pods[rev][0].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: T}}}
 	c.Route.Status.Status = status(1, cond(duck.ConditionReady, T, "", ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
-		cond(v1.RouteConditionIngressReady, T, "", ""), cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", ""))
+		cond(v1.RouteConditionIngressReady, T, "", ""), cond(v1.RouteConditionCertificateProvisioned, T, v1.ReasonTLSNotEnabled, ""))
 	c.Ingress = readyIngress()
 	return c
 }
@@ -127,7 +127,7 @@ func TestExplain(t *testing.T) {
 		chain: func() Chain {
 			c := waitingChain()
 			c.Revisions[0].Status.Conditions = append(c.Revisions[0].Status.Conditions,
-				duck.Condition{Type: v1.RevisionConditionActive, Status: U, Reason: "Deploying", Severity: duck.ConditionSeverityInfo})
+				duck.Condition{Type: v1.RevisionConditionActive, Status: U, Reason: v1.ReasonDeploying, Severity: duck.ConditionSeverityInfo})
 			c.Deployments[rev].Status.AvailableReplicas = 1
 			return c
 		},
@@ -139,9 +139,9 @@ func TestExplain(t *testing.T) {
 		chain: func() Chain {
 			c := waitingChain()
 			c.Revisions[0].Status.Status = status(1,
-				cond(duck.ConditionReady, F, "ProgressDeadlineExceeded", "Initial scale was never achieved"),
-				cond(v1.RevisionConditionResourcesAvailable, F, "ProgressDeadlineExceeded", "Initial scale was never achieved"),
-				cond(v1.RevisionConditionContainerHealthy, U, "Deploying", ""))
+				cond(duck.ConditionReady, F, v1.ReasonProgressDeadlineExceeded, "Initial scale was never achieved"),
+				cond(v1.RevisionConditionResourcesAvailable, F, v1.ReasonProgressDeadlineExceeded, "Initial scale was never achieved"),
+				cond(v1.RevisionConditionContainerHealthy, U, v1.ReasonDeploying, ""))
 			c.Pods[rev][0].Spec.NodeName = "kwok-node"
 			c.Pods[rev][0].Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodScheduled, Status: T}, {Type: corev1.PodReady, Status: F, Reason: "ContainersNotReady"}}}
@@ -199,10 +199,10 @@ func TestExplain(t *testing.T) {
 		name: "ingress not ready",
 		chain: func() Chain {
 			c := readyAll()
-			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, "IngressNotConfigured", ""), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
-				cond(v1.ServiceConditionRoutesReady, U, "IngressNotConfigured", ""))
-			c.Route.Status.Status = status(1, cond(duck.ConditionReady, U, "IngressNotConfigured", ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
-				cond(v1.RouteConditionIngressReady, U, "IngressNotConfigured", "Ingress has not yet been reconciled."), cond(v1.RouteConditionCertificateProvisioned, T, "", ""))
+			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, v1.ReasonIngressNotConfigured, ""), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
+				cond(v1.ServiceConditionRoutesReady, U, v1.ReasonIngressNotConfigured, ""))
+			c.Route.Status.Status = status(1, cond(duck.ConditionReady, U, v1.ReasonIngressNotConfigured, ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
+				cond(v1.RouteConditionIngressReady, U, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), cond(v1.RouteConditionCertificateProvisioned, T, "", ""))
 			c.Ingress.Generation = 2
 			return c
 		},
@@ -215,8 +215,8 @@ func TestExplain(t *testing.T) {
 		name: "everything below is ready",
 		chain: func() Chain {
 			c := readyAll()
-			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, "TrafficNotMigrated", ""), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
-				cond(v1.ServiceConditionRoutesReady, U, "TrafficNotMigrated", "Traffic is not yet migrated to the latest revision."))
+			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, v1.ReasonTrafficNotMigrated, ""), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
+				cond(v1.ServiceConditionRoutesReady, U, v1.ReasonTrafficNotMigrated, "Traffic is not yet migrated to the latest revision."))
 			return c
 		},
 		wantCulprit: "ksvc " + svcName + `: RoutesReady=Unknown TrafficNotMigrated "Traffic is not yet migrated to the latest revision."`,
@@ -226,9 +226,9 @@ func TestExplain(t *testing.T) {
 		name: "a gradual rollout in progress",
 		chain: func() Chain {
 			c := readyAll()
-			rolling := cond(v1.RouteConditionIngressReady, U, v1.ReasonRolloutInProgress, "A gradual rollout of the latest revision(s) is in progress.")
+			rolling := cond(v1.RouteConditionIngressReady, U, v1.ReasonRolloutInProgress, v1.MessageRolloutInProgress)
 			c.Route.Status.Status = status(1, cond(duck.ConditionReady, U, rolling.Reason, rolling.Message),
-				cond(v1.RouteConditionAllTrafficAssigned, T, "", ""), rolling, cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", ""))
+				cond(v1.RouteConditionAllTrafficAssigned, T, "", ""), rolling, cond(v1.RouteConditionCertificateProvisioned, T, v1.ReasonTLSNotEnabled, ""))
 			c.Route.Status.Traffic = []v1.TrafficTarget{{RevisionName: rev, Percent: ptr.To[int64](60), LatestRevision: ptr.To(true)},
 				{RevisionName: svcName + "-00002", Percent: ptr.To[int64](40), LatestRevision: ptr.To(true)}}
 			c.Service.Status.Status = status(1, cond(duck.ConditionReady, U, rolling.Reason, rolling.Message),
@@ -288,10 +288,10 @@ func TestExplain(t *testing.T) {
 		chain: func() Chain {
 			c := readyAll()
 			c.Ingress = nil
-			c.Service.Status.Status = status(1, cond(duck.ConditionReady, F, "CreationFailed", "forbidden"), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
-				cond(v1.ServiceConditionRoutesReady, F, "CreationFailed", "forbidden"))
-			c.Route.Status.Status = status(1, cond(duck.ConditionReady, F, "CreationFailed", ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
-				cond(v1.RouteConditionIngressReady, F, "CreationFailed", `ingresses.networking.internal.knative.dev "x" is forbidden: exceeded quota`))
+			c.Service.Status.Status = status(1, cond(duck.ConditionReady, F, duck.ReasonCreationFailed, "forbidden"), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
+				cond(v1.ServiceConditionRoutesReady, F, duck.ReasonCreationFailed, "forbidden"))
+			c.Route.Status.Status = status(1, cond(duck.ConditionReady, F, duck.ReasonCreationFailed, ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
+				cond(v1.RouteConditionIngressReady, F, duck.ReasonCreationFailed, `ingresses.networking.internal.knative.dev "x" is forbidden: exceeded quota`))
 			return c
 		},
 		wantCulprit: "KIngress " + svcName + `: missing (the Route's IngressReady=False CreationFailed "ingresses.networking.internal.knative.dev \"x\" is forbidden: exceeded quota")`,
@@ -365,7 +365,7 @@ func TestExplain(t *testing.T) {
 func TestOwnConditionSaysWhy(t *testing.T) {
 	taken := waitingChain()
 	taken.Revisions, taken.Configuration.Status.LatestCreatedRevisionName = nil, ""
-	taken.Configuration.Status.Status = status(1, cond(duck.ConditionReady, F, "RevisionNameTaken",
+	taken.Configuration.Status.Status = status(1, cond(duck.ConditionReady, F, v1.ReasonRevisionNameTaken,
 		`The revision name "x-blue" is taken by a Revision that is not generation 1 of this Configuration.`))
 	r := Build(taken)
 	if r.Kind != "Configuration Ready=False RevisionNameTaken" || !strings.Contains(strings.Join(r.Advice, "\n"), "change spec.template.metadata.name") {
@@ -385,7 +385,7 @@ func TestOwnConditionSaysWhy(t *testing.T) {
 	}
 
 	downgraded := healthy()
-	*downgraded.Route.Status.GetCondition(v1.RouteConditionCertificateProvisioned) = cond(v1.RouteConditionCertificateProvisioned, T, "HTTPDowngrade",
+	*downgraded.Route.Status.GetCondition(v1.RouteConditionCertificateProvisioned) = cond(v1.RouteConditionCertificateProvisioned, T, v1.ReasonHTTPDowngrade,
 		"Certificate route-abc is not ready downgrade HTTP.")
 	if r := Build(downgraded); !r.OK || !strings.Contains(r.String(), "HTTP only (HTTPDowngrade): Certificate route-abc is not ready downgrade HTTP.") {
 		t.Errorf("a Route served on HTTP while its Certificate is not ready:\n%s", r)

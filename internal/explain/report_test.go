@@ -53,20 +53,20 @@ func failing(podStatus corev1.PodStatus) Chain {
 	rev2 := svcName + "-00002"
 	c.Service.Generation, c.Service.Status.ObservedGeneration = 2, 2
 	c.Service.Status.Conditions = []duck.Condition{
-		cond(duck.ConditionReady, F, "RevisionFailed", `Revision "`+rev2+`" failed with message: Unable to fetch image "ferry.test/image-pull-error".`),
-		cond(v1.ServiceConditionConfigurationsReady, F, "RevisionFailed", `Revision "`+rev2+`" failed with message: Unable to fetch image "ferry.test/image-pull-error".`),
+		cond(duck.ConditionReady, F, v1.ReasonRevisionFailed, `Revision "`+rev2+`" failed with message: Unable to fetch image "ferry.test/image-pull-error".`),
+		cond(v1.ServiceConditionConfigurationsReady, F, v1.ReasonRevisionFailed, `Revision "`+rev2+`" failed with message: Unable to fetch image "ferry.test/image-pull-error".`),
 		cond(v1.ServiceConditionRoutesReady, T, "", ""),
 	}
 	c.Configuration.Generation, c.Configuration.Status.ObservedGeneration = 2, 2
 	c.Configuration.Status.LatestCreatedRevisionName = rev2
-	c.Configuration.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, F, "RevisionFailed", `Revision "`+rev2+`" failed with message: Unable to fetch image.`)}
+	c.Configuration.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, F, v1.ReasonRevisionFailed, `Revision "`+rev2+`" failed with message: Unable to fetch image.`)}
 	r := v1.Revision{ObjectMeta: om(rev2, 1)}
 	r.Labels = map[string]string{v1.ConfigurationGenerationLabelKey: "2"}
 	r.Spec.Containers = []corev1.Container{{Name: "user-container", Image: "ferry.test/image-pull-error"}}
 	r.Status.Status = status(1,
-		cond(duck.ConditionReady, F, "ContainerMissing", `Unable to fetch image "ferry.test/image-pull-error"`),
-		cond(v1.RevisionConditionResourcesAvailable, U, "Deploying", ""),
-		cond(v1.RevisionConditionContainerHealthy, F, "ContainerMissing", `Unable to fetch image "ferry.test/image-pull-error"`))
+		cond(duck.ConditionReady, F, v1.ReasonContainerMissing, `Unable to fetch image "ferry.test/image-pull-error"`),
+		cond(v1.RevisionConditionResourcesAvailable, U, v1.ReasonDeploying, ""),
+		cond(v1.RevisionConditionContainerHealthy, F, v1.ReasonContainerMissing, `Unable to fetch image "ferry.test/image-pull-error"`))
 	c.Revisions = append(c.Revisions, r)
 	dep := &appsv1.Deployment{ObjectMeta: om(rev2+"-deployment", 1), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}}
 	dep.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: F, Reason: "MinimumReplicasUnavailable"}}
@@ -79,7 +79,7 @@ func failing(podStatus corev1.PodStatus) Chain {
 	c.Events = []corev1.Event{
 		warning("Pod", pod.Name, "Failed", `Failed to pull image "ferry.test/image-pull-error": not found`, 3, 20*time.Second),
 		warning("Pod", pod.Name, "Failed", `Failed to pull image "ferry.test/image-pull-error": not found`, 1, 90*time.Second),
-		warning("Revision", rev2, "RevisionFailed", "older", 1, 10*time.Minute),
+		warning("Revision", rev2, v1.ReasonRevisionFailed, "older", 1, 10*time.Minute),
 		{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod.Name}, Type: corev1.EventTypeNormal, Reason: "Pulling"},
 	}
 	return c
@@ -208,10 +208,10 @@ func TestBuild(t *testing.T) {
 		name: "KIngress not ready",
 		chain: func() Chain {
 			c := healthy()
-			c.Service.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, U, "IngressNotConfigured", ""), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
-				cond(v1.ServiceConditionRoutesReady, U, "IngressNotConfigured", "Ingress has not yet been reconciled.")}
-			c.Route.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, U, "IngressNotConfigured", ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
-				cond(v1.RouteConditionIngressReady, U, "IngressNotConfigured", "Ingress has not yet been reconciled.")}
+			c.Service.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, U, v1.ReasonIngressNotConfigured, ""), cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
+				cond(v1.ServiceConditionRoutesReady, U, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)}
+			c.Route.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, U, v1.ReasonIngressNotConfigured, ""), cond(v1.RouteConditionAllTrafficAssigned, T, "", ""),
+				cond(v1.RouteConditionIngressReady, U, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)}
 			c.Ingress.Status.Status = status(0, cond(duck.ConditionReady, U, "", ""), cond(netv1alpha1.IngressConditionNetworkConfigured, U, "", ""),
 				cond(netv1alpha1.IngressConditionLoadBalancerReady, U, "", ""))
 			return c
@@ -225,8 +225,8 @@ func TestBuild(t *testing.T) {
 		name: "Route taken by another object",
 		chain: func() Chain {
 			c := healthy()
-			c.Service.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, F, "NotOwned", `There is an existing Route "`+svcName+`" that we do not own.`),
-				cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, "NotOwned", `There is an existing Route "`+svcName+`" that we do not own.`)}
+			c.Service.Status.Conditions = []duck.Condition{cond(duck.ConditionReady, F, duck.ReasonNotOwned, `There is an existing Route "`+svcName+`" that we do not own.`),
+				cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, duck.ReasonNotOwned, `There is an existing Route "`+svcName+`" that we do not own.`)}
 			return c
 		},
 		headline: "NOT READY",

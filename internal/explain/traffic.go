@@ -260,7 +260,7 @@ func trafficAdvice(c Chain, is *trafficIssue, ns string) []string {
 			fmt.Sprintf("The Route waits for %s %q, which %s names: `ferry explain %s %s -n %s` says why it is not Ready.", is.Kind, is.Name, trafficField(&c, is), kind, is.Name, ns),
 			"Name a Ready Revision there meanwhile, if it should serve now.",
 		}
-	case is.Cond.Reason == "ErrorConfig":
+	case is.Cond.Reason == v1.ReasonErrorConfig:
 		return []string{
 			"Ferry's configuration gives the Route a host that is not a valid domain name (message above): fix config-domain, or config-network's domain-template, in ferry-system.",
 			"`kubectl -n ferry-system get cm config-domain config-network -o yaml`; every Route is reconciled again when they change.",

@@ -19,16 +19,16 @@ func pinned(rev string, stat corev1.ConditionStatus, msg string, withIngress boo
 	c.Service.Generation, c.Service.Status.ObservedGeneration = 2, 2
 	c.Service.Spec.Traffic = []v1.TrafficTarget{{Tag: "old", RevisionName: rev, Percent: ptr.To[int64](100), LatestRevision: ptr.To(false)}}
 	c.Service.Status.Conditions = []duck.Condition{
-		cond(duck.ConditionReady, stat, "RevisionMissing", msg),
+		cond(duck.ConditionReady, stat, v1.ReasonRevisionMissing, msg),
 		cond(v1.ServiceConditionConfigurationsReady, T, "", ""),
-		cond(v1.ServiceConditionRoutesReady, stat, "RevisionMissing", msg),
+		cond(v1.ServiceConditionRoutesReady, stat, v1.ReasonRevisionMissing, msg),
 	}
 	c.Route.Generation = 2
 	c.Route.Spec.Traffic = c.Service.Spec.Traffic
-	c.Route.Status.Status = status(2, cond(duck.ConditionReady, stat, "RevisionMissing", msg),
-		cond(v1.RouteConditionAllTrafficAssigned, stat, "RevisionMissing", msg),
-		cond(v1.RouteConditionIngressReady, U, "IngressNotConfigured", "Ingress has not yet been reconciled."),
-		cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", ""))
+	c.Route.Status.Status = status(2, cond(duck.ConditionReady, stat, v1.ReasonRevisionMissing, msg),
+		cond(v1.RouteConditionAllTrafficAssigned, stat, v1.ReasonRevisionMissing, msg),
+		cond(v1.RouteConditionIngressReady, U, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured),
+		cond(v1.RouteConditionCertificateProvisioned, T, v1.ReasonTLSNotEnabled, ""))
 	if !withIngress {
 		c.Ingress = nil
 	}
@@ -78,7 +78,7 @@ func TestTrafficCulprit(t *testing.T) {
 			c := missing("x", false)()
 			c.Root, c.Service, c.Configuration, c.Revisions = KindRoute, nil, nil, nil
 			c.Route.Spec.Traffic = []v1.TrafficTarget{{ConfigurationName: "hello-wrold", Percent: ptr.To[int64](100)}}
-			*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = cond(v1.RouteConditionAllTrafficAssigned, F, "ConfigurationMissing",
+			*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = cond(v1.RouteConditionAllTrafficAssigned, F, v1.ReasonConfigurationMissing,
 				`Configuration "hello-wrold" referenced in traffic not found.`)
 			c.Neighbours = []metav1.ObjectMeta{{Name: "hello-world"}, {Name: "other"}}
 			return c
@@ -90,7 +90,7 @@ func TestTrafficCulprit(t *testing.T) {
 		name: "a host the configuration makes invalid",
 		chain: func() Chain {
 			c := missing("x", false)()
-			*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = cond(v1.RouteConditionAllTrafficAssigned, F, "ErrorConfig",
+			*c.Route.Status.GetCondition(v1.RouteConditionAllTrafficAssigned) = cond(v1.RouteConditionAllTrafficAssigned, F, v1.ReasonErrorConfig,
 				`invalid domain name "a_b.ns.example.com"`)
 			return c
 		},

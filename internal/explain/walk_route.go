@@ -8,10 +8,6 @@ import (
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
-// reasonHTTPDowngrade is Knative's CertificateProvisioned reason for a Route served
-// on HTTP while its Certificate is not Ready (http-protocol Enabled).
-const reasonHTTPDowngrade = "HTTPDowngrade"
-
 // routeRoot walks a Route root: the Route, the Configuration it sends traffic to,
 // its KIngress and the gateway. A Route that waits for traffic is explained by its
 // Configuration first.
@@ -67,9 +63,9 @@ func (w *walker) routeStep(depth int) {
 			summary = what + "; " + summary
 		}
 	}
-	if cert := rt.Status.GetCondition(v1.RouteConditionCertificateProvisioned); cert.IsTrue() && cert.Reason == reasonHTTPDowngrade {
+	if cert := rt.Status.GetCondition(v1.RouteConditionCertificateProvisioned); cert.IsTrue() && cert.Reason == v1.ReasonHTTPDowngrade {
 		// Ready, but not as asked: plain HTTP until the Certificate is.
-		summary += "; HTTP only (" + reasonHTTPDowngrade + "): " + cert.Message
+		summary += "; HTTP only (" + v1.ReasonHTTPDowngrade + "): " + cert.Message
 	}
 	if t := describeTraffic(rt.Status.Traffic); t != "" {
 		summary += "; traffic " + t

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
 
@@ -128,7 +129,7 @@ func TestReconcile(t *testing.T) {
 	}
 	reconcileOnce("route-uid")
 	_ = c.Get(ctx, client.ObjectKeyFromObject(ours), got)
-	if cond := got.Status.GetCondition(netv1alpha1.CertificateConditionReady); !cond.IsFalse() || cond.Reason != "NotOwned" {
+	if cond := got.Status.GetCondition(netv1alpha1.CertificateConditionReady); !cond.IsFalse() || cond.Reason != duck.ReasonNotOwned {
 		t.Errorf("Ready %+v, want False NotOwned", cond)
 	}
 

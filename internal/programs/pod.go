@@ -16,17 +16,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cri-client/pkg/logs"
+
+	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
 // Reasons a container waits with, beside the kubelet's own (ContainerCreating,
 // CrashLoopBackOff, CreateContainerConfigError, RunContainerError).
 const (
 	// ReasonBuilding: the go command is building the container's ko:// package.
-	ReasonBuilding = "BuildingImage"
+	ReasonBuilding = v1.ReasonBuildingImage
 	// ReasonBuildFailed: the image has no program: its package does not build, its
 	// executable is gone, or it is not mapped. The message says which. The Revision
 	// reconciler reads it as an image it cannot fetch (ContainerMissing).
-	ReasonBuildFailed = "ErrImageBuild"
+	ReasonBuildFailed = v1.ReasonErrImageBuild
 )
 
 // retryBackOff is how long a pod waits between tries of what failed before its

@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/metrics"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
@@ -158,19 +159,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 			return nil, err
 		}
 	}
-	// DomainMappings stand beside the Service chain, outside the Set: the convergence
-	// simulation models the chain only.
-	dm := domainMappings(c, mgr.GetEventRecorder("domainmapping-controller"), opts).Controller(watches.OwnersOf(mgr))
-	dm.Sources = append(dm.Sources,
+	set.DomainMapping.Sources = append(set.DomainMapping.Sources,
 		onChange("domainmapping", domainMappingChanged, func() client.ObjectList { return &v1beta1.DomainMappingList{} }))
-	if err := dm.Register(mgr, opts.Workers); err != nil {
-		return nil, err
-	}
-	// So do the routingState labels, which only the PodAutoscalers and the Revision GC
-	// read.
-	states := &routingstate.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("routingstate-controller")}
-	if err := states.Controller().Register(mgr, opts.Workers); err != nil {
-		return nil, err
+	for _, ctl := range set.Beside() {
+		if err := ctl.Register(mgr, opts.Workers); err != nil {
+			return nil, err
+		}
 	}
 	// Exported while the controllers run: on the leader only, like them.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -213,11 +207,20 @@ type Set struct {
 	Tracker                                                    *tracker.Tracker
 	Autoscaler                                                 *autoscaler.Autoscaler
 	Service, Configuration, Revision, PodAutoscaler, Route, GC watches.Controller
+	// DomainMapping and RoutingState stand beside the Service chain: the convergence
+	// simulation models the chain only (All), and the routingState labels are read
+	// only by the PodAutoscalers and the Revision GC.
+	DomainMapping, RoutingState watches.Controller
 }
 
-// All is every controller of the Set, owners before children.
+// All is every controller of the Service chain, owners before children.
 func (s *Set) All() []watches.Controller {
 	return []watches.Controller{s.Service, s.Configuration, s.Revision, s.PodAutoscaler, s.Route, s.GC}
+}
+
+// Beside is the Set's controllers outside the Service chain.
+func (s *Set) Beside() []watches.Controller {
+	return []watches.Controller{s.DomainMapping, s.RoutingState}
 }
 
 // Build makes the reconcilers from d with opts, as SetupWithManager runs them.
@@ -243,29 +246,29 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	}
 	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax).WithClock(clk) }
 	children := func() *created.Children { return created.New(c).WithClock(clk) }
+	// owner is the Base of a reconciler that owns children and writes statuses.
+	owner := func(w *statuswriter.Writer) base.Base {
+		return base.Base{Client: c, Children: children(), Refused: refused(), Status: w, Config: opts.Config, AfterRead: opts.AfterRead, Clock: clk}
+	}
 
-	svc := &service.Reconciler{Client: c, Children: children(), Status: status("service-controller", "Service").Progress(v1.ReasonRolloutInProgress),
-		Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead, Serial: d.Serial}
-	cfg := &configuration.Reconciler{Client: c, APIReader: d.APIReader, Children: children(),
-		Status: status("configuration-controller", "Configuration"), Refused: refused(), Config: opts.Config, AfterRead: opts.AfterRead}
-	rev := &revision.Reconciler{Client: c, Children: children(), Status: status("revision-controller", "Revision"), Refused: refused(), Serial: d.Serial,
-		Config: opts.Config, AfterRead: opts.AfterRead}
+	svc := &service.Reconciler{Base: owner(status("service-controller", "Service").Progress(v1.ReasonRolloutInProgress)), Serial: d.Serial}
+	cfg := &configuration.Reconciler{Base: owner(status("configuration-controller", "Configuration")), APIReader: d.APIReader}
+	rev := &revision.Reconciler{Base: owner(status("revision-controller", "Revision")), Serial: d.Serial}
 	as := autoscaler.New(decide).WithClock(clk)
-	pa := (&podautoscaler.Reconciler{Client: c, Children: children(), Status: status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic),
-		Refused: refused(), Autoscaler: as, Config: opts.Config, Calm: opts.Calm, Quiet: opts.Quiet}).WithClock(clk)
-	rt := &route.Reconciler{Client: c, Children: children(), Status: status("route-controller", "Route").Progress(v1.ReasonRolloutInProgress), Refused: refused(), Tracker: t,
-		Config: opts.Config, GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass,
-		Recorder: d.Recorder("route-controller"), AfterRead: opts.AfterRead, Now: clk.Now}
-	collector := &gc.Reconciler{Client: c, Policy: func() *config.GC { return opts.Config().GC }, Now: clk.Now}
+	paBase := owner(status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic))
+	// The PodAutoscaler's reconcile has no AfterRead hook: no test widens a race there.
+	paBase.AfterRead = nil
+	pa := &podautoscaler.Reconciler{Base: paBase, Autoscaler: as, Calm: opts.Calm, Quiet: opts.Quiet}
+	rt := &route.Reconciler{Base: owner(status("route-controller", "Route").Progress(v1.ReasonRolloutInProgress)), Tracker: t,
+		GatewayHost: opts.GatewayHost, DefaultCertificateClass: opts.CertificateClass, Recorder: d.Recorder("route-controller")}
+	collector := &gc.Reconciler{Base: base.Base{Client: c, Clock: clk}, Policy: func() *config.GC { return opts.Config().GC }}
+	dm := &domainmapping.Reconciler{Base: owner(status("domainmapping-controller", "DomainMapping")),
+		DefaultCertificateClass: opts.CertificateClass, Recorder: d.Recorder("domainmapping-controller")}
+	states := &routingstate.Reconciler{Base: base.Base{Client: c, Clock: clk}, Recorder: d.Recorder("routingstate-controller")}
 	return &Set{Tracker: t, Autoscaler: as,
 		Service: svc.Controller(d.Owners), Configuration: cfg.Controller(d.Owners), Revision: rev.Controller(d.Owners),
-		PodAutoscaler: pa.Controller(d.Owners), Route: rt.Controller(d.Owners, t.Handler()), GC: collector.Controller()}
-}
-
-func domainMappings(c client.Client, recorder events.EventRecorder, opts Options) *domainmapping.Reconciler {
-	return &domainmapping.Reconciler{Client: c, Children: created.New(c), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
-		Status: statuswriter.New(c, recorder, opts.StatusSettle).OnReady(metrics.TimeToReady("DomainMapping")), Recorder: recorder,
-		Config: opts.Config, DefaultCertificateClass: opts.CertificateClass, AfterRead: opts.AfterRead}
+		PodAutoscaler: pa.Controller(d.Owners), Route: rt.Controller(d.Owners, t.Handler()), GC: collector.Controller(),
+		DomainMapping: dm.Controller(d.Owners), RoutingState: states.Controller()}
 }
 
 func closed(c <-chan struct{}) bool {

@@ -46,18 +46,18 @@ func waitingObjects(t *testing.T) *explain.Snapshot {
 	rev := svcName + "-00001"
 	svc := &v1.Service{ObjectMeta: om(svcName, 1)}
 	svc.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{
-		cond(duck.ConditionReady, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
-		cond(v1.ServiceConditionConfigurationsReady, U, "Deploying", ""),
-		cond(v1.ServiceConditionRoutesReady, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready.")}}
+		cond(duck.ConditionReady, U, v1.ReasonRevisionMissing, "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
+		cond(v1.ServiceConditionConfigurationsReady, U, v1.ReasonDeploying, ""),
+		cond(v1.ServiceConditionRoutesReady, U, v1.ReasonRevisionMissing, "Configuration \""+svcName+"\" is waiting for a Revision to become ready.")}}
 	cfg := &v1.Configuration{ObjectMeta: om(svcName, 1)}
-	cfg.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, U, "Deploying", "")}}
+	cfg.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, U, v1.ReasonDeploying, "")}}
 	cfg.Status.LatestCreatedRevisionName = rev
 	r := v1.Revision{ObjectMeta: om(rev, 1)}
 	r.Labels = map[string]string{v1.ConfigurationGenerationLabelKey: "1", v1.ConfigurationLabelKey: svcName}
 	r.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{
-		cond(duck.ConditionReady, U, "Deploying", ""),
-		cond(v1.RevisionConditionResourcesAvailable, U, "Deploying", ""),
-		cond(v1.RevisionConditionContainerHealthy, U, "Deploying", "")}}
+		cond(duck.ConditionReady, U, v1.ReasonDeploying, ""),
+		cond(v1.RevisionConditionResourcesAvailable, U, v1.ReasonDeploying, ""),
+		cond(v1.RevisionConditionContainerHealthy, U, v1.ReasonDeploying, "")}}
 	dep := &appsv1.Deployment{ObjectMeta: om(rev+"-deployment", 1), Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}}
 	dep.Status.Conditions = []appsv1.DeploymentCondition{
 		{Type: appsv1.DeploymentProgressing, Status: T, Reason: "ReplicaSetUpdated"},
@@ -69,10 +69,10 @@ func waitingObjects(t *testing.T) *explain.Snapshot {
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: F, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}
 	rt := &v1.Route{ObjectMeta: om(svcName, 1)}
 	rt.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{
-		cond(duck.ConditionReady, U, "RevisionMissing", ""),
-		cond(v1.RouteConditionAllTrafficAssigned, U, "RevisionMissing", "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
-		cond(v1.RouteConditionIngressReady, U, "IngressNotConfigured", ""),
-		cond(v1.RouteConditionCertificateProvisioned, T, "TLSNotEnabled", "")}}
+		cond(duck.ConditionReady, U, v1.ReasonRevisionMissing, ""),
+		cond(v1.RouteConditionAllTrafficAssigned, U, v1.ReasonRevisionMissing, "Configuration \""+svcName+"\" is waiting for a Revision to become ready."),
+		cond(v1.RouteConditionIngressReady, U, v1.ReasonIngressNotConfigured, ""),
+		cond(v1.RouteConditionCertificateProvisioned, T, v1.ReasonTLSNotEnabled, "")}}
 	snap := &explain.Snapshot{}
 	for _, l := range []client.ObjectList{&v1.ServiceList{Items: []v1.Service{*svc}}, &v1.ConfigurationList{Items: []v1.Configuration{*cfg}},
 		&v1.RevisionList{Items: []v1.Revision{r}}, &v1.RouteList{Items: []v1.Route{*rt}}, &netv1alpha1.IngressList{},
@@ -116,8 +116,8 @@ func TestPinnedToMissingRevision(t *testing.T) {
 	msg := `Revision "` + missing + `" referenced in traffic not found.`
 	svc := &v1.Service{ObjectMeta: om(svcName, 1)}
 	svc.Spec.Traffic = []v1.TrafficTarget{{RevisionName: missing, Percent: ptr.To[int64](100)}}
-	svc.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, F, "RevisionMissing", msg),
-		cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, "RevisionMissing", msg)}}
+	svc.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, F, v1.ReasonRevisionMissing, msg),
+		cond(v1.ServiceConditionConfigurationsReady, T, "", ""), cond(v1.ServiceConditionRoutesReady, F, v1.ReasonRevisionMissing, msg)}}
 	cfg := &v1.Configuration{ObjectMeta: om(svcName, 1)}
 	cfg.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, T, "", "")}}
 	cfg.Status.LatestCreatedRevisionName, cfg.Status.LatestReadyRevisionName = rev, rev
@@ -126,8 +126,8 @@ func TestPinnedToMissingRevision(t *testing.T) {
 	r.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, T, "", "")}}
 	rt := &v1.Route{ObjectMeta: om(svcName, 1)}
 	rt.Spec.Traffic = svc.Spec.Traffic
-	rt.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, F, "RevisionMissing", msg),
-		cond(v1.RouteConditionAllTrafficAssigned, F, "RevisionMissing", msg), cond(v1.RouteConditionIngressReady, corev1.ConditionUnknown, "IngressNotConfigured", "")}}
+	rt.Status.Status = duck.Status{ObservedGeneration: 1, Conditions: []duck.Condition{cond(duck.ConditionReady, F, v1.ReasonRevisionMissing, msg),
+		cond(v1.RouteConditionAllTrafficAssigned, F, v1.ReasonRevisionMissing, msg), cond(v1.RouteConditionIngressReady, corev1.ConditionUnknown, v1.ReasonIngressNotConfigured, "")}}
 	snap := &explain.Snapshot{}
 	for _, l := range []client.ObjectList{&v1.ServiceList{Items: []v1.Service{*svc}}, &v1.ConfigurationList{Items: []v1.Configuration{*cfg}},
 		&v1.RevisionList{Items: []v1.Revision{r}}, &v1.RouteList{Items: []v1.Route{*rt}}, &netv1alpha1.IngressList{}} {

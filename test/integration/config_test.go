@@ -73,7 +73,7 @@ func TestConfigMapsLive(t *testing.T) {
 		"default-external-scheme": "https",
 	})
 	rt := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}}
-	waitCondition(t, c, rt, v1.RouteConditionAllTrafficAssigned, corev1.ConditionFalse, "ErrorConfig", readyTimeout)
+	waitCondition(t, c, rt, v1.RouteConditionAllTrafficAssigned, corev1.ConditionFalse, v1.ReasonErrorConfig, readyTimeout)
 	if rt.Status.URL != "https://hello-"+ns+".ferry.test" {
 		t.Errorf("URL after a bad template = %q", rt.Status.URL)
 	}

@@ -115,7 +115,7 @@ func TestDomainMapping(t *testing.T) {
 		v1beta1.DomainMappingConditionDomainClaimed:          "",
 		v1beta1.DomainMappingConditionReferenceResolved:      "",
 		v1beta1.DomainMappingConditionIngressReady:           "",
-		v1beta1.DomainMappingConditionCertificateProvisioned: "TLSNotEnabled",
+		v1beta1.DomainMappingConditionCertificateProvisioned: v1.ReasonTLSNotEnabled,
 	} {
 		if c := dm.Status.GetCondition(typ); !c.IsTrue() || c.Reason != reason {
 			t.Errorf("%s = %+v, want True with reason %q", typ, c, reason)
@@ -148,12 +148,12 @@ func TestDomainMapping(t *testing.T) {
 	if err := testClient.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
-	waitDomainMapping(t, theirs, v1beta1.DomainMappingConditionReady, corev1.ConditionFalse, "DomainAlreadyClaimed")
-	if c := theirs.Status.GetCondition(v1beta1.DomainMappingConditionDomainClaimed); !c.IsFalse() || c.Reason != "DomainAlreadyClaimed" ||
-		c.Message != "The domain name is already in use by another DomainMapping" {
+	waitDomainMapping(t, theirs, v1beta1.DomainMappingConditionReady, corev1.ConditionFalse, v1beta1.ReasonDomainAlreadyClaimed)
+	if c := theirs.Status.GetCondition(v1beta1.DomainMappingConditionDomainClaimed); !c.IsFalse() || c.Reason != v1beta1.ReasonDomainAlreadyClaimed ||
+		c.Message != v1beta1.MessageDomainAlreadyClaimed {
 		t.Errorf("DomainClaimed = %+v, want Knative's DomainAlreadyClaimed", c)
 	}
-	waitEvent(t, testClient, other, domain, "DomainAlreadyClaimed")
+	waitEvent(t, testClient, other, domain, v1beta1.ReasonDomainAlreadyClaimed)
 	if get(t, testClient, other, domain, &netv1alpha1.Ingress{}) {
 		t.Error("the refused DomainMapping has a KIngress")
 	}
@@ -192,7 +192,7 @@ func TestDomainMappingWithoutClaim(t *testing.T) {
 	if err := testClient.Create(ctx, dm); err != nil {
 		t.Fatal(err)
 	}
-	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionReady, corev1.ConditionFalse, "DomainAlreadyClaimed")
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionReady, corev1.ConditionFalse, v1beta1.ReasonDomainAlreadyClaimed)
 	want := fmt.Sprintf("no ClusterDomainClaim found for domain %q (and autocreate-cluster-domain-claims property is not true)", domain)
 	eventually(t, 20*time.Second, func() (bool, string) {
 		list := &eventsv1.EventList{}
@@ -318,7 +318,7 @@ func TestDomainMappingCertificateNotReady(t *testing.T) {
 	if err := testClient.Create(ctx, dm); err != nil {
 		t.Fatal(err)
 	}
-	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionUnknown, "CertificateNotReady")
+	waitDomainMapping(t, dm, v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionUnknown, v1.ReasonCertificateNotReady)
 	if c := dm.Status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned); !strings.Contains(c.Message, "Certificate "+domain+" is not ready") ||
 		!strings.Contains(c.Message, "nobody.certificate.example.com") {
 		t.Errorf("CertificateProvisioned message %q, want the Certificate and its class named", c.Message)
@@ -336,7 +336,7 @@ func TestDomainMappingCertificateNotReady(t *testing.T) {
 		return rev == "hello-00001", fmt.Sprintf("plain HTTP while the certificate is not ready: %s answered by %q %s", domain, rev, why)
 	})
 	eventually(t, 30*time.Second, func() (bool, string) {
-		n := warningEvents(t, ns, domain, "CertificateNotReady")
+		n := warningEvents(t, ns, domain, v1.ReasonCertificateNotReady)
 		return n == 1, fmt.Sprintf("%d CertificateNotReady Events on the DomainMapping, want 1", n)
 	})
 }

@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	autoscalingv1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/explain"
 	"github.com/ferry-serving/ferry/internal/localcluster"
@@ -189,7 +191,7 @@ var explainTable = []explainRow{{
 	reason:  "RevisionMissing (failed)",
 	todo:    "`ferry explain revision crashing-00001 -n {ns}` says why it is not Ready",
 }, {
-	name: "ContainerMissing",
+	name: v1.ReasonContainerMissing,
 	make: func(t *testing.T, ns string) explain.Target {
 		create(t, ksvc(ns, "pullfail", localcluster.ImagePullErrorImage))
 		return target(explain.KindService, ns, "pullfail")
@@ -214,9 +216,9 @@ var explainTable = []explainRow{{
 	culprit: "Pod crash-00001-deployment-",
 	reason:  "CrashLoopBackOff",
 	todo:    "The container does not start or exits: its log says why: `kubectl logs -n {ns} crash-00001-deployment-",
-	also:    []string{"ExitCode1", "RevisionFailed", "last exit 1 Error"},
+	also:    []string{v1.ExitCodeReason(1), v1.ReasonRevisionFailed, "last exit 1 Error"},
 }, {
-	name: "ProgressDeadlineExceeded",
+	name: v1.ReasonProgressDeadlineExceeded,
 	make: func(t *testing.T, ns string) explain.Target {
 		s := ksvc(ns, "slow", localcluster.NeverReadyImage)
 		s.Spec.Template.ObjectMeta.Annotations = map[string]string{v1.ProgressDeadlineAnnotationKey: "5s"}
@@ -224,7 +226,7 @@ var explainTable = []explainRow{{
 		return target(explain.KindService, ns, "slow")
 	},
 	culprit: "Revision slow-00001: ResourcesAvailable=False ProgressDeadlineExceeded",
-	reason:  "ProgressDeadlineExceeded",
+	reason:  v1.ReasonProgressDeadlineExceeded,
 	todo:    "The pods did not become ready before the progress deadline",
 }, {
 	name: "Unschedulable",
@@ -269,7 +271,7 @@ var explainTable = []explainRow{{
 	culprit: "Route taken: not owned by ksvc taken",
 	reason:  "Route not owned",
 	todo:    "`kubectl get route taken -n {ns} -o yaml`",
-	also:    []string{"NotOwned"},
+	also:    []string{duck.ReasonNotOwned},
 }, {
 	name: "NotOwned: Revision (RevisionNameTaken)",
 	make: func(t *testing.T, ns string) explain.Target {
@@ -281,7 +283,7 @@ var explainTable = []explainRow{{
 		return target(explain.KindService, ns, "byo")
 	},
 	culprit: "Configuration byo: Ready=False RevisionNameTaken",
-	reason:  "RevisionNameTaken",
+	reason:  v1.ReasonRevisionNameTaken,
 	todo:    "Another Revision has the name the template gives",
 }, {
 	name: "NotOwned: Deployment",
@@ -336,7 +338,7 @@ var explainTable = []explainRow{{
 	reason:  "IngressReady=False NotOwned",
 	todo:    "Another placeholder Service named \"phtaken\" exists and Ferry does not control it: `kubectl get service phtaken -n {ns} -o yaml`",
 }, {
-	name: "DomainAlreadyClaimed",
+	name: v1beta1.ReasonDomainAlreadyClaimed,
 	make: func(t *testing.T, ns string) explain.Target {
 		domain := "claimed." + ns + ".example.org"
 		deleteClaimAtEnd(t, domain)
@@ -345,10 +347,10 @@ var explainTable = []explainRow{{
 		return target(explain.KindDomainMapping, ns, domain)
 	},
 	culprit: "DomainMapping {name}: DomainClaimed=False DomainAlreadyClaimed",
-	reason:  "DomainAlreadyClaimed",
+	reason:  v1beta1.ReasonDomainAlreadyClaimed,
 	todo:    "ClusterDomainClaim {name} gives the domain to namespace elsewhere",
 }, {
-	name: "ResolveFailed",
+	name: v1beta1.ReasonResolveFailed,
 	make: func(t *testing.T, ns string) explain.Target {
 		domain := "unresolved." + ns + ".example.org"
 		deleteClaimAtEnd(t, domain)
@@ -357,7 +359,7 @@ var explainTable = []explainRow{{
 		return target(explain.KindDomainMapping, ns, domain)
 	},
 	culprit: "DomainMapping {name}: ReferenceResolved=False ResolveFailed",
-	reason:  "ResolveFailed",
+	reason:  v1beta1.ReasonResolveFailed,
 	todo:    `spec.ref names Service "nope", which does not resolve`,
 }, {
 	name:  "Certificate not ready",
@@ -367,7 +369,7 @@ var explainTable = []explainRow{{
 		return target(explain.KindService, ns, "secure")
 	},
 	culprit: "Route secure: CertificateProvisioned=Unknown CertificateNotReady",
-	reason:  "CertificateNotReady",
+	reason:  v1.ReasonCertificateNotReady,
 	todo:    "The Route's Certificate is not Ready",
 }, {
 	// The Certificate's name holds the Route's UID: the squatter is made after the
@@ -384,11 +386,11 @@ var explainTable = []explainRow{{
 		return target(explain.KindRoute, ns, "certtaken")
 	},
 	culprit: "Route certtaken: CertificateProvisioned=False CertificateNotOwned",
-	reason:  "CertificateNotOwned",
+	reason:  v1.ReasonCertificateNotOwned,
 	todo:    "`kubectl get certificates.networking.internal.knative.dev route-",
 }, {
 	// Not a failure: Ready, on HTTP until the Certificate is.
-	name:  "HTTPDowngrade",
+	name:  v1.ReasonHTTPDowngrade,
 	ferry: "tls-enabled",
 	make: func(t *testing.T, ns string) explain.Target {
 		create(t, ksvc(ns, "downgraded", "ferry.test/downgraded"))
@@ -410,7 +412,7 @@ var explainTable = []explainRow{{
 		return target(explain.KindService, ns, "roll")
 	},
 	culprit: "Route roll: IngressReady=Unknown RolloutInProgress",
-	reason:  "RolloutInProgress",
+	reason:  v1.ReasonRolloutInProgress,
 	todo:    "Not stuck: a gradual rollout",
 	also:    []string{"% → roll-00001 (latest), ", "% → roll-00002 (latest)"},
 }, {
@@ -421,7 +423,7 @@ var explainTable = []explainRow{{
 		return target(explain.KindService, ns, "badhost")
 	},
 	culprit: `Route badhost: AllTrafficAssigned=False ErrorConfig "invalid domain name \"badhost_{ns}.example.com\"`,
-	reason:  "ErrorConfig",
+	reason:  v1.ReasonErrorConfig,
 	todo:    "Ferry's configuration gives the Route a host that is not a valid domain name",
 	never:   []string{"controller"},
 }, {

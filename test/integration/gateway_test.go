@@ -379,9 +379,9 @@ func TestGatewayErrorsAndVisibility(t *testing.T) {
 	// with a bad split; the first keeps serving. creationTimestamp has one-second
 	// resolution (equal ones fall back to namespace/name), so let a second pass.
 	time.Sleep(1100 * time.Millisecond)
-	waitIngress(t, createIngress(t, ns, "thief", gwRule(netv1alpha1.IngressVisibilityExternalIP, external, gwPath(gwSplit{"idle-00001", 100}))), "HostConflict")
+	waitIngress(t, createIngress(t, ns, "thief", gwRule(netv1alpha1.IngressVisibilityExternalIP, external, gwPath(gwSplit{"idle-00001", 100}))), netv1alpha1.ReasonHostConflict)
 	waitIngress(t, createIngress(t, ns, "bad", gwRule(netv1alpha1.IngressVisibilityExternalIP, "bad."+ns+".example.com",
-		gwPath(gwSplit{"web-00001", 60}, gwSplit{"idle-00001", 60}))), "InvalidSplit")
+		gwPath(gwSplit{"web-00001", 60}, gwSplit{"idle-00001", 60}))), netv1alpha1.ReasonInvalidSplit)
 	if code, body := send(t, gw.ExternalAddr(), external, "/"); code != 200 || body != "web-00001" {
 		t.Errorf("after the failed ingresses: %d %q", code, body)
 	}

@@ -150,7 +150,7 @@ func TestProgramsOnFerryUp(t *testing.T) {
 			return false, "no Revision yet"
 		}
 		ready := rev.Status.GetCondition(duck.ConditionReady)
-		return ready != nil && ready.IsFalse() && ready.Reason == "ExitCode1" && strings.Contains(ready.Message, "exit code 1"),
+		return ready != nil && ready.IsFalse() && ready.Reason == v1.ExitCodeReason(1) && strings.Contains(ready.Message, "exit code 1"),
 			fmt.Sprintf("Ready %+v", ready)
 	})
 

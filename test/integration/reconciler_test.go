@@ -147,8 +147,8 @@ func TestServiceLifecycle(t *testing.T) {
 	for _, tc := range []struct {
 		image, rev, reason string
 	}{
-		{"ferry.test/image-pull-error", "hello-00003", "ContainerMissing"},
-		{"ferry.test/exit-1", "hello-00004", "ExitCode1"},
+		{"ferry.test/image-pull-error", "hello-00003", v1.ReasonContainerMissing},
+		{"ferry.test/exit-1", "hello-00004", v1.ExitCodeReason(1)},
 	} {
 		updateService(t, c, ns, "hello", func(s *v1.Service) { s.Spec.Template.Spec.Containers[0].Image = tc.image })
 		bad := &v1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.rev}}
@@ -156,7 +156,7 @@ func TestServiceLifecycle(t *testing.T) {
 		if cond := condition(&bad.Status.Status, v1.RevisionConditionReady); cond.Status != corev1.ConditionFalse || cond.Reason != tc.reason {
 			t.Errorf("%s Ready = %+v", tc.rev, cond)
 		}
-		waitCondition(t, c, svc, v1.ServiceConditionConfigurationsReady, corev1.ConditionFalse, "RevisionFailed", readyTimeout)
+		waitCondition(t, c, svc, v1.ServiceConditionConfigurationsReady, corev1.ConditionFalse, v1.ReasonRevisionFailed, readyTimeout)
 		if svc.Status.LatestCreatedRevisionName != tc.rev || svc.Status.LatestReadyRevisionName != "hello-00002" ||
 			svc.Status.Traffic[0].RevisionName != "hello-00002" || condition(&svc.Status.Status, v1.ServiceConditionReady).Status != corev1.ConditionFalse {
 			t.Errorf("with %s failing: %+v", tc.rev, svc.Status)
@@ -166,7 +166,7 @@ func TestServiceLifecycle(t *testing.T) {
 			t.Errorf("route traffic = %+v", rt.Status.Traffic)
 		}
 	}
-	waitEvent(t, c, ns, "hello", "RevisionFailed")
+	waitEvent(t, c, ns, "hello", v1.ReasonRevisionFailed)
 }
 
 // waitEvent waits for a Warning Event about the named object with the given reason.
@@ -200,7 +200,7 @@ func TestRouteBeforeConfiguration(t *testing.T) {
 	if err := c.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, c, rt, v1.RouteConditionAllTrafficAssigned, corev1.ConditionFalse, "ConfigurationMissing", readyTimeout)
+	waitCondition(t, c, rt, v1.RouteConditionAllTrafficAssigned, corev1.ConditionFalse, v1.ReasonConfigurationMissing, readyTimeout)
 	if got := condition(&rt.Status.Status, v1.RouteConditionAllTrafficAssigned).Message; got != `Configuration "late" referenced in traffic not found.` {
 		t.Errorf("message = %q", got)
 	}
@@ -344,11 +344,11 @@ func TestNotOwned(t *testing.T) {
 	if err := c.Create(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, c, svc, v1.ServiceConditionConfigurationsReady, corev1.ConditionFalse, "NotOwned", readyTimeout)
+	waitCondition(t, c, svc, v1.ServiceConditionConfigurationsReady, corev1.ConditionFalse, duck.ReasonNotOwned, readyTimeout)
 	if got := condition(&svc.Status.Status, v1.ServiceConditionReady); got.Status != corev1.ConditionFalse || got.Message != `There is an existing Configuration "taken" that we do not own.` {
 		t.Errorf("Ready = %+v", got)
 	}
-	waitEvent(t, c, ns, "taken", "NotOwned")
+	waitEvent(t, c, ns, "taken", duck.ReasonNotOwned)
 	get(t, c, ns, "taken", squatter)
 	if squatter.Spec.Template.Spec.Containers[0].Image != "ferry.test/other" || len(squatter.OwnerReferences) != 0 {
 		t.Errorf("the squatter was changed: %+v", squatter)
@@ -373,7 +373,7 @@ func TestNotOwned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitCondition(t, c, squatter, v1.ConfigurationConditionReady, corev1.ConditionFalse, "RevisionNameTaken", readyTimeout)
+	waitCondition(t, c, squatter, v1.ConfigurationConditionReady, corev1.ConditionFalse, v1.ReasonRevisionNameTaken, readyTimeout)
 	if squatter.Status.LatestReadyRevisionName != "taken-00001" {
 		t.Errorf("latestReady = %q", squatter.Status.LatestReadyRevisionName)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
@@ -42,7 +43,7 @@ func TestRefusedChildren(t *testing.T) {
 	}{{
 		name:    "quota on Deployments",
 		refuse:  quota(corev1.ResourceName("count/deployments.apps")),
-		reason:  "CreationFailed",
+		reason:  duck.ReasonCreationFailed,
 		message: "exceeded quota",
 		posts:   4,
 	}, {
@@ -53,14 +54,14 @@ func TestRefusedChildren(t *testing.T) {
 	}, {
 		name:    "denied by a ValidatingAdmissionPolicy",
 		refuse:  denyDeployments,
-		reason:  "CreationFailed",
+		reason:  duck.ReasonCreationFailed,
 		message: "no Deployments in this namespace, says the policy",
 		posts:   4,
 	}, {
 		name:    "RBAC forbids creating Deployments",
 		refuse:  func(t *testing.T, ns string) func() { return nil },
 		user:    noDeploymentsUser(t),
-		reason:  "CreationFailed",
+		reason:  duck.ReasonCreationFailed,
 		message: "cannot create resource \"deployments\"",
 		posts:   4,
 	}}
@@ -90,9 +91,9 @@ func TestRefusedChildren(t *testing.T) {
 			}
 			t.Logf("Revision shows %s after %v", tc.reason, time.Since(start).Round(time.Millisecond))
 			cfgObj := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}}
-			waitCondition(t, c, cfgObj, v1.ConfigurationConditionReady, corev1.ConditionFalse, "RevisionFailed", 30*time.Second)
+			waitCondition(t, c, cfgObj, v1.ConfigurationConditionReady, corev1.ConditionFalse, v1.ReasonRevisionFailed, 30*time.Second)
 			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hello"}}
-			waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionFalse, "RevisionFailed", 30*time.Second)
+			waitCondition(t, c, svc, v1.ServiceConditionReady, corev1.ConditionFalse, v1.ReasonRevisionFailed, 30*time.Second)
 			if msg := svc.Status.GetCondition(v1.ServiceConditionReady).Message; !strings.Contains(msg, tc.message) {
 				t.Errorf("Service Ready message = %q, want it to contain %q", msg, tc.message)
 			}

@@ -276,13 +276,13 @@ func TestKIngressReadyWaitsForEveryGatewayReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	ing := &netv1alpha1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc.Name}}
-	waitCondition(t, testClient, ing, netv1alpha1.IngressConditionLoadBalancerReady, corev1.ConditionUnknown, "Uninitialized", readyTimeout)
+	waitCondition(t, testClient, ing, netv1alpha1.IngressConditionLoadBalancerReady, corev1.ConditionUnknown, netv1alpha1.ReasonUninitialized, readyTimeout)
 	if c := ing.Status.GetCondition(netv1alpha1.IngressConditionNetworkConfigured); !c.IsTrue() {
 		t.Errorf("NetworkConfigured %+v: gateway A has programmed the KIngress", c)
 	}
 	// Gateway A serves it already; the KIngress and the Service still wait.
 	time.Sleep(time.Second)
-	waitCondition(t, testClient, ing, netv1alpha1.IngressConditionLoadBalancerReady, corev1.ConditionUnknown, "Uninitialized", time.Second)
+	waitCondition(t, testClient, ing, netv1alpha1.IngressConditionLoadBalancerReady, corev1.ConditionUnknown, netv1alpha1.ReasonUninitialized, time.Second)
 	if get(t, testClient, ns, svc.Name, svc); svc.Status.GetCondition(duck.ConditionReady).IsTrue() {
 		t.Error("the Service is Ready while a gateway replica does not serve its KIngress")
 	}

@@ -227,7 +227,7 @@ func TestCertificateNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := "hello." + ns + ".example.com"
-	rt := waitCertificateProvisioned(t, ns, "hello", corev1.ConditionUnknown, "CertificateNotReady")
+	rt := waitCertificateProvisioned(t, ns, "hello", corev1.ConditionUnknown, v1.ReasonCertificateNotReady)
 	certName := "route-" + string(rt.UID)
 	if c := rt.Status.GetCondition(v1.RouteConditionCertificateProvisioned); !strings.Contains(c.Message, certName) ||
 		!strings.Contains(c.Message, "nobody.certificate.example.com") {
@@ -237,7 +237,7 @@ func TestCertificateNotReady(t *testing.T) {
 		t.Errorf("Route URL %q, want https://%s (Knative keeps https with Redirected)", rt.Status.URL, host)
 	}
 	eventually(t, 30*time.Second, func() (bool, string) {
-		n := warningEvents(t, ns, "hello", "CertificateNotReady")
+		n := warningEvents(t, ns, "hello", v1.ReasonCertificateNotReady)
 		return n == 1, fmt.Sprintf("%d CertificateNotReady Events on the Route, want 1", n)
 	})
 	// The Route is not Ready (its certificate is not), but its KIngress is, without TLS.
@@ -252,7 +252,7 @@ func TestCertificateNotReady(t *testing.T) {
 
 	applyConfigMap(t, config.NetworkConfigName, map[string]string{"external-domain-tls": "Enabled",
 		"certificate-class": "nobody.certificate.example.com"})
-	rt = waitCertificateProvisioned(t, ns, "hello", corev1.ConditionTrue, "HTTPDowngrade")
+	rt = waitCertificateProvisioned(t, ns, "hello", corev1.ConditionTrue, v1.ReasonHTTPDowngrade)
 	if rt.Status.URL != "http://"+host {
 		t.Errorf("Route URL %q, want http://%s (downgraded)", rt.Status.URL, host)
 	}
@@ -260,7 +260,7 @@ func TestCertificateNotReady(t *testing.T) {
 	if res := plainGet(t, gw, host); res.StatusCode != http.StatusOK {
 		t.Errorf("plain HTTP, downgraded: %s, want 200", res.Status)
 	}
-	if n := warningEvents(t, ns, "hello", "CertificateNotReady"); n != 1 {
+	if n := warningEvents(t, ns, "hello", v1.ReasonCertificateNotReady); n != 1 {
 		t.Errorf("%d CertificateNotReady Events, want still 1", n)
 	}
 }
@@ -337,7 +337,7 @@ func TestCertManagerProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := "hello." + ns + ".example.com"
-	rt := waitCertificateProvisioned(t, ns, "hello", corev1.ConditionTrue, "HTTPDowngrade")
+	rt := waitCertificateProvisioned(t, ns, "hello", corev1.ConditionTrue, v1.ReasonHTTPDowngrade)
 	if rt.Status.URL != "http://"+host {
 		t.Errorf("Route URL %q while cert-manager has not issued, want http://%s", rt.Status.URL, host)
 	}

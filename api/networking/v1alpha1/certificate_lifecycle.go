@@ -66,6 +66,16 @@ func (s *CertificateStatus) MarkFailed(reason, message string) {
 	CertificateConditions.Manage(&s.Status).MarkFalse(CertificateConditionReady, reason, "%s", message)
 }
 
+// ReasonNoCertManagerCertCondition is Ready's reason (Unknown) while cert-manager has
+// not reported on the Certificate it fulfils this one with, Knative's
+// (net-certmanager).
+const ReasonNoCertManagerCertCondition = "NoCertManagerCertCondition"
+
+// MarkNoCertManagerCondition says cert-manager has not reported yet.
+func (s *CertificateStatus) MarkNoCertManagerCondition() {
+	s.MarkNotReady(ReasonNoCertManagerCertCondition, "The ready condition of Cert Manager Certificate does not exist.")
+}
+
 // MarkResourceNotOwned says the Secret (or the provider's object) of that name is not
 // the Certificate's.
 func (s *CertificateStatus) MarkResourceNotOwned(kind, name string) {

@@ -50,7 +50,9 @@ func TestRevisionSpecDefaults(t *testing.T) {
 	}, {
 		name: "a timeout of 0 is defaulted",
 		// revision-response-start-timeout-seconds follows the timeout when not given.
-		ctx:  withDefaults(func(d *defaulting.Defaults) { d.RevisionTimeoutSeconds, d.RevisionResponseStartTimeoutSeconds = 456, 456 }),
+		ctx: withDefaults(func(d *defaulting.Defaults) {
+			d.RevisionTimeoutSeconds, d.RevisionResponseStartTimeoutSeconds = 456, 456
+		}),
 		in:   RevisionSpec{TimeoutSeconds: ptr(int64(0)), ContainerConcurrency: ptr(int64(1)), PodSpec: corev1.PodSpec{EnableServiceLinks: ptr(true)}},
 		want: RevisionSpec{TimeoutSeconds: ptr(int64(456)), ContainerConcurrency: ptr(int64(1)), PodSpec: corev1.PodSpec{EnableServiceLinks: ptr(true)}},
 	}, {

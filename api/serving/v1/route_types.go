@@ -33,10 +33,6 @@ const (
 	RouteConditionCertificateProvisioned duck.ConditionType = "CertificateProvisioned"
 )
 
-// ReasonRolloutInProgress is IngressReady's reason (Unknown) while a gradual rollout
-// moves traffic to the latest Revision, as in Knative.
-const ReasonRolloutInProgress = "RolloutInProgress"
-
 // RouteConditions derives Ready from traffic assignment, ingress and certificate.
 var RouteConditions = duck.NewLivingConditionSet(RouteConditionAllTrafficAssigned, RouteConditionIngressReady, RouteConditionCertificateProvisioned)
 

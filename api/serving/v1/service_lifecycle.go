@@ -1,7 +1,5 @@
 package v1
 
-import "github.com/ferry-serving/ferry/api/duck"
-
 // Reasons of a Service's conditions, as in Knative.
 const (
 	// ReasonOutOfDate: a child has not yet observed the generation the Service wrote.
@@ -22,7 +20,7 @@ func (ss *ServiceStatus) PropagateConfigurationStatus(cfg *Configuration) {
 		return
 	}
 	ss.ConfigurationStatusFields = cfg.Status.ConfigurationStatusFields
-	mirror(m, ServiceConditionConfigurationsReady, cfg.Status.GetCondition(ConfigurationConditionReady))
+	m.Mirror(ServiceConditionConfigurationsReady, cfg.Status.GetCondition(ConfigurationConditionReady))
 }
 
 // PropagateRouteStatus copies the Route's status once it has observed its generation,
@@ -38,7 +36,7 @@ func (ss *ServiceStatus) PropagateRouteStatus(rt *Route, want []TrafficTarget) {
 	}
 	ss.RouteStatusFields = *rt.Status.RouteStatusFields.DeepCopy()
 	c := rt.Status.GetCondition(RouteConditionReady)
-	mirror(m, ServiceConditionRoutesReady, c)
+	m.Mirror(ServiceConditionRoutesReady, c)
 	if c.IsTrue() && !trafficMigrated(want, rt.Status.Traffic, ss.LatestReadyRevisionName) {
 		m.MarkUnknown(ServiceConditionRoutesReady, ReasonTrafficNotMigrated,
 			"Traffic is not yet migrated to the latest revision.")
@@ -69,18 +67,4 @@ func percent(p *int64) int64 {
 		return 0
 	}
 	return *p
-}
-
-// mirror sets condition t to a child's Ready condition (nil counts as Unknown).
-func mirror(m duck.ConditionManager, t duck.ConditionType, c *duck.Condition) {
-	switch {
-	case c.IsTrue():
-		m.MarkTrue(t)
-	case c.IsFalse():
-		m.MarkFalse(t, c.Reason, "%s", c.Message)
-	case c == nil:
-		m.MarkUnknown(t, "", "")
-	default:
-		m.MarkUnknown(t, c.Reason, "%s", c.Message)
-	}
 }

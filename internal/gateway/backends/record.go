@@ -23,7 +23,7 @@ import (
 const (
 	// ReasonWaitingForReplicas and MessageWaitingForReplicas are Knative's
 	// LoadBalancerReady Unknown (MarkLoadBalancerNotReady).
-	ReasonWaitingForReplicas  = "Uninitialized"
+	ReasonWaitingForReplicas  = v1alpha1.ReasonUninitialized
 	MessageWaitingForReplicas = "Waiting for load balancer to be ready"
 )
 

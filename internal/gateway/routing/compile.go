@@ -44,10 +44,10 @@ func invalidSpec(reason, format string, args ...any) *specError {
 
 // Condition reasons for an ingress that cannot be programmed.
 const (
-	reasonInvalidHost  = "InvalidHost"
-	reasonInvalidPath  = "InvalidPath"
-	reasonInvalidSplit = "InvalidSplit"
-	reasonHostConflict = "HostConflict"
+	reasonInvalidHost  = v1alpha1.ReasonInvalidHost
+	reasonInvalidPath  = v1alpha1.ReasonInvalidPath
+	reasonInvalidSplit = v1alpha1.ReasonInvalidSplit
+	reasonHostConflict = v1alpha1.ReasonHostConflict
 )
 
 // compileIngress compiles ing, taking references on the services its splits use.

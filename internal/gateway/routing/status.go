@@ -29,7 +29,7 @@ func markStatus(status *v1alpha1.IngressStatus, ci *compiledIngress, conflicts [
 	}
 	if failure != nil {
 		conditions.MarkFalse(v1alpha1.IngressConditionNetworkConfigured, failure.reason, "%s", failure.message)
-		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, "NotConfigured",
+		conditions.MarkUnknown(v1alpha1.IngressConditionLoadBalancerReady, v1alpha1.ReasonNotConfigured,
 			"the gateway does not serve this ingress until its network is configured")
 		status.PublicLoadBalancer = nil
 		status.PrivateLoadBalancer = nil

@@ -15,7 +15,7 @@ func TestMarkStatusWaitsForEveryReplica(t *testing.T) {
 	var status v1alpha1.IngressStatus
 	markStatus(&status, good, nil, "pub", "priv", false)
 	lb := v1alpha1.IngressConditions.Manage(&status.Status).GetCondition(v1alpha1.IngressConditionLoadBalancerReady)
-	if lb.Status != corev1.ConditionUnknown || lb.Reason != "Uninitialized" || lb.Message != "Waiting for load balancer to be ready" {
+	if lb.Status != corev1.ConditionUnknown || lb.Reason != v1alpha1.ReasonUninitialized || lb.Message != "Waiting for load balancer to be ready" {
 		t.Errorf("LoadBalancerReady %+v while a replica does not serve the ingress", lb)
 	}
 	if status.ObservedGeneration != 1 || v1alpha1.IngressConditions.Manage(&status.Status).IsHappy() || !backends.WaitingForReplicas(&status) {

@@ -66,3 +66,12 @@ func Replace[S any](desired, have metav1.Object, haveSpec *S, wantSpec S) bool {
 	spec := Set(haveSpec, wantSpec)
 	return ReplaceMeta(desired, have) || spec
 }
+
+// Merge makes a child whose spec is all its owner's but whose metadata others may add
+// to match desired: its spec (haveSpec points into have), and desired's labels and
+// annotations on top of have's.
+func Merge[S any](desired, have metav1.Object, haveSpec *S, wantSpec S) bool {
+	spec := Set(haveSpec, wantSpec)
+	labels := MergeLabels(desired, have)
+	return MergeAnnotations(desired, have) || labels || spec
+}

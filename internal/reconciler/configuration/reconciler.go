@@ -4,7 +4,6 @@ package configuration
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,52 +13,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
-// Ready reasons.
-const (
-	ReasonRevisionFailed    = "RevisionFailed"
-	ReasonRevisionNameTaken = "RevisionNameTaken"
-	// ReasonInvalidRevisionName has no Knative counterpart (its webhook rejects such
-	// a template); see the Route's InvalidTraffic.
-	ReasonInvalidRevisionName = "InvalidRevisionName"
-)
-
 // Reconciler reconciles one Configuration per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
+	// Base.Config: config-defaults and config-features default the Revisions as
+	// admission would.
+	base.Base
 	// APIReader reads from the API server itself, to settle an AlreadyExists that the
 	// cache cannot explain yet.
 	APIReader client.Reader
-	// Children reads and creates the objects this reconciler owns, so that one it has
-	// just created counts as existing before the cache shows it.
-	Children *created.Children
-	// Refused remembers the Revisions the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Config returns the live configuration: config-defaults and config-features
-	// default the Revisions as admission would (nil: Knative's defaults).
-	Config    func() *config.Config
-	AfterRead func()
-}
-
-// SetupWithManager registers the controller: Configurations and the Revisions they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
 }
 
 // Controller is what wakes the reconciler: its Configurations and their Revisions.
@@ -84,11 +57,11 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	}
 }
 
-// problem is a reason the Configuration cannot get its Revision; refused is set when
-// the API server refused to create it.
+// problem is why the Configuration cannot get its Revision, as it marks Ready;
+// refused is set when the API server refused to create it.
 type problem struct {
-	reason, message string
-	refused         *refusal.Error
+	mark    func(*v1.ConfigurationStatus)
+	refused *refusal.Error
 }
 
 // Reconcile makes sure the current generation has its Revision and reports the latest
@@ -99,9 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, cfg, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 
 	// Desired and apply: the Revision of the current generation.
 	latest, p, err := r.latestCreated(ctx, cfg)
@@ -110,12 +81,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Status.
-	status := cfg.Status.DeepCopy()
-	status.ObservedGeneration = cfg.Generation
-	m := v1.ConfigurationConditions.Manage(&status.Status)
-	m.InitializeConditions()
+	status, _ := base.OpenStatus(&cfg.Status, cfg.Generation, v1.ConfigurationConditions)
 	if p != nil {
-		m.MarkFalse(v1.ConfigurationConditionReady, p.reason, "%s", p.message)
+		p.mark(status)
 		res, err := r.Status.Write(ctx, cfg, &cfg.Status, status)
 		if p.refused != nil {
 			return refusal.Result(res, err, p.refused)
@@ -129,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	status.LatestReadyRevisionName = ready
-	markReady(m, latest, ready)
+	markReady(status, latest, ready)
 	return r.Status.Write(ctx, cfg, &cfg.Status, status)
 }
 
@@ -145,15 +113,14 @@ func readyMessage(r *v1.Revision) string {
 // markReady is Knative's rule: Ready once the latest created Revision is the latest
 // ready one, False when it failed (an older ready Revision keeps serving meanwhile),
 // Unknown while it is on its way.
-func markReady(m duck.ConditionManager, latest *v1.Revision, ready string) {
+func markReady(status *v1.ConfigurationStatus, latest *v1.Revision, ready string) {
 	switch {
 	case latest.IsReady() && ready == latest.Name:
-		m.MarkTrue(v1.ConfigurationConditionReady)
+		status.MarkLatestReady()
 	case latest.IsFailed():
-		c := latest.Status.GetCondition(v1.RevisionConditionReady)
-		m.MarkFalse(v1.ConfigurationConditionReady, ReasonRevisionFailed, "Revision %q failed with message: %s.", latest.Name, c.Message)
+		status.MarkLatestCreatedFailed(latest.Name, latest.Status.GetCondition(v1.RevisionConditionReady).Message)
 	default:
-		m.MarkUnknown(v1.ConfigurationConditionReady, "", "")
+		status.MarkLatestCreatedUnknown()
 	}
 }
 
@@ -162,7 +129,7 @@ func markReady(m duck.ConditionManager, latest *v1.Revision, ready string) {
 // get AlreadyExists, which the API server itself then explains.
 func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (*v1.Revision, *problem, error) {
 	if err := resources.CheckRevisionName(cfg); err != nil {
-		return nil, &problem{reason: ReasonInvalidRevisionName, message: err.Error()}, nil
+		return nil, &problem{mark: func(s *v1.ConfigurationStatus) { s.MarkInvalidRevisionName(err.Error()) }}, nil
 	}
 	key := client.ObjectKey{Namespace: cfg.Namespace, Name: resources.RevisionName(cfg)}
 	rev := &v1.Revision{}
@@ -177,8 +144,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 		case isRefused:
 			// Asking again at once cannot help: the template or the cluster's rules
 			// must change first. Try again after the back-off.
-			return nil, &problem{ReasonRevisionFailed, fmt.Sprintf("Revision creation failed with message: %s.", refused.Message()),
-				refused}, nil
+			return nil, &problem{func(s *v1.ConfigurationStatus) { s.MarkRevisionCreationFailed(refused.Message()) }, refused}, nil
 		case !apierrors.IsAlreadyExists(err):
 			return nil, nil, err
 		}
@@ -188,8 +154,7 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 		return nil, nil, err
 	}
 	if !metav1.IsControlledBy(rev, cfg) || resources.Generation(rev) != cfg.Generation {
-		return nil, &problem{reason: ReasonRevisionNameTaken, message: fmt.Sprintf(
-			"The revision name %q is taken by a Revision that is not generation %d of this Configuration.", key.Name, cfg.Generation)}, nil
+		return nil, &problem{mark: func(s *v1.ConfigurationStatus) { s.MarkRevisionNameTaken(key.Name, cfg.Generation) }}, nil
 	}
 	return rev, nil, nil
 }

@@ -64,14 +64,13 @@ func TestMarkReady(t *testing.T) {
 	}{
 		{"latest ready", rev(cfg, 2, corev1.ConditionTrue), "hello-00002", corev1.ConditionTrue, "", ""},
 		{"latest on its way", rev(cfg, 2, corev1.ConditionUnknown), "hello-00001", corev1.ConditionUnknown, "", ""},
-		{"latest failed", rev(cfg, 2, corev1.ConditionFalse), "hello-00001", corev1.ConditionFalse, ReasonRevisionFailed, `Revision "hello-00002" failed with message: boom.`},
+		{"latest failed", rev(cfg, 2, corev1.ConditionFalse), "hello-00001", corev1.ConditionFalse, v1.ReasonRevisionFailed, `Revision "hello-00002" failed with message: boom.`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &v1.ConfigurationStatus{}
-			m := v1.ConfigurationConditions.Manage(&s.Status)
-			m.InitializeConditions()
-			markReady(m, &tc.latest, tc.ready)
+			v1.ConfigurationConditions.Manage(&s.Status).InitializeConditions()
+			markReady(s, &tc.latest, tc.ready)
 			c := s.GetCondition(v1.ConfigurationConditionReady)
 			if c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.msg {
 				t.Errorf("Ready = %+v", c)

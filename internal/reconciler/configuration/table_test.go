@@ -16,10 +16,8 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const ns = "ns"
@@ -62,7 +60,7 @@ func rev(gen int64, ready corev1.ConditionStatus, opts ...func(*v1.Revision)) *v
 	r.Status.ObservedGeneration = 1
 	c := duck.Condition{Type: duck.ConditionReady, Status: ready}
 	if ready == corev1.ConditionFalse {
-		c.Reason, c.Message = "ContainerMissing", "boom"
+		c.Reason, c.Message = v1.ReasonContainerMissing, "boom"
 	}
 	r.Status.Conditions = []duck.Condition{c}
 	for _, o := range opts {
@@ -98,8 +96,7 @@ var (
 )
 
 func build(env *rt.Env) reconcile.Reconciler {
-	return &configuration.Reconciler{Client: env.Client, APIReader: env.Client, Children: created.New(env.Client),
-		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0)}
+	return &configuration.Reconciler{Base: env.Base(), APIReader: env.Client}
 }
 
 func TestReconcileTable(t *testing.T) {
@@ -176,7 +173,7 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{cfg(2, withStatus("hello-00002", "hello-00001", onItWay)), rev(1, corev1.ConditionTrue), rev(2, corev1.ConditionFalse)},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{`Warning RevisionFailed hello: Revision "hello-00002" failed with message: boom.`},
-		Check:      wantStatus("hello-00002", "hello-00001", rt.False(duck.ConditionReady, "RevisionFailed", `Revision "hello-00002" failed with message: boom.`)),
+		Check:      wantStatus("hello-00002", "hello-00001", rt.False(duck.ConditionReady, v1.ReasonRevisionFailed, `Revision "hello-00002" failed with message: boom.`)),
 	}, {
 		Name: "latest ready never moves back to an older Revision",
 		Key:  key,
@@ -201,7 +198,7 @@ func TestReconcileTable(t *testing.T) {
 		})},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
-		Check:      wantStatus("hello-00001", "hello-00001", rt.False(duck.ConditionReady, "RevisionNameTaken", taken)),
+		Check:      wantStatus("hello-00001", "hello-00001", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
 	}, {
 		Name: "the chosen Revision name is held by an older generation: RevisionNameTaken",
 		Key:  key,
@@ -210,7 +207,7 @@ func TestReconcileTable(t *testing.T) {
 		}), rev(1, corev1.ConditionTrue, func(r *v1.Revision) { r.Name = "hello-blue" })},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
-		Check:      wantStatus("hello-blue", "hello-blue", rt.False(duck.ConditionReady, "RevisionNameTaken", taken)),
+		Check:      wantStatus("hello-blue", "hello-blue", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
 	}, {
 		Name: "a chosen Revision name without the Configuration's prefix: InvalidRevisionName",
 		Key:  key,
@@ -219,7 +216,7 @@ func TestReconcileTable(t *testing.T) {
 		})},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{`Warning InvalidRevisionName hello: revision name "blue" must have the prefix "hello-"`},
-		Check:      wantStatus("", "", rt.False(duck.ConditionReady, "InvalidRevisionName", `revision name "blue" must have the prefix "hello-"`)),
+		Check:      wantStatus("", "", rt.False(duck.ConditionReady, v1.ReasonInvalidRevisionName, `revision name "blue" must have the prefix "hello-"`)),
 	}, {
 		Name:    "a refused Revision: RevisionFailed with the API server's message, retried after the back-off",
 		Key:     key,
@@ -230,7 +227,7 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning RevisionFailed hello: Revision creation failed with message: " + refusedMsg + "."},
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus("", "", rt.False(duck.ConditionReady, "RevisionFailed", "Revision creation failed with message: "+refusedMsg+"."))(t, env)
+			wantStatus("", "", rt.False(duck.ConditionReady, v1.ReasonRevisionFailed, "Revision creation failed with message: "+refusedMsg+"."))(t, env)
 			env.QuietWithinBackOff(t)
 		},
 	}, {

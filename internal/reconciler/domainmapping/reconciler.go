@@ -7,11 +7,8 @@ package domainmapping
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,35 +23,12 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
-)
-
-// Condition reasons and messages users see, Knative's (pkg/apis/serving/v1beta1
-// domainmapping_lifecycle.go).
-const (
-	reasonDomainAlreadyClaimed = "DomainAlreadyClaimed"
-	reasonResolveFailed        = "ResolveFailed"
-	msgDomainAlreadyClaimed    = "The domain name is already in use by another DomainMapping"
-	reasonIngressNotConfigured = "IngressNotConfigured"
-	msgIngressNotConfigured    = "Ingress has not yet been reconciled."
-	reasonTLSNotEnabled        = "TLSNotEnabled"
-	msgTLSNotEnabled           = "external-domain-tls is not enabled"
-	reasonExternallyProvided   = "CertificateExternallyProvided"
-	msgExternallyProvided      = "TLS certificate was provided externally"
-	// The DomainMapping's own Certificate, when external-domain-tls is on.
-	reasonCertificateNotReady        = "CertificateNotReady"
-	reasonCertificateProvisionFailed = "CertificateProvisionFailed"
-	reasonCertificateNotOwned        = "CertificateNotOwned"
-	reasonHTTPDowngrade              = "HTTPDowngrade"
-	// reasonInvalidHTTPProtocol: the http-protocol annotation is neither enabled nor
-	// redirected (Knative fails the reconcile with that error), as on Routes.
-	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
 )
 
 // clusterDomain is the cluster's DNS domain, which a reference's host must end in
@@ -63,33 +37,18 @@ var clusterDomain = strings.TrimPrefix(config.ClusterLocalDomain, "svc.")
 
 // Reconciler reconciles one DomainMapping per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
-	// Children reads and creates the KIngress, so that one just created counts as
-	// existing before the cache shows it.
-	Children *created.Children
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Refused remembers the children the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Config returns the current configuration: config-network's
-	// autocreate-cluster-domain-claims, default-external-scheme, external-domain-tls,
-	// certificate-class and http-protocol.
-	Config func() *config.Config
+	// Base.Config: config-network's autocreate-cluster-domain-claims,
+	// default-external-scheme, external-domain-tls, certificate-class and
+	// http-protocol. Base.Clock tells the certificate warning's wait.
+	base.Base
 	// DefaultCertificateClass is the class of the Certificate when neither the
 	// DomainMapping nor config-network's certificate-class names one, as for Routes.
 	DefaultCertificateClass string
 	// Recorder records the Event that explains a domain nobody claimed, and the one
 	// for a Certificate that stays not Ready.
 	Recorder events.EventRecorder
-	// AfterRead, if set, runs between reading the DomainMapping and acting on it.
-	AfterRead func()
-	// Now tells time for the certificate warning's wait (nil: the real clock).
-	Now func() time.Time
 
-	// warned remembers, per DomainMapping, the certificate problem last reported by an
-	// Event, so that a problem makes one Event however often it is reconciled.
-	warned sync.Map
+	warnings certificate.Warnings
 }
 
 // Reconcile brings one DomainMapping's claim, KIngress and status in line with its
@@ -103,32 +62,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.release(ctx, req.NamespacedName)
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 	cfg := r.Config()
 	want := dm.DeepCopy()
 	want.SetDefaults()
 
-	status := dm.Status.DeepCopy()
-	m := v1beta1.DomainMappingConditions.Manage(&status.Status)
-	m.InitializeConditions()
-	if status.ObservedGeneration != dm.Generation {
+	status, m := base.OpenStatus(&dm.Status, dm.Generation, v1beta1.DomainMappingConditions)
+	if dm.Status.ObservedGeneration != dm.Generation {
 		// Until the KIngress of this generation is known, its readiness says nothing.
-		m.MarkUnknown(v1beta1.DomainMappingConditionIngressReady, reasonIngressNotConfigured, msgIngressNotConfigured)
+		status.MarkIngressNotConfigured()
 	}
-	status.ObservedGeneration = dm.Generation
 	scheme := cfg.Network.DefaultExternalScheme
 	if scheme == "" {
 		scheme = "http"
 	}
 
-	// cert is the DomainMapping's Certificate once read.
-	var cert *netv1alpha1.Certificate
+	// certs is the DomainMapping's Certificate once read.
+	var certs *certificate.Certificates
 	write := func() (ctrl.Result, error) {
 		url := scheme + "://" + dm.Name
 		status.URL, status.Address = url, &duck.Addressable{URL: url}
-		warnIn := r.warnCertificate(dm, status, cert)
+		warnIn := r.warnings.Warn(r.Recorder, dm, status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned), certs, r.Now())
 		res, err := r.Status.Write(ctx, dm, &dm.Status, status)
 		if warnIn > 0 && (res.RequeueAfter == 0 || warnIn < res.RequeueAfter) {
 			res.RequeueAfter = warnIn
@@ -143,28 +97,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !claimed {
 		r.explainUnclaimed(dm, claimErr)
-		m.MarkFalse(v1beta1.DomainMappingConditionDomainClaimed, reasonDomainAlreadyClaimed, msgDomainAlreadyClaimed)
+		status.MarkDomainAlreadyClaimed()
 		return write()
 	}
-	m.MarkTrue(v1beta1.DomainMappingConditionDomainClaimed)
+	status.MarkDomainClaimed()
 
 	// The certificate: the user's own secret, else with external-domain-tls on a
 	// Certificate of the DomainMapping's own, else none.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	var o child.Outcome
 	tls := resources.MakeTLS(want)
 	switch {
 	case tls != nil:
 		scheme = "https"
-		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonExternallyProvided, msgExternallyProvided)
+		status.MarkCertificateExternallyProvided()
 	case !cfg.Network.ExternalDomainTLS || routeresources.ExternalDomainTLSDisabled(dm):
-		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
+		status.MarkTLSNotEnabled()
 	default:
-		var https bool
-		if tls, https, cert, err = r.certificate(ctx, w, m, &o, want, cfg.Network); err != nil {
+		desired := resources.MakeCertificate(want, routeresources.CertificateClass(want, cfg.Network, r.DefaultCertificateClass))
+		if certs, err = certificate.Ensure(ctx, w, dm, []certificate.Desired{{Cert: desired}}); err != nil {
 			return ctrl.Result{}, err
 		}
-		if https {
+		certs.Mark(status, m, v1beta1.DomainMappingConditionCertificateProvisioned, &o, cfg.Network.HTTPProtocol == config.HTTPEnabled)
+		tls = certs.TLS
+		if certs.HTTPS("") {
 			scheme = "https"
 		}
 	}
@@ -175,16 +131,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if resolveErr != nil {
-		m.MarkFalse(v1beta1.DomainMappingConditionReferenceResolved, reasonResolveFailed, "%s", resolveErr.Error())
+		status.MarkReferenceNotResolved(resolveErr.Error())
 		return o.Result(write())
 	}
-	m.MarkTrue(v1beta1.DomainMappingConditionReferenceResolved)
+	status.MarkReferenceResolved()
 
 	// A bad http-protocol annotation leaves the KIngress as it is, and says so on
 	// IngressReady.
 	httpOption, err := routeresources.HTTPOption(dm, cfg.Network)
 	if err != nil {
-		m.MarkFalse(v1beta1.DomainMappingConditionIngressReady, reasonInvalidHTTPProtocol, "%s", err)
+		status.MarkInvalidHTTPProtocol(err.Error())
 		return o.Result(write())
 	}
 
@@ -196,90 +152,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case ingErr != nil:
 		return ctrl.Result{}, ingErr
 	default:
-		markIngress(m, ing)
+		status.PropagateIngressStatus(ing)
 	}
 	return o.Result(write())
-}
-
-// certificate makes the DomainMapping's Certificate exist as desired and shows it on
-// CertificateProvisioned, as Knative does: Ready is True, and its Secret goes on the
-// KIngress (tls); not Ready is Unknown CertificateNotReady (False
-// CertificateProvisionFailed if its Ready is False), unless http-protocol is enabled:
-// then the condition is True HTTPDowngrade. Until Ready the KIngress serves plain HTTP
-// only. https says the URL is https: the Certificate exists and covers the domain, and
-// HTTP is not the downgrade. A name taken or a write refused is False.
-func (r *Reconciler) certificate(ctx context.Context, w child.Writer, m duck.ConditionManager, o *child.Outcome, dm *v1beta1.DomainMapping, network *config.Network) (tls []netv1alpha1.IngressTLS, https bool, cert *netv1alpha1.Certificate, err error) {
-	desired := resources.MakeCertificate(dm, routeresources.CertificateClass(dm, network, r.DefaultCertificateClass))
-	cert, err = child.Ensure(ctx, w, dm, "Certificate", desired, updateCertificate)
-	var notOwned *child.NotOwnedError
-	switch {
-	case errors.As(err, &notOwned):
-		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotOwned, "There is an existing certificate %s that we don't own.", desired.Name)
-		return nil, false, nil, nil
-	case o.Mark(m, v1beta1.DomainMappingConditionCertificateProvisioned, err):
-		return nil, false, nil, nil
-	case err != nil:
-		return nil, false, nil, err
-	case cert.IsReady():
-		m.MarkTrue(v1beta1.DomainMappingConditionCertificateProvisioned)
-		return []netv1alpha1.IngressTLS{routeresources.MakeIngressTLS(cert, desired.Spec.DNSNames)}, true, cert, nil
-	case network.HTTPProtocol == config.HTTPEnabled:
-		m.MarkTrueWithReason(v1beta1.DomainMappingConditionCertificateProvisioned, reasonHTTPDowngrade, "Certificate %s is not ready downgrade HTTP.", cert.Name)
-		return nil, false, cert, nil
-	case cert.IsFailed():
-		m.MarkFalse(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateProvisionFailed, "Certificate %s failed to be provisioned: %s", cert.Name, cert.ProviderSays())
-	default:
-		m.MarkUnknown(v1beta1.DomainMappingConditionCertificateProvisioned, reasonCertificateNotReady, "Certificate %s is not ready: %s", cert.Name, cert.ProviderSays())
-	}
-	return nil, true, cert, nil
-}
-
-// certificateWarnAfter is how long a Certificate may stay not Ready before the
-// DomainMapping warns, as a Route does: a provider that works issues within it (the
-// local CA in milliseconds), so the Event means one that does not, or none of its class.
-const certificateWarnAfter = 10 * time.Second
-
-// warnCertificate records a Warning Event when the DomainMapping's Certificate has
-// been pending, or downgraded to HTTP, for certificateWarnAfter; before that it returns
-// when to look again. A False condition needs none here: the status writer records it.
-func (r *Reconciler) warnCertificate(dm *v1beta1.DomainMapping, status *v1beta1.DomainMappingStatus, cert *netv1alpha1.Certificate) time.Duration {
-	key := types.NamespacedName{Namespace: dm.Namespace, Name: dm.Name}
-	c := status.GetCondition(v1beta1.DomainMappingConditionCertificateProvisioned)
-	if cert == nil || c == nil || !(c.Status == corev1.ConditionUnknown && c.Reason == reasonCertificateNotReady ||
-		c.Status == corev1.ConditionTrue && c.Reason == reasonHTTPDowngrade) {
-		r.warned.Delete(key)
-		return 0
-	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	// A Certificate just created has no timestamp yet: its age starts now.
-	created := cert.CreationTimestamp.Time
-	if created.IsZero() {
-		created = now()
-	}
-	if wait := created.Add(certificateWarnAfter).Sub(now()); wait > 0 {
-		return wait
-	}
-	if old, _ := r.warned.Swap(key, c.Reason+"/"+c.Message); old == c.Reason+"/"+c.Message || r.Recorder == nil {
-		return 0
-	}
-	r.Recorder.Eventf(dm, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
-	return 0
 }
 
 // forget drops what the reconciler keeps about a DomainMapping that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Status.Forget(key)
-	r.warned.Delete(key)
-}
-
-// updateCertificate puts back the Certificate's spec, labels and annotations.
-func updateCertificate(desired, have *netv1alpha1.Certificate) bool {
-	spec := child.Set(&have.Spec, desired.Spec)
-	labels := child.MergeLabels(desired, have)
-	return child.MergeAnnotations(desired, have) || labels || spec
+	r.warnings.Forget(key)
 }
 
 // claim reports whether the DomainMapping's namespace holds the claim on its domain,
@@ -332,10 +213,10 @@ func (r *Reconciler) release(ctx context.Context, key types.NamespacedName) erro
 // False: the condition's message says the domain is in use even when nobody claimed it.
 func (r *Reconciler) explainUnclaimed(dm *v1beta1.DomainMapping, why error) {
 	c := dm.Status.GetCondition(v1beta1.DomainMappingConditionDomainClaimed)
-	if r.Recorder == nil || (c.IsFalse() && c.Reason == reasonDomainAlreadyClaimed) {
+	if r.Recorder == nil || (c.IsFalse() && c.Reason == v1beta1.ReasonDomainAlreadyClaimed) {
 		return
 	}
-	r.Recorder.Eventf(dm, nil, corev1.EventTypeWarning, "InternalError", "Reconcile", "%s", why.Error())
+	r.Recorder.Eventf(dm, nil, corev1.EventTypeWarning, duck.ReasonInternalError, "Reconcile", "%s", why.Error())
 }
 
 // addressable is a kind a DomainMapping may name, and how its URL is found.
@@ -402,23 +283,5 @@ func (r *Reconciler) resolve(ctx context.Context, dm *v1beta1.DomainMapping) (t 
 // updateIngress puts back the KIngress's spec, labels and annotations, so that
 // IngressReady compares against the generation just written.
 func updateIngress(desired, have *netv1alpha1.Ingress) bool {
-	spec := child.Set(&have.Spec, desired.Spec)
-	labels := child.MergeLabels(desired, have)
-	return child.MergeAnnotations(desired, have) || labels || spec
-}
-
-// markIngress turns the KIngress's readiness into IngressReady, as Knative's
-// PropagateIngressStatus does, once the KIngress has observed its generation.
-func markIngress(m duck.ConditionManager, ing *netv1alpha1.Ingress) {
-	c := ing.Status.GetCondition(netv1alpha1.IngressConditionReady)
-	switch {
-	case ing.Status.ObservedGeneration != ing.Generation, c == nil:
-		m.MarkUnknown(v1beta1.DomainMappingConditionIngressReady, reasonIngressNotConfigured, msgIngressNotConfigured)
-	case c.IsTrue():
-		m.MarkTrue(v1beta1.DomainMappingConditionIngressReady)
-	case c.IsFalse():
-		m.MarkFalse(v1beta1.DomainMappingConditionIngressReady, c.Reason, "%s", c.Message)
-	default:
-		m.MarkUnknown(v1beta1.DomainMappingConditionIngressReady, c.Reason, "%s", c.Message)
-	}
+	return child.Merge(desired, have, &have.Spec, desired.Spec)
 }

@@ -15,12 +15,10 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const (
@@ -72,13 +70,13 @@ var (
 	claimed     = rt.True(v1beta1.DomainMappingConditionDomainClaimed)
 	resolved    = rt.True(v1beta1.DomainMappingConditionReferenceResolved)
 	ingressOK   = rt.True(v1beta1.DomainMappingConditionIngressReady)
-	noTLS       = rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, "TLSNotEnabled", "external-domain-tls is not enabled")
-	notConfigd  = rt.Unknown(v1beta1.DomainMappingConditionIngressReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")
+	noTLS       = rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, v1.ReasonTLSNotEnabled, v1.MessageTLSNotEnabled)
+	notConfigd  = rt.Unknown(v1beta1.DomainMappingConditionIngressReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)
 	certUnknown = rt.Unknown(v1beta1.DomainMappingConditionCertificateProvisioned, "", "")
 	refUnknown  = rt.Unknown(v1beta1.DomainMappingConditionReferenceResolved, "", "")
-	inUse       = "The domain name is already in use by another DomainMapping"
-	taken       = rt.False(v1beta1.DomainMappingConditionDomainClaimed, "DomainAlreadyClaimed", inUse)
-	takenReady  = rt.False(duck.ConditionReady, "DomainAlreadyClaimed", inUse)
+	inUse       = v1beta1.MessageDomainAlreadyClaimed
+	taken       = rt.False(v1beta1.DomainMappingConditionDomainClaimed, v1beta1.ReasonDomainAlreadyClaimed, inUse)
+	takenReady  = rt.False(duck.ConditionReady, v1beta1.ReasonDomainAlreadyClaimed, inUse)
 )
 
 // now is the reconciler's clock in the table.
@@ -120,17 +118,17 @@ func TestReconcileTable(t *testing.T) {
 	autocreate := true
 	var network func(*config.Network)
 	build := func(env *rt.Env) reconcile.Reconciler {
-		return &domainmapping.Reconciler{Client: env.Client, Children: created.New(env.Client),
-			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-			Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass, Now: func() time.Time { return now },
-			Config: func() *config.Config {
-				cfg := config.Default()
-				cfg.Network.AutocreateClusterDomainClaims = autocreate
-				if network != nil {
-					network(cfg.Network)
-				}
-				return cfg
-			}}
+		b := env.Base()
+		b.Clock = rt.Clock(func() time.Time { return now })
+		b.Config = func() *config.Config {
+			cfg := config.Default()
+			cfg.Network.AutocreateClusterDomainClaims = autocreate
+			if network != nil {
+				network(cfg.Network)
+			}
+			return cfg
+		}
+		return &domainmapping.Reconciler{Base: b, Recorder: env.Events, DefaultCertificateClass: netv1alpha1.LocalCACertificateClass}
 	}
 	// tlsOn turns external-domain-tls on for a case, with http-protocol as given.
 	tlsOn := func(httpProtocol string) func(*testing.T, *rt.Env) {
@@ -142,7 +140,7 @@ func TestReconcileTable(t *testing.T) {
 	certProvisioned := func(status corev1.ConditionStatus, reason, message string) duck.Condition {
 		return rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, status, reason, message)
 	}
-	notConfigdReady := rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")
+	notConfigdReady := rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)
 	pending := `Certificate www.example.org is not ready: no provider of class "ferry.local-ca" has reported on it`
 	addressed := ksvc("http://hello.ns.svc.cluster.local")
 	rt.Run(t, []rt.Case{{
@@ -171,7 +169,7 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{mapping(), addressed},
 		WantWrites: []string{"create ClusterDomainClaim /" + domain, "create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus("http://"+domain, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."),
+			wantStatus("http://"+domain, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured),
 				claimed, resolved, notConfigd, noTLS)(t, env)
 			c := env.Written(rt.Create, "ClusterDomainClaim", domain).(*netv1alpha1.ClusterDomainClaim)
 			if c.Spec.Namespace != ns {
@@ -218,8 +216,8 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{mapping(), claim(ns)},
 		WantWrites: []string{"status DomainMapping ns/" + domain},
 		WantEvents: []string{`Warning ResolveFailed www.example.org: failed to get object ns/hello: services.serving.knative.dev "hello" not found`},
-		Check: wantStatus("http://"+domain, rt.False(duck.ConditionReady, "ResolveFailed", `failed to get object ns/hello: services.serving.knative.dev "hello" not found`),
-			claimed, rt.False(v1beta1.DomainMappingConditionReferenceResolved, "ResolveFailed", `failed to get object ns/hello: services.serving.knative.dev "hello" not found`), notConfigd, noTLS),
+		Check: wantStatus("http://"+domain, rt.False(duck.ConditionReady, v1beta1.ReasonResolveFailed, `failed to get object ns/hello: services.serving.knative.dev "hello" not found`),
+			claimed, rt.False(v1beta1.DomainMappingConditionReferenceResolved, v1beta1.ReasonResolveFailed, `failed to get object ns/hello: services.serving.knative.dev "hello" not found`), notConfigd, noTLS),
 	}, {
 		Name:       "the Service has no address yet: ResolveFailed",
 		Key:        key,
@@ -235,8 +233,8 @@ func TestReconcileTable(t *testing.T) {
 		}), claim(ns), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}}},
 		WantWrites: []string{"create Ingress ns/" + domain, "status DomainMapping ns/" + domain},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus("https://"+domain, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), claimed, resolved, notConfigd,
-				rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, "CertificateExternallyProvided", "TLS certificate was provided externally"))(t, env)
+			wantStatus("https://"+domain, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), claimed, resolved, notConfigd,
+				rt.Cond(v1beta1.DomainMappingConditionCertificateProvisioned, corev1.ConditionTrue, v1beta1.ReasonCertificateExternallyProvided, v1beta1.MessageCertificateExternallyProvided))(t, env)
 			ing := env.Written(rt.Create, "Ingress", domain).(*netv1alpha1.Ingress)
 			if p := ing.Spec.Rules[0].HTTP.Paths[0]; p.RewriteHost != "plain.ns.svc.cluster.local" || p.Splits[0].ServiceName != "plain" {
 				t.Errorf("path %+v", p)
@@ -255,7 +253,7 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: 10 * time.Second},
 		Check: func(t *testing.T, env *rt.Env) {
 			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd,
-				certProvisioned(corev1.ConditionUnknown, "CertificateNotReady", pending))(t, env)
+				certProvisioned(corev1.ConditionUnknown, v1.ReasonCertificateNotReady, pending))(t, env)
 			cert, want := env.Written(rt.Create, "Certificate", domain).(*netv1alpha1.Certificate), certificate(nil)
 			if !equality.Semantic.DeepEqual(cert.Spec, want.Spec) || !equality.Semantic.DeepEqual(cert.Labels, want.Labels) ||
 				!equality.Semantic.DeepEqual(cert.Annotations, want.Annotations) || !metav1.IsControlledBy(cert, mapping()) {
@@ -274,7 +272,7 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"status DomainMapping ns/" + domain},
 		WantResult: reconcile.Result{RequeueAfter: 8 * time.Second},
 		Check: wantStatus("http://"+domain, ready, claimed, resolved, ingressOK,
-			certProvisioned(corev1.ConditionTrue, "HTTPDowngrade", "Certificate www.example.org is not ready downgrade HTTP.")),
+			certProvisioned(corev1.ConditionTrue, v1.ReasonHTTPDowngrade, "Certificate www.example.org is not ready downgrade HTTP.")),
 	}, {
 		Name: "the Certificate pending past the grace: one Warning Event, however often reconciled",
 		Key:  key,
@@ -288,7 +286,7 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"update Ingress ns/" + domain, "status DomainMapping ns/" + domain},
 		WantEvents: []string{"Warning CertificateNotReady www.example.org: " + pending},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd, certProvisioned(corev1.ConditionUnknown, "CertificateNotReady", pending))(t, env)
+			wantStatus("https://"+domain, notConfigdReady, claimed, resolved, notConfigd, certProvisioned(corev1.ConditionUnknown, v1.ReasonCertificateNotReady, pending))(t, env)
 			if _, err := env.Reconcile(); err != nil {
 				t.Fatal(err)
 			}
@@ -318,8 +316,8 @@ func TestReconcileTable(t *testing.T) {
 		Before:     tlsOn(config.HTTPRedirected),
 		WantWrites: []string{"update Ingress ns/" + domain, "status DomainMapping ns/" + domain},
 		WantEvents: []string{"Warning CertificateProvisionFailed www.example.org: Certificate www.example.org failed to be provisioned: SigningFailed: no CA"},
-		Check: wantStatus("https://"+domain, rt.False(duck.ConditionReady, "CertificateProvisionFailed", "Certificate www.example.org failed to be provisioned: SigningFailed: no CA"),
-			claimed, resolved, notConfigd, certProvisioned(corev1.ConditionFalse, "CertificateProvisionFailed", "Certificate www.example.org failed to be provisioned: SigningFailed: no CA")),
+		Check: wantStatus("https://"+domain, rt.False(duck.ConditionReady, v1.ReasonCertificateProvisionFailed, "Certificate www.example.org failed to be provisioned: SigningFailed: no CA"),
+			claimed, resolved, notConfigd, certProvisioned(corev1.ConditionFalse, v1.ReasonCertificateProvisionFailed, "Certificate www.example.org failed to be provisioned: SigningFailed: no CA")),
 	}, {
 		Name: "a Certificate of that name is not the DomainMapping's: CertificateNotOwned, plain HTTP served",
 		Key:  key,
@@ -328,8 +326,8 @@ func TestReconcileTable(t *testing.T) {
 		Before:     tlsOn(config.HTTPEnabled),
 		WantWrites: []string{"status DomainMapping ns/" + domain},
 		WantEvents: []string{"Warning CertificateNotOwned www.example.org: There is an existing certificate www.example.org that we don't own."},
-		Check: wantStatus("http://"+domain, rt.False(duck.ConditionReady, "CertificateNotOwned", "There is an existing certificate www.example.org that we don't own."),
-			claimed, resolved, ingressOK, certProvisioned(corev1.ConditionFalse, "CertificateNotOwned", "There is an existing certificate www.example.org that we don't own.")),
+		Check: wantStatus("http://"+domain, rt.False(duck.ConditionReady, v1.ReasonCertificateNotOwned, "There is an existing certificate www.example.org that we don't own."),
+			claimed, resolved, ingressOK, certProvisioned(corev1.ConditionFalse, v1.ReasonCertificateNotOwned, "There is an existing certificate www.example.org that we don't own.")),
 	}, {
 		Name:       "the Certificate is refused: CertificateProvisioned False with the API server's message, plain HTTP served",
 		Key:        key,

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
@@ -24,26 +24,17 @@ const maxRecheck = time.Hour
 
 // Reconciler collects one Configuration's Revisions per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and deletes through the API server.
-	Client client.Client
+	// Base.Client reads from the manager's cache and deletes through the API server;
+	// Base.Clock tells the Revisions' ages. It writes no status and owns no children.
+	base.Base
 	// Policy returns the current rules (config-gc).
 	Policy func() *config.GC
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 }
 
-// SetupWithManager registers the collector. It runs on Configuration events (a new
-// Revision always comes with one: latestCreatedRevisionName changes), on Route
-// events, for the Configurations of the Revisions a Route routes or stopped routing,
-// and on more (a change of config-gc, which wakes every Configuration).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, more ...source.Source) error {
-	c := r.Controller()
-	c.Sources = more
-	return c.Register(mgr, workers)
-}
-
-// Controller is what wakes the collector: Configurations, and the Routes that pin
-// their Revisions.
+// Controller is what wakes the collector: Configurations (a new Revision always comes
+// with a change of latestCreatedRevisionName), and Routes, for the Configurations of
+// the Revisions a Route routes or stopped routing; reconciler.SetupWithManager adds a
+// change of config-gc, which wakes every Configuration.
 func (r *Reconciler) Controller() watches.Controller {
 	return watches.Controller{
 		Name: "revision-gc",
@@ -90,11 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	plan := Collect(now(), opts, cfg, revs, routed)
+	plan := Collect(r.Now(), opts, cfg, revs, routed)
 	for _, rev := range plan.Delete {
 		uid := rev.UID
 		err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &uid})

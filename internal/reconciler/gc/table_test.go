@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 )
@@ -186,7 +187,7 @@ func TestReconcileTable(t *testing.T) {
 	}} {
 		t.Run(policy.name, func(t *testing.T) {
 			rt.Run(t, policy.cases, func(env *rt.Env) reconcile.Reconciler {
-				return &gc.Reconciler{Client: env.Client, Policy: func() *config.GC { return policy.opts }, Now: func() time.Time { return now }}
+				return &gc.Reconciler{Base: base.Base{Client: env.Client, Clock: rt.Clock(func() time.Time { return now })}, Policy: func() *config.GC { return policy.opts }}
 			})
 		})
 	}

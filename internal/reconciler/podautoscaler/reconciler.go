@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -35,26 +34,21 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/metrics"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one PodAutoscaler per call.
 type Reconciler struct {
-	Client     client.Client
-	Children   *created.Children
-	Status     *statuswriter.Writer
-	Refused    *refusal.Writes
+	// Base.Config: config-autoscaler, config-deployment. Base.Clock tells the KPA's
+	// time.
+	base.Base
 	Autoscaler *autoscaler.Autoscaler
-	// Config returns the live configuration (config-autoscaler, config-deployment).
-	Config func() *config.Config
 	// Calm, if set, returns a channel that is closed when no burst of Services is on
 	// its way to Ready (backpressure.Backlog.Calm): scaling to zero waits for it (see
 	// reconcileKPA).
@@ -63,7 +57,6 @@ type Reconciler struct {
 	// its way to Ready (backpressure.Backlog.Quiet): a Revision whose turn to scale to
 	// zero came waits for it too.
 	Quiet func() <-chan struct{}
-	now   func() time.Time
 	// afterBurst and afterChange queue again the PodAutoscalers that waited for
 	// Calm and for Quiet.
 	afterBurst, afterChange *afterBurst
@@ -71,20 +64,9 @@ type Reconciler struct {
 	pace *pace
 }
 
-// SetupWithManager registers the controller. sources carry the Autoscaler's
-// notifications and configuration changes into the controller's queue.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int, sources ...source.Source) error {
-	c := r.Controller(watches.OwnersOf(mgr))
-	c.Sources = append(c.Sources, sources...)
-	return c.Register(mgr, workers)
-}
-
 // Controller is what wakes the reconciler: its PodAutoscalers, their Deployments'
 // scale, their HPAs, and the end of a burst it waited for.
 func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
-	if r.now == nil {
-		r.now = time.Now
-	}
 	r.afterBurst, r.afterChange = newAfterBurst(), newAfterBurst()
 	r.pace = newPace(ScaleToZeroRate)
 	ages := oldestfirst.New()
@@ -100,13 +82,6 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 		Sources:    []source.Source{r.afterBurst, r.afterChange},
 		Reconciler: terminating.Ignore(r),
 	}
-}
-
-// WithClock makes the reconciler tell time by c (the convergence simulation's clock);
-// SetupWithManager uses the real one unless this was called.
-func (r *Reconciler) WithClock(c clock.PassiveClock) *Reconciler {
-	r.now = c.Now
-	return r
 }
 
 func deploymentToPA(_ context.Context, o client.Object) []reconcile.Request {
@@ -134,11 +109,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// without the last write, a TimedOut would turn into NoTraffic.
 		return ctrl.Result{RequeueAfter: behindRetry}, nil
 	}
-	status := pa.Status.DeepCopy()
-	status.ObservedGeneration = pa.Generation
+	status, m := base.OpenStatus(&pa.Status, pa.Generation, av1alpha1.PodAutoscalerConditions)
 	status.ServiceName, status.MetricsServiceName = pa.Name, pa.Name
-	m := av1alpha1.PodAutoscalerConditions.Manage(&status.Status)
-	m.InitializeConditions()
 	// No ServerlessService: the gateway follows the Revision's pods itself, and holds
 	// requests while there are none.
 	m.MarkTrue(av1alpha1.PodAutoscalerConditionSKSReady)
@@ -147,8 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pa.Namespace, Name: pa.Spec.ScaleTargetRef.Name}, dep); {
 	case apierrors.IsNotFound(err):
 		// The Revision creates its Deployment alongside; its creation wakes us.
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "DeploymentMissing",
-			"The scale target %q does not exist yet.", pa.Spec.ScaleTargetRef.Name)
+		status.MarkScaleTargetMissing(pa.Spec.ScaleTargetRef.Name)
 		return r.Status.Write(ctx, pa, &pa.Status, status)
 	case err != nil:
 		return ctrl.Result{}, err
@@ -189,7 +160,7 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		Activity:          activity,
 		Since:             since,
 		ActivationTimeout: activationTimeout(pa, cfg),
-		Now:               r.now(),
+		Now:               r.Now(),
 	})
 	if res.Scale == 0 && current > 0 && r.Calm != nil && r.afterBurst.postpone(key, r.Calm()) {
 		// Reclaiming an idle Revision's pods is not urgent; the Services a burst
@@ -210,7 +181,7 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 			r.pace.forget(key)
 			return ctrl.Result{}, nil
 		}
-		if d := r.pace.wait(key, r.now()); d > 0 {
+		if d := r.pace.wait(key, r.Now()); d > 0 {
 			// Not its turn yet (pace.go): it stays as it is, and no user waits for it.
 			low := oldestfirst.Unchanged
 			return ctrl.Result{RequeueAfter: d, Priority: &low}, nil
@@ -233,7 +204,7 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 	if res.Initialized {
 		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
 	} else if !m.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue() {
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, av1alpha1.ReasonInitializing, "")
+		status.MarkScaleTargetInitializing()
 	}
 	result, err := r.Status.Write(ctx, pa, &pa.Status, status)
 	if err == nil && res.RequeueAfter > 0 && (result.RequeueAfter == 0 || res.RequeueAfter < result.RequeueAfter) {
@@ -317,7 +288,7 @@ func activationTimeout(pa *av1alpha1.PodAutoscaler, cfg *config.Config) time.Dur
 // class does; it never scales to zero.
 func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscaler, dep *appsv1.Deployment, status *av1alpha1.PodAutoscalerStatus, m duck.ConditionManager) (ctrl.Result, error) {
 	r.Autoscaler.Forget(client.ObjectKeyFromObject(pa))
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	hpa, err := child.Ensure(ctx, w, pa, "HorizontalPodAutoscaler", resources.MakeHPA(pa, r.Config().Autoscaler),
 		func(desired, have *autoscalingv2.HorizontalPodAutoscaler) bool {
 			return child.SetDerivative(&have.Spec, desired.Spec)

@@ -1,9 +1,9 @@
 package podautoscaler
 
 // This table test is in the internal test package, unlike the other reconcilers':
-// the KPA class reads the clock through the unexported field now, which only
-// SetupWithManager sets, and a Reconciler built from its exported fields alone panics.
-// It sets nothing else unexported and calls no unexported function.
+// Controller makes the afterBurst queues and the pace, which a Reconciler built from
+// its exported fields alone lacks (and panics), and the test gives its own. It sets
+// nothing else unexported and calls no unexported function.
 
 import (
 	"context"
@@ -25,11 +25,9 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const (
@@ -174,11 +172,12 @@ func TestReconcileTable(t *testing.T) {
 		if err := afterChange.Start(ctx, q); err != nil {
 			panic(err)
 		}
-		return &Reconciler{Client: env.Client, Children: created.New(env.Client),
-			Status:  statuswriter.New(env.Client, env.Events, 0).NotFailures(av1alpha1.ReasonNoTraffic),
-			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Autoscaler: as, Config: config.Default,
-			Quiet: func() <-chan struct{} { return quiet }, afterChange: afterChange,
-			now: func() time.Time { return now }, pace: newPace(ScaleToZeroRate)}
+		b := env.Base()
+		b.Status = b.Status.NotFailures(av1alpha1.ReasonNoTraffic)
+		b.Config = config.Default
+		b.Clock = rt.Clock(func() time.Time { return now })
+		return &Reconciler{Base: b, Autoscaler: as,
+			Quiet: func() <-chan struct{} { return quiet }, afterChange: afterChange, pace: newPace(ScaleToZeroRate)}
 	}
 	changeOnItsWay := func(*testing.T, *rt.Env) { quiet = make(chan struct{}) }
 	// load has the gateway report concurrency for the Revision every second of the
@@ -215,7 +214,7 @@ func TestReconcileTable(t *testing.T) {
 			p := env.Written(rt.Status, "PodAutoscaler", "hello-00001").(*av1alpha1.PodAutoscaler)
 			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.Unknown(duck.ConditionReady, "", ""),
 				rt.Unknown(av1alpha1.PodAutoscalerConditionActive, "", ""), sks,
-				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "DeploymentMissing", `The scale target "hello-00001-deployment" does not exist yet.`))
+				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, av1alpha1.ReasonDeploymentMissing, `The scale target "hello-00001-deployment" does not exist yet.`))
 		},
 	}, {
 		Name:       "KPA, new, no pod ready yet: Queued until the activation timeout, the scale left alone",
@@ -374,8 +373,8 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning NotOwned hello-00001: " + hpaNotOwned},
 		Check: func(t *testing.T, env *rt.Env) {
 			p := env.Written(rt.Status, "PodAutoscaler", "hello-00001").(*av1alpha1.PodAutoscaler)
-			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, "NotOwned", hpaNotOwned),
-				rt.False(av1alpha1.PodAutoscalerConditionActive, "NotOwned", hpaNotOwned),
+			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonNotOwned, hpaNotOwned),
+				rt.False(av1alpha1.PodAutoscalerConditionActive, duck.ReasonNotOwned, hpaNotOwned),
 				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", ""), sks)
 		},
 	}, {
@@ -389,8 +388,8 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
 			p := env.Written(rt.Status, "PodAutoscaler", "hello-00001").(*av1alpha1.PodAutoscaler)
-			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, "CreationFailed", hpaRefused),
-				rt.False(av1alpha1.PodAutoscalerConditionActive, "CreationFailed", hpaRefused),
+			rt.CheckConditions(t, "PodAutoscaler", p.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonCreationFailed, hpaRefused),
+				rt.False(av1alpha1.PodAutoscalerConditionActive, duck.ReasonCreationFailed, hpaRefused),
 				rt.Unknown(av1alpha1.PodAutoscalerConditionScaleTargetInitialized, "", ""), sks)
 		},
 	}}, build)

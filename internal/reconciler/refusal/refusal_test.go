@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ferry-serving/ferry/api/duck"
 )
 
 func TestWritesBackOff(t *testing.T) {
@@ -24,7 +26,7 @@ func TestWritesBackOff(t *testing.T) {
 	// The first refusal is tried and reported with the initial back-off.
 	err := do()
 	r, ok := As(err)
-	if !ok || calls != 1 || r.RetryAfter != 2*time.Second || r.Reason() != "CreationFailed" {
+	if !ok || calls != 1 || r.RetryAfter != 2*time.Second || r.Reason() != duck.ReasonCreationFailed {
 		t.Fatalf("first: %v (calls %d)", err, calls)
 	}
 	if want := `failed to create Deployment "d": deployments.apps "d" is forbidden: exceeded quota`; len(r.Error()) < len(want) || r.Error()[:len(want)] != want {

@@ -19,51 +19,34 @@ import (
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one Revision per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
-	// Children reads and creates the objects this reconciler owns, so that one it has
-	// just created counts as existing before the cache shows it.
-	Children *created.Children
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Refused remembers the children the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Config returns the live configuration: config-deployment's progress deadline
-	// (a Revision's own annotation overrides it), config-autoscaler's class and initial
-	// scale of new Revisions, and config-defaults for in-memory defaulting.
-	Config    func() *config.Config
-	AfterRead func()
+	// Base.Config: config-deployment's progress deadline (a Revision's own
+	// annotation overrides it), config-autoscaler's class and initial scale of new
+	// Revisions, and config-defaults for in-memory defaulting.
+	base.Base
 	// Serial, if set, ensures the two children one after the other (child.Together).
 	Serial bool
 }
 
-// SetupWithManager registers the controller. Pods belong to ReplicaSets, not to the
-// Revision, so pod events are mapped to their Revision by its label.
+// Controller is what wakes the reconciler: its Revisions, their Deployments and
+// PodAutoscalers, and pods in trouble. Pods belong to ReplicaSets, not to the Revision,
+// so pod events are mapped to their Revision by its label.
 //
 // Events that cannot change the outcome are dropped, because at scale every reconcile
 // costs queue time for all the others: the Revision's own status writes, Deployment
 // updates that leave what the status is computed from alone, and pod events other than
 // a pod starting or stopping to show a problem (the Deployment reports healthy pods).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
-}
-
-// Controller is what wakes the reconciler: its Revisions, their Deployments and
-// PodAutoscalers, and pods in trouble.
 func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	ages := oldestfirst.New()
 	return watches.Controller{
@@ -127,9 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, rev, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 	want := rev.DeepCopy()
 	want.SetDefaults(config.ToContext(ctx, r.Config()))
 
@@ -137,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// other: on a Revision's first reconcile, creating them side by side takes one API
 	// round trip instead of two. (There is no Service: the gateway follows the pods
 	// itself.)
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	cfg := r.Config()
 	as := cfg.Autoscaler
 	var pa *av1alpha1.PodAutoscaler
@@ -152,10 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	})
 
 	// Status.
-	status := rev.Status.DeepCopy()
-	status.ObservedGeneration = rev.Generation
-	m := v1.RevisionConditions.Manage(&status.Status)
-	m.InitializeConditions()
+	status, m := base.OpenStatus(&rev.Status, rev.Generation, v1.RevisionConditions)
 	var o child.Outcome
 	for _, err := range []error{depErr, paErr} {
 		if o.Mark(m, v1.RevisionConditionResourcesAvailable, err) {

@@ -11,13 +11,6 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
-// Condition reasons, as in Knative.
-const (
-	ReasonDeploying                = "Deploying"
-	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
-	ReasonContainerMissing         = "ContainerMissing"
-)
-
 // imagePullReasons are the kubelet's waiting reasons for an image it cannot get.
 var imagePullReasons = map[string]bool{
 	"ErrImagePull":      true,
@@ -26,13 +19,8 @@ var imagePullReasons = map[string]bool{
 	"ErrImageNeverPull": true,
 	// Ferry's program node (internal/programs) could not make a program of the
 	// image: a ko:// package that does not build, an executable that is gone.
-	ReasonErrImageBuild: true,
+	v1.ReasonErrImageBuild: true,
 }
-
-// ReasonErrImageBuild is the program node's waiting reason for an image it cannot turn
-// into a program. Its message says why (the compiler's errors), and does not change
-// between retries, so the Revision shows it.
-const ReasonErrImageBuild = "ErrImageBuild"
 
 // propagateDeployment sets replicas, ResourcesAvailable, ContainerHealthy and Active
 // from the Deployment and, while it is not available, from its pods. pods is only
@@ -58,20 +46,19 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 			m.MarkTrue(v1.RevisionConditionContainerHealthy)
 		}
 	case d.Status.ObservedGeneration < d.Generation:
-		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, ReasonDeploying, "")
+		status.MarkDeploying()
 	case isAvailable(d):
 		m.MarkTrue(v1.RevisionConditionResourcesAvailable)
 		m.MarkTrue(v1.RevisionConditionContainerHealthy)
 	case progressDeadlineExceeded(d):
-		m.MarkFalse(v1.RevisionConditionResourcesAvailable, ReasonProgressDeadlineExceeded,
-			"Unable to create pods for more than %d seconds.", deref(d.Spec.ProgressDeadlineSeconds))
+		status.MarkProgressDeadlineExceeded(deref(d.Spec.ProgressDeadlineSeconds))
 	case replicaFailure(d) != nil:
 		// The ReplicaSet cannot create pods (a ResourceQuota, a policy, RBAC): say so
 		// now, with Kubernetes' reason and message, not after the progress deadline.
 		c := replicaFailure(d)
 		m.MarkFalse(v1.RevisionConditionResourcesAvailable, c.Reason, "%s", c.Message)
 	default:
-		m.MarkUnknown(v1.RevisionConditionResourcesAvailable, ReasonDeploying, "")
+		status.MarkDeploying()
 	}
 	if !isAvailable(d) {
 		propagatePods(m, pods)
@@ -81,9 +68,9 @@ func propagateDeployment(status *v1.RevisionStatus, m duck.ConditionManager, d *
 	case d.Status.ReadyReplicas > 0:
 		m.MarkTrue(v1.RevisionConditionActive)
 	case desired == 0:
-		m.MarkFalse(v1.RevisionConditionActive, av1alpha1.ReasonNoTraffic, "%s", av1alpha1.MessageNoTraffic)
+		status.MarkInactiveNoTraffic()
 	default:
-		m.MarkUnknown(v1.RevisionConditionActive, ReasonDeploying, "")
+		status.MarkActiveDeploying()
 	}
 }
 
@@ -105,7 +92,7 @@ func isAvailable(d *appsv1.Deployment) bool {
 func progressDeadlineExceeded(d *appsv1.Deployment) bool {
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing {
-			return c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded"
+			return c.Status == corev1.ConditionFalse && c.Reason == v1.ReasonProgressDeadlineExceeded
 		}
 	}
 	return false
@@ -154,12 +141,12 @@ func diagnose(pod *corev1.Pod) *podProblem {
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason == ReasonErrImageBuild {
-			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
+		if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonErrImageBuild {
+			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
 				fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
 		}
 		if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
-			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
+			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
 				fmt.Sprintf("Unable to fetch image %q: the kubelet cannot pull it.", cs.Image)}
 		}
 		t := cs.State.Terminated
@@ -167,7 +154,7 @@ func diagnose(pod *corev1.Pod) *podProblem {
 			t = cs.LastTerminationState.Terminated
 		}
 		if t != nil {
-			return &podProblem{v1.RevisionConditionContainerHealthy, fmt.Sprintf("ExitCode%d", t.ExitCode),
+			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(t.ExitCode),
 				"Container failed with: " + exitMessage(t)}
 		}
 	}

@@ -24,7 +24,7 @@ func deployment(replicas, ready int32, conds ...appsv1.DeploymentCondition) *app
 var (
 	available    = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}
 	unavailable  = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
-	deadlineGone = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
+	deadlineGone = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: v1.ReasonProgressDeadlineExceeded}
 )
 
 func pod(cs corev1.ContainerStatus, conds ...corev1.PodCondition) corev1.Pod {
@@ -59,8 +59,8 @@ func TestPropagateDeployment(t *testing.T) {
 		name:      "deploying, pod starting",
 		d:         deployment(1, 0, unavailable),
 		pods:      []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}})},
-		ready:     cond{corev1.ConditionUnknown, ReasonDeploying},
-		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
+		ready:     cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
 		container: cond{corev1.ConditionUnknown, ""},
 	}, {
 		name: "deployment not observed yet",
@@ -69,17 +69,17 @@ func TestPropagateDeployment(t *testing.T) {
 			d.Generation = 2
 			return d
 		}(),
-		ready:     cond{corev1.ConditionUnknown, ReasonDeploying},
-		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
+		ready:     cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
 		container: cond{corev1.ConditionUnknown, ""},
 	}, {
 		name: "image cannot be pulled",
 		d:    deployment(1, 0, unavailable),
 		pods: []corev1.Pod{pod(corev1.ContainerStatus{Image: "ferry.test/image-pull-error",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}})},
-		ready:     cond{corev1.ConditionFalse, ReasonContainerMissing},
-		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
-		container: cond{corev1.ConditionFalse, ReasonContainerMissing},
+		ready:     cond{corev1.ConditionFalse, v1.ReasonContainerMissing},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		container: cond{corev1.ConditionFalse, v1.ReasonContainerMissing},
 		message:   `Unable to fetch image "ferry.test/image-pull-error": the kubelet cannot pull it.`,
 	}, {
 		name: "container crash-loops",
@@ -88,9 +88,9 @@ func TestPropagateDeployment(t *testing.T) {
 			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}},
 		})},
-		ready:     cond{corev1.ConditionFalse, "ExitCode1"},
-		resources: cond{corev1.ConditionUnknown, ReasonDeploying},
-		container: cond{corev1.ConditionFalse, "ExitCode1"},
+		ready:     cond{corev1.ConditionFalse, v1.ExitCodeReason(1)},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		container: cond{corev1.ConditionFalse, v1.ExitCodeReason(1)},
 		message:   "Container failed with: Error (exit code 1)",
 	}, {
 		name: "pod cannot be scheduled",
@@ -104,8 +104,8 @@ func TestPropagateDeployment(t *testing.T) {
 	}, {
 		name:      "progress deadline exceeded",
 		d:         deployment(1, 0, unavailable, deadlineGone),
-		ready:     cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
-		resources: cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
+		ready:     cond{corev1.ConditionFalse, v1.ReasonProgressDeadlineExceeded},
+		resources: cond{corev1.ConditionFalse, v1.ReasonProgressDeadlineExceeded},
 		container: cond{corev1.ConditionUnknown, ""},
 		message:   "Unable to create pods for more than 600 seconds.",
 	}, {
@@ -163,8 +163,8 @@ func TestPropagateDeployment(t *testing.T) {
 		name:         "scaling up, but the progress deadline passed",
 		d:            deployment(2, 1, unavailable, deadlineGone),
 		wasAvailable: true,
-		ready:        cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
-		resources:    cond{corev1.ConditionFalse, ReasonProgressDeadlineExceeded},
+		ready:        cond{corev1.ConditionFalse, v1.ReasonProgressDeadlineExceeded},
+		resources:    cond{corev1.ConditionFalse, v1.ReasonProgressDeadlineExceeded},
 		container:    cond{corev1.ConditionTrue, ""},
 		message:      "Unable to create pods for more than 600 seconds.",
 	}}
@@ -178,7 +178,7 @@ func TestPropagateDeployment(t *testing.T) {
 				m.MarkTrue(v1.RevisionConditionContainerHealthy)
 			}
 			if tc.wasFailed {
-				m.MarkFalse(v1.RevisionConditionContainerHealthy, "ExitCode1", "Container failed with: boom")
+				m.MarkFalse(v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(1), "Container failed with: boom")
 			}
 			propagateDeployment(status, m, tc.d, tc.pods)
 			for _, c := range []struct {

@@ -16,12 +16,10 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const (
@@ -129,18 +127,18 @@ var (
 	available = rt.True(v1.RevisionConditionResourcesAvailable)
 	healthy   = rt.True(v1.RevisionConditionContainerHealthy)
 	active    = rt.True(v1.RevisionConditionActive)
-	deploying = rt.Unknown(v1.RevisionConditionResourcesAvailable, "Deploying", "")
+	deploying = rt.Unknown(v1.RevisionConditionResourcesAvailable, v1.ReasonDeploying, "")
 	paActive  = rt.True(av1alpha1.PodAutoscalerConditionActive)
 )
 
 func build(env *rt.Env) reconcile.Reconciler {
-	return &revision.Reconciler{Client: env.Client, Children: created.New(env.Client),
-		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-		Config: func() *config.Config {
-			c := config.Default()
-			c.Deployment.ProgressDeadline = deadline
-			return c
-		}}
+	b := env.Base()
+	b.Config = func() *config.Config {
+		c := config.Default()
+		c.Deployment.ProgressDeadline = deadline
+		return c
+	}
+	return &revision.Reconciler{Base: b}
 }
 
 // withoutDrain makes a Deployment as Ferry made it before pods drained: no preStop,
@@ -169,8 +167,8 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{rev()},
 		WantWrites: []string{"create Deployment ns/hello-00001-deployment", "create PodAutoscaler ns/hello-00001", "status Revision ns/hello-00001"},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(1, 0, rt.Unknown(duck.ConditionReady, "Deploying", ""), deploying,
-				rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""), rt.Unknown(v1.RevisionConditionActive, "Deploying", ""))(t, env)
+			wantStatus(1, 0, rt.Unknown(duck.ConditionReady, v1.ReasonDeploying, ""), deploying,
+				rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""), rt.Unknown(v1.RevisionConditionActive, v1.ReasonDeploying, ""))(t, env)
 			d, want := env.Written(rt.Create, "Deployment", depName).(*appsv1.Deployment), deployment(1, 0)
 			if !equality.Semantic.DeepEqual(d.Spec, want.Spec) || !equality.Semantic.DeepEqual(d.Labels, want.Labels) ||
 				!metav1.IsControlledBy(d, rev()) || *d.Spec.ProgressDeadlineSeconds != 120 || *d.Spec.Replicas != 1 {
@@ -244,8 +242,8 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning NotOwned hello-00001: " + notOwnedDep},
 		Check: func(t *testing.T, env *rt.Env) {
 			o := env.Written(rt.Status, "Revision", "hello-00001").(*v1.Revision)
-			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, "NotOwned", notOwnedDep),
-				rt.False(v1.RevisionConditionResourcesAvailable, "NotOwned", notOwnedDep), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
+			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonNotOwned, notOwnedDep),
+				rt.False(v1.RevisionConditionResourcesAvailable, duck.ReasonNotOwned, notOwnedDep), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
 		},
 	}, {
 		Name:       "the PodAutoscaler's name is taken: NotOwned",
@@ -256,8 +254,8 @@ func TestReconcileTable(t *testing.T) {
 		Check: func(t *testing.T, env *rt.Env) {
 			o := env.Written(rt.Status, "Revision", "hello-00001").(*v1.Revision)
 			msg := `There is an existing PodAutoscaler "hello-00001" that we do not own.`
-			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, "NotOwned", msg),
-				rt.False(v1.RevisionConditionResourcesAvailable, "NotOwned", msg), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
+			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonNotOwned, msg),
+				rt.False(v1.RevisionConditionResourcesAvailable, duck.ReasonNotOwned, msg), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
 		},
 	}, {
 		Name:    "a refused Deployment: CreationFailed, one Warning Event, retried after the back-off",
@@ -270,8 +268,8 @@ func TestReconcileTable(t *testing.T) {
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
 			o := env.Written(rt.Status, "Revision", "hello-00001").(*v1.Revision)
-			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, "CreationFailed", refusedDep),
-				rt.False(v1.RevisionConditionResourcesAvailable, "CreationFailed", refusedDep), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
+			rt.CheckConditions(t, "Revision", o.Status.Conditions, rt.False(duck.ConditionReady, duck.ReasonCreationFailed, refusedDep),
+				rt.False(v1.RevisionConditionResourcesAvailable, duck.ReasonCreationFailed, refusedDep), rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""))
 			env.QuietWithinBackOff(t)
 		},
 	}, {
@@ -279,12 +277,12 @@ func TestReconcileTable(t *testing.T) {
 		Key:  key,
 		Objects: []client.Object{rev(), deployment(1, 0, func(d *appsv1.Deployment) {
 			d.Status.Conditions = append(d.Status.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing,
-				Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"})
+				Status: corev1.ConditionFalse, Reason: v1.ReasonProgressDeadlineExceeded})
 		}), pa(1, 0, rt.Unknown(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonQueued, av1alpha1.MessageQueued))},
 		WantWrites: []string{"status Revision ns/hello-00001"},
 		WantEvents: []string{"Warning ProgressDeadlineExceeded hello-00001: Unable to create pods for more than 120 seconds."},
-		Check: wantStatus(1, 0, rt.False(duck.ConditionReady, "ProgressDeadlineExceeded", "Unable to create pods for more than 120 seconds."),
-			rt.False(v1.RevisionConditionResourcesAvailable, "ProgressDeadlineExceeded", "Unable to create pods for more than 120 seconds."),
+		Check: wantStatus(1, 0, rt.False(duck.ConditionReady, v1.ReasonProgressDeadlineExceeded, "Unable to create pods for more than 120 seconds."),
+			rt.False(v1.RevisionConditionResourcesAvailable, v1.ReasonProgressDeadlineExceeded, "Unable to create pods for more than 120 seconds."),
 			rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""),
 			rt.Unknown(v1.RevisionConditionActive, av1alpha1.ReasonQueued, av1alpha1.MessageQueued)),
 	}, {
@@ -307,9 +305,9 @@ func TestReconcileTable(t *testing.T) {
 			pod("p1", corev1.PodStatus{}), pod("p2", waiting("ImagePullBackOff"))},
 		WantWrites: []string{"status Revision ns/hello-00001"},
 		WantEvents: []string{`Warning ContainerMissing hello-00001: Unable to fetch image "ferry.test/hello": the kubelet cannot pull it.`},
-		Check: wantStatus(1, 0, rt.False(duck.ConditionReady, "ContainerMissing", `Unable to fetch image "ferry.test/hello": the kubelet cannot pull it.`),
+		Check: wantStatus(1, 0, rt.False(duck.ConditionReady, v1.ReasonContainerMissing, `Unable to fetch image "ferry.test/hello": the kubelet cannot pull it.`),
 			deploying,
-			rt.False(v1.RevisionConditionContainerHealthy, "ContainerMissing", `Unable to fetch image "ferry.test/hello": the kubelet cannot pull it.`),
+			rt.False(v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing, `Unable to fetch image "ferry.test/hello": the kubelet cannot pull it.`),
 			rt.Unknown(v1.RevisionConditionActive, av1alpha1.ReasonQueued, av1alpha1.MessageQueued)),
 	}, {
 		Name: "a container exits: ExitCode with its message",
@@ -319,8 +317,8 @@ func TestReconcileTable(t *testing.T) {
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "boom"}}}}})},
 		WantWrites: []string{"status Revision ns/hello-00001"},
 		WantEvents: []string{"Warning ExitCode1 hello-00001: Container failed with: boom"},
-		Check: wantStatus(1, 0, rt.False(duck.ConditionReady, "ExitCode1", "Container failed with: boom"), deploying,
-			rt.False(v1.RevisionConditionContainerHealthy, "ExitCode1", "Container failed with: boom"),
+		Check: wantStatus(1, 0, rt.False(duck.ConditionReady, v1.ExitCodeReason(1), "Container failed with: boom"), deploying,
+			rt.False(v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(1), "Container failed with: boom"),
 			rt.Unknown(v1.RevisionConditionActive, av1alpha1.ReasonQueued, av1alpha1.MessageQueued)),
 	}, {
 		Name: "a pod cannot be scheduled: its reason on ResourcesAvailable",
@@ -344,7 +342,7 @@ func TestReconcileTable(t *testing.T) {
 				return p
 			}()},
 		WantWrites: []string{"status Revision ns/hello-00001"},
-		Check: wantStatus(1, 0, rt.Unknown(duck.ConditionReady, "Deploying", ""), deploying, rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""),
+		Check: wantStatus(1, 0, rt.Unknown(duck.ConditionReady, v1.ReasonDeploying, ""), deploying, rt.Unknown(v1.RevisionConditionContainerHealthy, "", ""),
 			rt.Unknown(v1.RevisionConditionActive, av1alpha1.ReasonQueued, av1alpha1.MessageQueued)),
 	}, {
 		Name: "scaled to zero: Active False NoTraffic, still Ready, no Event",
@@ -353,7 +351,7 @@ func TestReconcileTable(t *testing.T) {
 			pa(0, 0, rt.False(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonNoTraffic, av1alpha1.MessageNoTraffic))},
 		WantWrites: []string{"status Revision ns/hello-00001"},
 		Check: wantStatus(0, 0, ready, available, healthy,
-			rt.False(v1.RevisionConditionActive, "NoTraffic", "The target is not receiving traffic.")),
+			rt.False(v1.RevisionConditionActive, av1alpha1.ReasonNoTraffic, av1alpha1.MessageNoTraffic)),
 	}, {
 		Name: "the autoscaler scales up: a Deployment generation not yet observed leaves ResourcesAvailable",
 		Key:  key,

@@ -15,12 +15,9 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -76,10 +73,10 @@ func TestReconcileCertificates(t *testing.T) {
 	}
 	var cfgFn func() *config.Config
 	build := func(env *rt.Env) reconcile.Reconciler {
-		return &route.Reconciler{Client: env.Client, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme),
-			Children: created.New(env.Client), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
-			Status: statuswriter.New(env.Client, env.Events, 0), Recorder: env.Events,
-			Config: cfgFn, GatewayHost: gateway, DefaultCertificateClass: "the-class"}
+		b := env.Base()
+		b.Config = cfgFn
+		return &route.Reconciler{Base: b, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme),
+			Recorder: env.Events, GatewayHost: gateway, DefaultCertificateClass: "the-class"}
 	}
 	r := rte()
 	objects := func(more ...client.Object) []client.Object {
@@ -88,7 +85,7 @@ func TestReconcileCertificates(t *testing.T) {
 	wantSecretTLS := []netv1alpha1.IngressTLS{{Hosts: []string{"hello.ns.example.com"}, SecretName: certName, SecretNamespace: ns}}
 	notReadyMsg := "Certificate " + certName + ` is not ready: no provider of class "the-class" has reported on it`
 	failedMsg := "Certificate " + certName + " fails to be provisioned: IssuerMissing: no issuer"
-	downgrade := rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, "HTTPDowngrade", "Certificate "+certName+" is not ready downgrade HTTP.")
+	downgrade := rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, v1.ReasonHTTPDowngrade, "Certificate "+certName+" is not ready downgrade HTTP.")
 	enabled := network(map[string]string{"external-domain-tls": "Enabled"})
 	badOption := `annotation networking.knative.dev/http-protocol: "sometimes" is not enabled or redirected`
 	redirected := network(map[string]string{"external-domain-tls": "Enabled", "http-protocol": "Redirected"})
@@ -129,7 +126,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning CertificateNotReady hello: " + notReadyMsg},
 		Check: wantTLS("https://hello.ns.example.com", nil, netv1alpha1.HTTPOptionRedirected,
-			rt.Unknown(v1.RouteConditionCertificateProvisioned, "CertificateNotReady", notReadyMsg)),
+			rt.Unknown(v1.RouteConditionCertificateProvisioned, v1.ReasonCertificateNotReady, notReadyMsg)),
 	}}, {redirected, rt.Case{
 		Name: "Redirected, the Certificate failed: False CertificateProvisionFailed, the status writer's Event",
 		Key:  key,
@@ -138,7 +135,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning CertificateProvisionFailed hello: " + failedMsg},
 		Check: wantTLS("https://hello.ns.example.com", nil, netv1alpha1.HTTPOptionRedirected,
-			rt.False(v1.RouteConditionCertificateProvisioned, "CertificateProvisionFailed", failedMsg)),
+			rt.False(v1.RouteConditionCertificateProvisioned, v1.ReasonCertificateProvisionFailed, failedMsg)),
 	}}, {enabled, rt.Case{
 		Name:       "the Certificate's name is taken: CertificateNotOwned",
 		Key:        key,
@@ -146,7 +143,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning CertificateNotOwned hello: There is an existing certificate " + certName + " that we don't own."},
 		Check: wantTLS("http://hello.ns.example.com", nil, netv1alpha1.HTTPOptionEnabled,
-			rt.False(v1.RouteConditionCertificateProvisioned, "CertificateNotOwned", "There is an existing certificate "+certName+" that we don't own.")),
+			rt.False(v1.RouteConditionCertificateProvisioned, v1.ReasonCertificateNotOwned, "There is an existing certificate "+certName+" that we don't own.")),
 	}}, {enabled, rt.Case{
 		Name: "a tag's Certificate whose tag is gone is deleted; another owner's is left alone",
 		Key:  key,
@@ -171,7 +168,7 @@ func TestReconcileCertificates(t *testing.T) {
 		WantEvents: []string{"Warning InvalidHTTPProtocol hello: " + badOption},
 		Check: func(t *testing.T, env *rt.Env) {
 			c := written(t, env).Status.GetCondition(v1.RouteConditionIngressReady)
-			rt.CheckConditions(t, "Route", []duck.Condition{*c}, rt.False(v1.RouteConditionIngressReady, "InvalidHTTPProtocol", badOption))
+			rt.CheckConditions(t, "Route", []duck.Condition{*c}, rt.False(v1.RouteConditionIngressReady, v1.ReasonInvalidHTTPProtocol, badOption))
 		},
 	}}, {enabled, rt.Case{
 		Name: "opted out by Knative's annotation: no Certificate, TLSNotEnabled",

@@ -2,11 +2,9 @@ package route
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -15,24 +13,16 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
-// SetupWithManager registers the Route controller. Routes are woken by their own
-// changes, by the KIngress, Certificates and placeholder Service they own, by the tracker for the
-// Configurations and Revisions they read (tracked), and by enqueue (the tracker's
-// requeue of an observer that starts tracking something), and by more (a change of
-// config-domain, config-network or config-features' tag-header-based-routing, which
-// wakes every Route).
+// Controller is what wakes the reconciler: its own changes, the KIngress, Certificates
+// and placeholder Service it owns, and the tracker (tracked) for the Configurations and
+// Revisions it reads; reconciler.SetupWithManager adds the tracker's requeue of an
+// observer that starts tracking something and configuration changes (config-domain,
+// config-network or config-features' tag-header-based-routing wake every Route) as
+// sources.
 //
 // Updates of a Configuration or Revision that leave alone what traffic resolution reads
 // of it (a Revision's replicas, a Configuration's latest created Revision) are dropped
 // before the tracker: they would wake every Route that names the object for nothing.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, tracked handler.EventHandler, enqueue source.Source, workers int, more ...source.Source) error {
-	c := r.Controller(watches.OwnersOf(mgr), tracked)
-	c.Sources = append(append(c.Sources, enqueue), more...)
-	return c.Register(mgr, workers)
-}
-
-// Controller is what wakes the reconciler, but for the tracker's requeue and
-// configuration changes, which SetupWithManager adds as sources.
 func (r *Reconciler) Controller(o watches.Owners, tracked handler.EventHandler) watches.Controller {
 	ages := oldestfirst.New()
 	return watches.Controller{

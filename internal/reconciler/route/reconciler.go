@@ -19,49 +19,26 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
-)
-
-// Condition reasons and messages users see, as in Knative.
-const (
-	reasonIngressNotConfigured = "IngressNotConfigured"
-	reasonTLSNotEnabled        = "TLSNotEnabled"
-	// reasonErrorConfig: the configuration gives the Route a host that is not a valid
-	// domain name (Knative's reason).
-	reasonErrorConfig = "ErrorConfig"
-	msgTLSNotEnabled  = "external-domain-tls is not enabled"
-	// reasonInvalidHTTPProtocol: the Route's http-protocol annotation is neither
-	// enabled nor redirected (Knative fails the reconcile with that error).
-	reasonInvalidHTTPProtocol = "InvalidHTTPProtocol"
-	msgIngressNotConfigured   = "Ingress has not yet been reconciled."
-	msgRolloutInProgress      = "A gradual rollout of the latest revision(s) is in progress."
 )
 
 // Reconciler reconciles one Route per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
+	// Base.Config: config-domain and config-network make the Route's hosts,
+	// config-features' tag-header-based-routing its KIngress's paths. Base.Clock paces
+	// gradual rollouts and the certificate warning's wait.
+	base.Base
 	// Tracker records which Configurations and Revisions each Route reads, so that
 	// their changes wake the Route.
 	Tracker *tracker.Tracker
-	// Children reads and creates the objects this reconciler owns, so that one it has
-	// just created counts as existing before the cache shows it.
-	Children *created.Children
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Refused remembers the children the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Config returns the current configuration: config-domain and config-network make
-	// the Route's hosts, config-features' tag-header-based-routing its KIngress's paths.
-	Config func() *config.Config
 	// GatewayHost is where placeholder Services point (ExternalName).
 	GatewayHost string
 	// DefaultCertificateClass is the class of the Route's Certificates when neither the
@@ -72,14 +49,8 @@ type Reconciler struct {
 	// a way its Ready condition does not report as a failure (pending, downgraded to
 	// HTTP); the status writer records the failures.
 	Recorder events.EventRecorder
-	// AfterRead, if set, runs between reading the Route and acting on it (tests use it
-	// to widen races).
-	AfterRead func()
-	// Now tells time for gradual rollouts and the certificate warning's wait (nil: the
-	// real clock); the convergence simulation passes its own.
-	Now func() time.Time
 
-	warnings certificateWarnings
+	warnings certificate.Warnings
 }
 
 // Reconcile brings one Route's children and status in line with its spec and with the
@@ -90,9 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, route, r.forget); !ok {
 		return ctrl.Result{}, err
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 	// One snapshot of the configuration for the whole reconcile.
 	cfg := r.Config()
 	want := route.DeepCopy()
@@ -105,26 +74,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if problem == nil && hostErr != nil {
 		// Permanent until the configuration changes, which wakes every Route.
-		problem = &traffic.Problem{Status: corev1.ConditionFalse, Reason: reasonErrorConfig, Message: hostErr.Error()}
+		problem = &traffic.Problem{Status: corev1.ConditionFalse, Reason: v1.ReasonErrorConfig, Message: hostErr.Error()}
 	}
 	// A bad http-protocol annotation leaves the KIngress as it is, and says so on
 	// IngressReady.
 	httpOption, optionErr := resources.HTTPOption(route, cfg.Network)
 
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
+	now := r.Now()
 
 	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
 	// it served before: its KIngress and status.traffic are left as they are.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	_, placeholderErr := child.Ensure(ctx, w, route, "placeholder Service", resources.MakePlaceholderService(route, r.GatewayHost), updatePlaceholder)
 	var ing *netv1alpha1.Ingress
 	var ingErr error
 	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
 	tlsOn := hostErr == nil && !hosts.ClusterLocal && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
-	var certs *certificates
+	var certs *certificate.Certificates
 	// served is status.traffic, what the hosts serve: targets, or a step of a rollout.
 	served, rolling, nextStep := targets, false, time.Time{}
 	if problem == nil && optionErr == nil {
@@ -148,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if certs, err = r.reconcileCertificates(ctx, w, route, hosts, resources.CertificateClass(route, cfg.Network, r.DefaultCertificateClass)); err != nil {
 				return ctrl.Result{}, err
 			}
-			desired.Spec.TLS = certs.tls
+			desired.Spec.TLS = certs.TLS
 		}
 		ing, ingErr = child.Ensure(ctx, w, route, "Ingress", desired, updateIngress)
 	} else {
@@ -156,20 +122,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Status.
-	status := route.Status.DeepCopy()
-	status.ObservedGeneration = route.Generation
-	m := v1.RouteConditions.Manage(&status.Status)
-	m.InitializeConditions()
+	status, m := base.OpenStatus(&route.Status, route.Generation, v1.RouteConditions)
 	var o child.Outcome
 	switch {
 	case !tlsOn:
-		m.MarkTrueWithReason(v1.RouteConditionCertificateProvisioned, reasonTLSNotEnabled, msgTLSNotEnabled)
+		status.MarkTLSNotEnabled()
 	case certs != nil:
-		certs.mark(m, &o, cfg.Network.HTTPProtocol == config.HTTPEnabled)
+		certs.Mark(status, m, v1.RouteConditionCertificateProvisioned, &o, cfg.Network.HTTPProtocol == config.HTTPEnabled)
 	}
 	// With TLS on and traffic unresolved no Certificate was read: the URL stays.
 	if hostErr == nil && (!tlsOn || certs != nil) {
-		status.URL = certs.url(hosts, "")
+		status.URL = url(certs, hosts, "")
 	}
 	status.Address = &duck.Addressable{URL: resources.AddressURL(route)}
 	if problem != nil {
@@ -192,14 +155,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case ingErr != nil:
 		return ctrl.Result{}, ingErr
 	case placeholderOK && optionErr != nil:
-		m.MarkFalse(v1.RouteConditionIngressReady, reasonInvalidHTTPProtocol, "%s", optionErr)
+		status.MarkInvalidHTTPProtocol(optionErr.Error())
 	case placeholderOK && rolling:
 		// As Knative: the Route is not done until the rollout is.
-		m.MarkUnknown(v1.RouteConditionIngressReady, v1.ReasonRolloutInProgress, msgRolloutInProgress)
+		status.MarkIngressRolloutInProgress()
 	case placeholderOK:
-		markIngress(m, ing)
+		status.PropagateIngressStatus(ing)
 	}
-	warnIn := r.warnCertificate(route, status, certs, now)
+	warnIn := r.warnings.Warn(r.Recorder, route, status.GetCondition(v1.RouteConditionCertificateProvisioned), certs, now)
 	res, err := o.Result(r.Status.Write(ctx, route, &route.Status, status))
 	res.RequeueAfter = sooner(res.RequeueAfter, warnIn)
 	if !nextStep.IsZero() {
@@ -248,7 +211,7 @@ func (r *Reconciler) rollout(ctx context.Context, w child.Writer, route *v1.Rout
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.Tracker.OnDeletedObserver(key)
 	r.Status.Forget(key)
-	r.warnings.last.Delete(key)
+	r.warnings.Forget(key)
 }
 
 // resolve reads every Configuration and Revision the traffic names through the
@@ -286,42 +249,20 @@ func updatePlaceholder(desired, have *corev1.Service) bool {
 // Route's alone: it goes when the Route has no rollout duration any more, so that a
 // later one does not start from a split long gone.
 func updateIngress(desired, have *netv1alpha1.Ingress) bool {
-	spec := child.Set(&have.Spec, desired.Spec)
-	labels := child.MergeLabels(desired, have)
 	state := false
 	if _, ok := desired.Annotations[rollout.Annotation]; !ok {
 		if _, state = have.Annotations[rollout.Annotation]; state {
 			delete(have.Annotations, rollout.Annotation)
 		}
 	}
-	return child.MergeAnnotations(desired, have) || labels || spec || state
-}
-
-// markIngress turns the KIngress's readiness into IngressReady. An ingress that has
-// not observed its latest generation says nothing about the current traffic.
-func markIngress(m duck.ConditionManager, ing *netv1alpha1.Ingress) {
-	if ing == nil || ing.Status.ObservedGeneration != ing.Generation {
-		m.MarkUnknown(v1.RouteConditionIngressReady, reasonIngressNotConfigured, msgIngressNotConfigured)
-		return
-	}
-	c := ing.Status.GetCondition(netv1alpha1.IngressConditionReady)
-	switch {
-	case c.IsTrue():
-		m.MarkTrue(v1.RouteConditionIngressReady)
-	case c.IsFalse():
-		m.MarkFalse(v1.RouteConditionIngressReady, c.Reason, "%s", c.Message)
-	case c == nil || c.Reason == "":
-		m.MarkUnknown(v1.RouteConditionIngressReady, reasonIngressNotConfigured, msgIngressNotConfigured)
-	default:
-		m.MarkUnknown(v1.RouteConditionIngressReady, c.Reason, "%s", c.Message)
-	}
+	return child.Merge(desired, have, &have.Spec, desired.Spec) || state
 }
 
 // withURLs gives each tagged target its URL, as status.traffic shows it.
-func withURLs(targets []v1.TrafficTarget, hosts *resources.Hosts, certs *certificates) []v1.TrafficTarget {
+func withURLs(targets []v1.TrafficTarget, hosts *resources.Hosts, certs *certificate.Certificates) []v1.TrafficTarget {
 	for i := range targets {
 		if targets[i].Tag != "" {
-			targets[i].URL = certs.url(hosts, targets[i].Tag)
+			targets[i].URL = url(certs, hosts, targets[i].Tag)
 		}
 	}
 	return targets

@@ -13,12 +13,9 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -29,14 +26,14 @@ func TestRolloutTable(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	networkSeconds := 0
 	build := func(env *rt.Env) reconcile.Reconciler {
-		return &route.Reconciler{Client: env.Client, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme),
-			Children: created.New(env.Client), Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax),
-			Status: statuswriter.New(env.Client, env.Events, 0), GatewayHost: gateway, Now: func() time.Time { return now },
-			Config: func() *config.Config {
-				c := config.Default()
-				c.Network.RolloutDurationSeconds = networkSeconds
-				return c
-			}}
+		b := env.Base()
+		b.Clock = rt.Clock(func() time.Time { return now })
+		b.Config = func() *config.Config {
+			c := config.Default()
+			c.Network.RolloutDurationSeconds = networkSeconds
+			return c
+		}
+		return &route.Reconciler{Base: b, Tracker: tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme), GatewayHost: gateway}
 	}
 	withDuration := func(d string) func(*v1.Route) {
 		return func(r *v1.Route) { r.Annotations = map[string]string{"serving.knative.dev/rollout-duration": d} }
@@ -88,8 +85,8 @@ func TestRolloutTable(t *testing.T) {
 			t.Errorf("rollout annotation\n got %s\nwant %s", got, s)
 		}
 	}
-	rolling := rt.Unknown(v1.RouteConditionIngressReady, "RolloutInProgress", "A gradual rollout of the latest revision(s) is in progress.")
-	rollingReady := rt.Unknown(duck.ConditionReady, "RolloutInProgress", "A gradual rollout of the latest revision(s) is in progress.")
+	rolling := rt.Unknown(v1.RouteConditionIngressReady, v1.ReasonRolloutInProgress, v1.MessageRolloutInProgress)
+	rollingReady := rt.Unknown(duck.ConditionReady, v1.ReasonRolloutInProgress, v1.MessageRolloutInProgress)
 	cfg2, rev1, rev2 := cfg("hello-00002", ready), rev("hello-00001", corev1.ConditionTrue), rev("hello-00002", corev1.ConditionTrue)
 	start := rollout.Params{StartTime: now.Add(-2 * time.Second).UnixNano()}
 	paced := rollout.Params{StartTime: start.StartTime, StepDuration: int64(time.Second), StepSize: 25, NextStepTime: now.UnixNano()}
@@ -154,7 +151,7 @@ func TestRolloutTable(t *testing.T) {
 		Check: func(t *testing.T, env *rt.Env) {
 			wantIngress(t, env, state(rollout.Params{}, rr("hello-00002", 100)), target("hello-00002", 100))
 			wantStatus([]v1.TrafficTarget{target("hello-00002", 100)},
-				rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), assigned, notConfigd, noTLS)(t, env)
+				rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
 		},
 	}, {
 		Name: "the duration removed mid-rollout: all to the new Revision at once, the state goes",
@@ -165,7 +162,7 @@ func TestRolloutTable(t *testing.T) {
 		Check: func(t *testing.T, env *rt.Env) {
 			wantIngress(t, env, nil, target("hello-00002", 100))
 			wantStatus([]v1.TrafficTarget{target("hello-00002", 100)},
-				rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), assigned, notConfigd, noTLS)(t, env)
+				rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
 		},
 	}, {
 		Name: "config-network's rollout-duration when the Route has none",

@@ -16,13 +16,11 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -92,8 +90,8 @@ var (
 	ready      = rt.True(duck.ConditionReady)
 	assigned   = rt.True(v1.RouteConditionAllTrafficAssigned)
 	ingressOK  = rt.True(v1.RouteConditionIngressReady)
-	noTLS      = rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, "TLSNotEnabled", "external-domain-tls is not enabled")
-	notConfigd = rt.Unknown(v1.RouteConditionIngressReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")
+	noTLS      = rt.Cond(v1.RouteConditionCertificateProvisioned, corev1.ConditionTrue, v1.ReasonTLSNotEnabled, v1.MessageTLSNotEnabled)
+	notConfigd = rt.Unknown(v1.RouteConditionIngressReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)
 )
 
 func notOwned(o client.Object) client.Object {
@@ -141,9 +139,9 @@ func TestReconcileTable(t *testing.T) {
 	var trk *tracker.Tracker
 	build := func(env *rt.Env) reconcile.Reconciler {
 		trk = tracker.New(func(types.NamespacedName) {}, 0).SetScheme(env.Scheme)
-		return &route.Reconciler{Client: env.Client, Tracker: trk, Children: created.New(env.Client),
-			Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0),
-			Config: config.Default, GatewayHost: gateway}
+		b := env.Base()
+		b.Config = config.Default
+		return &route.Reconciler{Base: b, Tracker: trk, GatewayHost: gateway}
 	}
 	r := rte()
 	cfgReady := cfg("hello-00001", ready)
@@ -166,7 +164,7 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{rte(), cfgReady, rev1},
 		WantWrites: []string{"create Ingress ns/hello", "create Service ns/hello", "status Route ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(toLatest, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."),
+			wantStatus(toLatest, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured),
 				assigned, notConfigd, noTLS)(t, env)
 			ing, want := env.Written(rt.Create, "Ingress", "hello").(*netv1alpha1.Ingress), ingress(r, toLatest, nil)
 			if !equality.Semantic.DeepEqual(ing.Spec, want.Spec) || !equality.Semantic.DeepEqual(ing.Labels, want.Labels) ||
@@ -206,7 +204,7 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"update Ingress ns/hello", "status Route ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
 			to2 := []v1.TrafficTarget{{RevisionName: "hello-00002", LatestRevision: ptr(true), Percent: ptr(int64(100))}}
-			wantStatus(to2, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."),
+			wantStatus(to2, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured),
 				assigned, notConfigd, noTLS)(t, env)
 			ing := env.Written(rt.Update, "Ingress", "hello").(*netv1alpha1.Ingress)
 			if !equality.Semantic.DeepEqual(ing.Spec, ingress(r, to2, nil).Spec) || ing.Generation != 2 {
@@ -224,7 +222,7 @@ func TestReconcileTable(t *testing.T) {
 			wantStatus([]v1.TrafficTarget{
 				{Tag: "current", RevisionName: "hello-00002", LatestRevision: ptr(true), Percent: ptr(int64(75)), URL: "http://current-hello.ns.example.com"},
 				{Tag: "old", RevisionName: "hello-00001", LatestRevision: ptr(false), Percent: ptr(int64(25)), URL: "http://old-hello.ns.example.com"},
-			}, rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), assigned, notConfigd, noTLS)(t, env)
+			}, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
 			var hosts []string
 			for _, rule := range env.Written(rt.Create, "Ingress", "hello").(*netv1alpha1.Ingress).Spec.Rules {
 				hosts = append(hosts, rule.Hosts[0])
@@ -240,8 +238,8 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"create Service ns/hello", "status Route ns/hello"},
 		WantEvents: []string{"Warning ConfigurationMissing hello: " + missingCfg},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(nil, rt.False(duck.ConditionReady, "ConfigurationMissing", missingCfg),
-				rt.False(v1.RouteConditionAllTrafficAssigned, "ConfigurationMissing", missingCfg), notConfigd, noTLS)(t, env)
+			wantStatus(nil, rt.False(duck.ConditionReady, v1.ReasonConfigurationMissing, missingCfg),
+				rt.False(v1.RouteConditionAllTrafficAssigned, v1.ReasonConfigurationMissing, missingCfg), notConfigd, noTLS)(t, env)
 			tracked(t, trk)
 		},
 	}, {
@@ -249,24 +247,24 @@ func TestReconcileTable(t *testing.T) {
 		Key:        key,
 		Objects:    []client.Object{rte(), cfg("", rt.Unknown(duck.ConditionReady, "", "")), placeholder(r)},
 		WantWrites: []string{"status Route ns/hello"},
-		Check: wantStatus(nil, rt.Unknown(duck.ConditionReady, "RevisionMissing", `Configuration "hello" is waiting for a Revision to become ready.`),
-			rt.Unknown(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Configuration "hello" is waiting for a Revision to become ready.`), notConfigd, noTLS),
+		Check: wantStatus(nil, rt.Unknown(duck.ConditionReady, v1.ReasonRevisionMissing, `Configuration "hello" is waiting for a Revision to become ready.`),
+			rt.Unknown(v1.RouteConditionAllTrafficAssigned, v1.ReasonRevisionMissing, `Configuration "hello" is waiting for a Revision to become ready.`), notConfigd, noTLS),
 	}, {
 		Name:       "the Configuration failed with no ready Revision: RevisionMissing, False",
 		Key:        key,
-		Objects:    []client.Object{rte(), cfg("", rt.False(duck.ConditionReady, "RevisionFailed", "boom")), placeholder(r)},
+		Objects:    []client.Object{rte(), cfg("", rt.False(duck.ConditionReady, v1.ReasonRevisionFailed, "boom")), placeholder(r)},
 		WantWrites: []string{"status Route ns/hello"},
 		WantEvents: []string{`Warning RevisionMissing hello: Configuration "hello" does not have any ready Revision.`},
-		Check: wantStatus(nil, rt.False(duck.ConditionReady, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`),
-			rt.False(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Configuration "hello" does not have any ready Revision.`), notConfigd, noTLS),
+		Check: wantStatus(nil, rt.False(duck.ConditionReady, v1.ReasonRevisionMissing, `Configuration "hello" does not have any ready Revision.`),
+			rt.False(v1.RouteConditionAllTrafficAssigned, v1.ReasonRevisionMissing, `Configuration "hello" does not have any ready Revision.`), notConfigd, noTLS),
 	}, {
 		Name:       "a named Revision is missing: RevisionMissing, False",
 		Key:        key,
 		Objects:    []client.Object{rte(traffic(v1.TrafficTarget{RevisionName: "hello-00009", Percent: ptr(int64(100))})), placeholder(r)},
 		WantWrites: []string{"status Route ns/hello"},
 		WantEvents: []string{`Warning RevisionMissing hello: Revision "hello-00009" referenced in traffic not found.`},
-		Check: wantStatus(nil, rt.False(duck.ConditionReady, "RevisionMissing", `Revision "hello-00009" referenced in traffic not found.`),
-			rt.False(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Revision "hello-00009" referenced in traffic not found.`), notConfigd, noTLS),
+		Check: wantStatus(nil, rt.False(duck.ConditionReady, v1.ReasonRevisionMissing, `Revision "hello-00009" referenced in traffic not found.`),
+			rt.False(v1.RouteConditionAllTrafficAssigned, v1.ReasonRevisionMissing, `Revision "hello-00009" referenced in traffic not found.`), notConfigd, noTLS),
 	}, {
 		Name: "a named Revision is not ready yet: the KIngress and status.traffic stay as they were",
 		Key:  key,
@@ -274,32 +272,32 @@ func TestReconcileTable(t *testing.T) {
 			r.Status.Traffic = toLatest
 		}), rev("hello-00002", corev1.ConditionUnknown), placeholder(r), ingress(r, toLatest, ingReady)},
 		WantWrites: []string{"status Route ns/hello"},
-		Check: wantStatus(toLatest, rt.Unknown(duck.ConditionReady, "RevisionMissing", `Revision "hello-00002" is not yet ready.`),
-			rt.Unknown(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", `Revision "hello-00002" is not yet ready.`), ingressOK, noTLS),
+		Check: wantStatus(toLatest, rt.Unknown(duck.ConditionReady, v1.ReasonRevisionMissing, `Revision "hello-00002" is not yet ready.`),
+			rt.Unknown(v1.RouteConditionAllTrafficAssigned, v1.ReasonRevisionMissing, `Revision "hello-00002" is not yet ready.`), ingressOK, noTLS),
 	}, {
 		Name:       "traffic that slipped past admission: InvalidTraffic",
 		Key:        key,
 		Objects:    []client.Object{rte(traffic(v1.TrafficTarget{ConfigurationName: "hello", Percent: ptr(int64(90))})), cfgReady, rev1, placeholder(r)},
 		WantWrites: []string{"status Route ns/hello"},
 		WantEvents: []string{"Warning InvalidTraffic hello: traffic percents sum to 90, not 100"},
-		Check: wantStatus(nil, rt.False(duck.ConditionReady, "InvalidTraffic", "traffic percents sum to 90, not 100"),
-			rt.False(v1.RouteConditionAllTrafficAssigned, "InvalidTraffic", "traffic percents sum to 90, not 100"), notConfigd, noTLS),
+		Check: wantStatus(nil, rt.False(duck.ConditionReady, v1.ReasonInvalidTraffic, "traffic percents sum to 90, not 100"),
+			rt.False(v1.RouteConditionAllTrafficAssigned, v1.ReasonInvalidTraffic, "traffic percents sum to 90, not 100"), notConfigd, noTLS),
 	}, {
 		Name:       "the KIngress's name is taken: NotOwned, left alone",
 		Key:        key,
 		Objects:    []client.Object{rte(), cfgReady, rev1, placeholder(r), notOwned(ingress(r, nil, ingReady))},
 		WantWrites: []string{"status Route ns/hello"},
 		WantEvents: []string{`Warning NotOwned hello: There is an existing Ingress "hello" that we do not own.`},
-		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "NotOwned", `There is an existing Ingress "hello" that we do not own.`),
-			assigned, rt.False(v1.RouteConditionIngressReady, "NotOwned", `There is an existing Ingress "hello" that we do not own.`), noTLS),
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, duck.ReasonNotOwned, `There is an existing Ingress "hello" that we do not own.`),
+			assigned, rt.False(v1.RouteConditionIngressReady, duck.ReasonNotOwned, `There is an existing Ingress "hello" that we do not own.`), noTLS),
 	}, {
 		Name:       "the placeholder Service's name is taken: NotOwned; the KIngress is still created",
 		Key:        key,
 		Objects:    []client.Object{rte(), cfgReady, rev1, notOwned(placeholder(r))},
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		WantEvents: []string{`Warning NotOwned hello: There is an existing placeholder Service "hello" that we do not own.`},
-		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "NotOwned", `There is an existing placeholder Service "hello" that we do not own.`),
-			assigned, rt.False(v1.RouteConditionIngressReady, "NotOwned", `There is an existing placeholder Service "hello" that we do not own.`), noTLS),
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, duck.ReasonNotOwned, `There is an existing placeholder Service "hello" that we do not own.`),
+			assigned, rt.False(v1.RouteConditionIngressReady, duck.ReasonNotOwned, `There is an existing placeholder Service "hello" that we do not own.`), noTLS),
 	}, {
 		Name:    "a refused KIngress: CreationFailed on IngressReady, retried after the back-off",
 		Key:     key,
@@ -309,8 +307,8 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"status Route ns/hello"},
 		WantEvents: []string{"Warning CreationFailed hello: " + refusedIng},
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
-		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, "CreationFailed", refusedIng),
-			assigned, rt.False(v1.RouteConditionIngressReady, "CreationFailed", refusedIng), noTLS),
+		Check: wantStatus(toLatest, rt.False(duck.ConditionReady, duck.ReasonCreationFailed, refusedIng),
+			assigned, rt.False(v1.RouteConditionIngressReady, duck.ReasonCreationFailed, refusedIng), noTLS),
 	}, {
 		Name:       "the KIngress failed: its reason on IngressReady",
 		Key:        key,

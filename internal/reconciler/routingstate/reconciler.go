@@ -16,24 +16,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler labels one Revision per call.
 type Reconciler struct {
-	// Client reads from the manager's cache (with package index's indexes) and writes
-	// through the API server.
-	Client client.Client
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Base.Client reads from the manager's cache (with package index's indexes) and
+	// writes through the API server; Base.Clock stamps the label's change. It writes
+	// no status and owns no children.
+	base.Base
 	// Recorder records the Warning Event on a Revision whose label cannot be written
 	// (nil: none).
 	Recorder events.EventRecorder
 }
-
-// reasonRoutingStateFailed is the Event's reason when the label cannot be written.
-const reasonRoutingStateFailed = "RoutingStateFailed"
 
 // Controller is what wakes the reconciler: a Revision created or relabelled, the
 // Revisions a Route's status.traffic gains or loses, and the latest Revisions a
@@ -95,10 +92,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !change {
 		return reconcile.Result{}, nil
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
 	patch := client.MergeFrom(rev.DeepCopy())
 	if rev.Labels == nil {
 		rev.Labels = map[string]string{}
@@ -107,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		rev.Annotations = map[string]string{}
 	}
 	rev.Labels[v1.RoutingStateLabelKey] = string(state)
-	rev.Annotations[v1.RoutingStateModifiedAnnotation] = now().UTC().Format(time.RFC3339)
+	rev.Annotations[v1.RoutingStateModifiedAnnotation] = r.Now().UTC().Format(time.RFC3339)
 	err := r.Client.Patch(ctx, rev, patch)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
@@ -115,7 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// A refusal (RBAC, a webhook) would otherwise only retry in the log, while
 	// min-scale keeps holding the Revision's pods.
 	if err != nil && !apierrors.IsConflict(err) && r.Recorder != nil {
-		r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, reasonRoutingStateFailed, "Reconcile",
+		r.Recorder.Eventf(rev, nil, corev1.EventTypeWarning, v1.ReasonRoutingStateFailed, "Reconcile",
 			"Cannot label the Revision routingState=%s: %v", state, err)
 	}
 	return reconcile.Result{}, err

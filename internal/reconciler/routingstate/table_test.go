@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/routingstate"
 )
@@ -114,6 +115,6 @@ func TestReconcileTable(t *testing.T) {
 		Key:     rt.Key(ns, "hello-00001"),
 		Objects: objs(rev("hello-00001", "")),
 	}}, func(env *rt.Env) reconcile.Reconciler {
-		return &routingstate.Reconciler{Client: env.Client, Recorder: env.Events, Now: func() time.Time { return now }}
+		return &routingstate.Reconciler{Base: base.Base{Client: env.Client, Clock: rt.Clock(func() time.Time { return now })}, Recorder: env.Events}
 	})
 }

@@ -6,44 +6,26 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	"github.com/ferry-serving/ferry/internal/reconciler/load"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 )
 
 // Reconciler reconciles one Service per call.
 type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
-	// Children reads and creates the objects this reconciler owns, so that one it has
-	// just created counts as existing before the cache shows it.
-	Children *created.Children
-	// Refused remembers the children the API server refused, to report and back off.
-	Refused *refusal.Writes
-	// Status writes the status and records Warning Events for new failures.
-	Status *statuswriter.Writer
-	// Config returns the live configuration: config-defaults and config-features
-	// default the children as admission defaults a Service (nil: Knative's defaults).
-	Config    func() *config.Config
-	AfterRead func()
+	// Base.Config: config-defaults and config-features default the children as
+	// admission defaults a Service.
+	base.Base
 	// Serial, if set, ensures the two children one after the other (child.Together).
 	Serial bool
-}
-
-// SetupWithManager registers the controller: Services and the children they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, workers)
 }
 
 // Controller is what wakes the reconciler: its Services and the children they own.
@@ -70,15 +52,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, svc, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
-	if r.AfterRead != nil {
-		r.AfterRead()
-	}
+	r.Read()
 	want := svc.DeepCopy()
 	want.SetDefaults(config.ToContextFrom(ctx, r.Config))
 
 	// Desired and apply. The two children do not depend on each other: on a Service's
 	// first reconcile, creating them side by side takes one API round trip instead of two.
-	w := child.Writer{Client: r.Client, Children: r.Children, Refused: r.Refused}
+	w := r.Writer()
 	var rt *v1.Route
 	var cfg *v1.Configuration
 	var rtErr, cfgErr error
@@ -89,10 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	})
 
 	// Status.
-	status := svc.Status.DeepCopy()
-	status.ObservedGeneration = svc.Generation
-	m := v1.ServiceConditions.Manage(&status.Status)
-	m.InitializeConditions()
+	status, m := base.OpenStatus(&svc.Status, svc.Generation, v1.ServiceConditions)
 	var o child.Outcome
 	switch {
 	case o.Mark(m, v1.ServiceConditionConfigurationsReady, cfgErr):

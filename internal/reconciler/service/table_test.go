@@ -15,11 +15,9 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 )
 
 const ns = "ns"
@@ -146,8 +144,7 @@ var (
 )
 
 func build(env *rt.Env) reconcile.Reconciler {
-	return &service.Reconciler{Client: env.Client, Children: created.New(env.Client),
-		Refused: refusal.New(refusal.DefaultInitial, refusal.DefaultMax), Status: statuswriter.New(env.Client, env.Events, 0)}
+	return &service.Reconciler{Base: env.Base()}
 }
 
 func TestReconcileTable(t *testing.T) {
@@ -166,9 +163,9 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{svc()},
 		WantWrites: []string{"create Configuration ns/hello", "create Route ns/hello", "status Service ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.Unknown(v1.ServiceConditionReady, "OutOfDate", msgConfigOutOfDate),
-				rt.Unknown(v1.ServiceConditionConfigurationsReady, "OutOfDate", msgConfigOutOfDate),
-				rt.Unknown(v1.ServiceConditionRoutesReady, "OutOfDate", msgRouteOutOfDate))(t, env)
+			wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonOutOfDate, msgConfigOutOfDate),
+				rt.Unknown(v1.ServiceConditionConfigurationsReady, v1.ReasonOutOfDate, msgConfigOutOfDate),
+				rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonOutOfDate, msgRouteOutOfDate))(t, env)
 			want, got := config(s), env.Written(rt.Create, "Configuration", "hello").(*v1.Configuration)
 			if !equality.Semantic.DeepEqual(got.Spec, want.Spec) || !equality.Semantic.DeepEqual(got.Labels, want.Labels) ||
 				!equality.Semantic.DeepEqual(got.Annotations, want.Annotations) || !equality.Semantic.DeepEqual(got.OwnerReferences, want.OwnerReferences) {
@@ -210,8 +207,8 @@ func TestReconcileTable(t *testing.T) {
 		}), config(s), route(s)},
 		WantWrites: []string{"update Configuration ns/hello", "status Service ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.Unknown(v1.ServiceConditionReady, "OutOfDate", msgConfigOutOfDate),
-				rt.Unknown(v1.ServiceConditionConfigurationsReady, "OutOfDate", msgConfigOutOfDate), routeReady)(t, env)
+			wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonOutOfDate, msgConfigOutOfDate),
+				rt.Unknown(v1.ServiceConditionConfigurationsReady, v1.ReasonOutOfDate, msgConfigOutOfDate), routeReady)(t, env)
 			c := env.Written(rt.Update, "Configuration", "hello").(*v1.Configuration)
 			if c.Spec.Template.Spec.Containers[0].Image != "ferry.test/hello:v2" || c.Generation != 2 {
 				t.Errorf("updated Configuration: generation %d, %+v", c.Generation, c.Spec.Template.Spec.Containers)
@@ -226,8 +223,8 @@ func TestReconcileTable(t *testing.T) {
 		// No Route follows the latest Revision any more: the routes annotation goes.
 		WantWrites: []string{"update Configuration ns/hello", "update Route ns/hello", "status Service ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.Unknown(v1.ServiceConditionReady, "OutOfDate", msgRouteOutOfDate), configReady,
-				rt.Unknown(v1.ServiceConditionRoutesReady, "OutOfDate", msgRouteOutOfDate))(t, env)
+			wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonOutOfDate, msgRouteOutOfDate), configReady,
+				rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonOutOfDate, msgRouteOutOfDate))(t, env)
 			if c := env.Written(rt.Update, "Configuration", "hello").(*v1.Configuration); c.Annotations[v1.RoutesAnnotationKey] != "" {
 				t.Errorf("Configuration annotations %v: routes stays while no Route follows the latest", c.Annotations)
 			}
@@ -243,9 +240,9 @@ func TestReconcileTable(t *testing.T) {
 		Objects:    []client.Object{svc(), notOwned(config(s)), route(s)},
 		WantWrites: []string{"status Service ns/hello"},
 		WantEvents: []string{`Warning NotOwned hello: There is an existing Configuration "hello" that we do not own.`},
-		Check: wantStatus(rt.False(v1.ServiceConditionReady, "NotOwned", `There is an existing Configuration "hello" that we do not own.`),
-			rt.False(v1.ServiceConditionConfigurationsReady, "NotOwned", `There is an existing Configuration "hello" that we do not own.`),
-			rt.Unknown(v1.ServiceConditionRoutesReady, "TrafficNotMigrated", "Traffic is not yet migrated to the latest revision.")),
+		Check: wantStatus(rt.False(v1.ServiceConditionReady, duck.ReasonNotOwned, `There is an existing Configuration "hello" that we do not own.`),
+			rt.False(v1.ServiceConditionConfigurationsReady, duck.ReasonNotOwned, `There is an existing Configuration "hello" that we do not own.`),
+			rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonTrafficNotMigrated, "Traffic is not yet migrated to the latest revision.")),
 	}, {
 		Name:       "the Route's name is taken: NotOwned; the Configuration is still created",
 		Key:        key,
@@ -253,9 +250,9 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"create Configuration ns/hello", "status Service ns/hello"},
 		WantEvents: []string{`Warning NotOwned hello: There is an existing Route "hello" that we do not own.`},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.False(v1.ServiceConditionReady, "NotOwned", `There is an existing Route "hello" that we do not own.`),
-				rt.Unknown(v1.ServiceConditionConfigurationsReady, "OutOfDate", msgConfigOutOfDate),
-				rt.False(v1.ServiceConditionRoutesReady, "NotOwned", `There is an existing Route "hello" that we do not own.`))(t, env)
+			wantStatus(rt.False(v1.ServiceConditionReady, duck.ReasonNotOwned, `There is an existing Route "hello" that we do not own.`),
+				rt.Unknown(v1.ServiceConditionConfigurationsReady, v1.ReasonOutOfDate, msgConfigOutOfDate),
+				rt.False(v1.ServiceConditionRoutesReady, duck.ReasonNotOwned, `There is an existing Route "hello" that we do not own.`))(t, env)
 			var squatter v1.Route
 			env.Get(t, key, &squatter)
 			if len(squatter.OwnerReferences) != 0 || squatter.Spec.Traffic[0].ConfigurationName != "hello" {
@@ -272,9 +269,9 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning CreationFailed hello: " + refused},
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.False(v1.ServiceConditionReady, "CreationFailed", refused),
-				rt.False(v1.ServiceConditionConfigurationsReady, "CreationFailed", refused),
-				rt.Unknown(v1.ServiceConditionRoutesReady, "OutOfDate", msgRouteOutOfDate))(t, env)
+			wantStatus(rt.False(v1.ServiceConditionReady, duck.ReasonCreationFailed, refused),
+				rt.False(v1.ServiceConditionConfigurationsReady, duck.ReasonCreationFailed, refused),
+				rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonOutOfDate, msgRouteOutOfDate))(t, env)
 			// Within the back-off the create is not tried again, nor the failure
 			// written or reported again.
 			env.QuietWithinBackOff(t)
@@ -288,9 +285,9 @@ func TestReconcileTable(t *testing.T) {
 		WantWrites: []string{"update Configuration ns/hello", "status Service ns/hello"},
 		WantEvents: []string{`Warning UpdateFailed hello: failed to update Route "hello": routes.serving.knative.dev "hello" is forbidden: denied by policy`},
 		WantResult: reconcile.Result{RequeueAfter: refusal.DefaultInitial},
-		Check: wantStatus(rt.False(v1.ServiceConditionReady, "UpdateFailed", `failed to update Route "hello": routes.serving.knative.dev "hello" is forbidden: denied by policy`),
+		Check: wantStatus(rt.False(v1.ServiceConditionReady, duck.ReasonUpdateFailed, `failed to update Route "hello": routes.serving.knative.dev "hello" is forbidden: denied by policy`),
 			configReady,
-			rt.False(v1.ServiceConditionRoutesReady, "UpdateFailed", `failed to update Route "hello": routes.serving.knative.dev "hello" is forbidden: denied by policy`)),
+			rt.False(v1.ServiceConditionRoutesReady, duck.ReasonUpdateFailed, `failed to update Route "hello": routes.serving.knative.dev "hello" is forbidden: denied by policy`)),
 	}, {
 		Name:    "a write that is not a refusal is an error, retried by the queue",
 		Key:     key,
@@ -308,9 +305,9 @@ func TestReconcileTable(t *testing.T) {
 		}), route(s)},
 		WantWrites: []string{"status Service ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.Unknown(v1.ServiceConditionReady, "OutOfDate", msgConfigOutOfDate),
-				rt.Unknown(v1.ServiceConditionConfigurationsReady, "OutOfDate", msgConfigOutOfDate),
-				rt.Unknown(v1.ServiceConditionRoutesReady, "TrafficNotMigrated", "Traffic is not yet migrated to the latest revision."))(t, env)
+			wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonOutOfDate, msgConfigOutOfDate),
+				rt.Unknown(v1.ServiceConditionConfigurationsReady, v1.ReasonOutOfDate, msgConfigOutOfDate),
+				rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonTrafficNotMigrated, "Traffic is not yet migrated to the latest revision."))(t, env)
 			if got := written(t, env).Status.LatestCreatedRevisionName; got != "" {
 				t.Errorf("latestCreatedRevisionName %q copied from an out-of-date Configuration", got)
 			}
@@ -322,8 +319,8 @@ func TestReconcileTable(t *testing.T) {
 			r.Generation = 3
 		})},
 		WantWrites: []string{"status Service ns/hello"},
-		Check: wantStatus(rt.Unknown(v1.ServiceConditionReady, "OutOfDate", msgRouteOutOfDate), configReady,
-			rt.Unknown(v1.ServiceConditionRoutesReady, "OutOfDate", msgRouteOutOfDate)),
+		Check: wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonOutOfDate, msgRouteOutOfDate), configReady,
+			rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonOutOfDate, msgRouteOutOfDate)),
 	}, {
 		Name: "the Route still serves the previous Revision: TrafficNotMigrated",
 		Key:  key,
@@ -331,20 +328,20 @@ func TestReconcileTable(t *testing.T) {
 			c.Status.LatestCreatedRevisionName, c.Status.LatestReadyRevisionName = "hello-00002", "hello-00002"
 		}), route(s)},
 		WantWrites: []string{"status Service ns/hello"},
-		Check: wantStatus(rt.Unknown(v1.ServiceConditionReady, "TrafficNotMigrated", "Traffic is not yet migrated to the latest revision."),
-			configReady, rt.Unknown(v1.ServiceConditionRoutesReady, "TrafficNotMigrated", "Traffic is not yet migrated to the latest revision.")),
+		Check: wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonTrafficNotMigrated, "Traffic is not yet migrated to the latest revision."),
+			configReady, rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonTrafficNotMigrated, "Traffic is not yet migrated to the latest revision.")),
 	}, {
 		Name: "the latest Revision failed: RevisionFailed from the Configuration, a Warning Event",
 		Key:  key,
 		Objects: []client.Object{svc(), config(s, func(c *v1.Configuration) {
 			c.Status.LatestCreatedRevisionName = "hello-00002"
-			c.Status.Conditions = []duck.Condition{rt.False(duck.ConditionReady, "RevisionFailed", `Revision "hello-00002" failed with message: Unable to fetch image.`)}
+			c.Status.Conditions = []duck.Condition{rt.False(duck.ConditionReady, v1.ReasonRevisionFailed, `Revision "hello-00002" failed with message: Unable to fetch image.`)}
 		}), route(s)},
 		WantWrites: []string{"status Service ns/hello"},
 		WantEvents: []string{`Warning RevisionFailed hello: Revision "hello-00002" failed with message: Unable to fetch image.`},
 		Check: func(t *testing.T, env *rt.Env) {
-			wantStatus(rt.False(v1.ServiceConditionReady, "RevisionFailed", `Revision "hello-00002" failed with message: Unable to fetch image.`),
-				rt.False(v1.ServiceConditionConfigurationsReady, "RevisionFailed", `Revision "hello-00002" failed with message: Unable to fetch image.`),
+			wantStatus(rt.False(v1.ServiceConditionReady, v1.ReasonRevisionFailed, `Revision "hello-00002" failed with message: Unable to fetch image.`),
+				rt.False(v1.ServiceConditionConfigurationsReady, v1.ReasonRevisionFailed, `Revision "hello-00002" failed with message: Unable to fetch image.`),
 				routeReady)(t, env)
 			st := written(t, env).Status
 			if st.LatestCreatedRevisionName != "hello-00002" || st.LatestReadyRevisionName != "hello-00001" || st.Traffic[0].RevisionName != "hello-00001" {
@@ -355,10 +352,10 @@ func TestReconcileTable(t *testing.T) {
 		Name: "the Route is not Ready: its reason",
 		Key:  key,
 		Objects: []client.Object{svc(), config(s), route(s, func(r *v1.Route) {
-			r.Status.Conditions = []duck.Condition{rt.Unknown(duck.ConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")}
+			r.Status.Conditions = []duck.Condition{rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)}
 		})},
 		WantWrites: []string{"status Service ns/hello"},
-		Check: wantStatus(rt.Unknown(v1.ServiceConditionReady, "IngressNotConfigured", "Ingress has not yet been reconciled."), configReady,
-			rt.Unknown(v1.ServiceConditionRoutesReady, "IngressNotConfigured", "Ingress has not yet been reconciled.")),
+		Check: wantStatus(rt.Unknown(v1.ServiceConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), configReady,
+			rt.Unknown(v1.ServiceConditionRoutesReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured)),
 	}}, build)
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -38,7 +39,7 @@ func TestWrite(t *testing.T) {
 	desired.ObservedGeneration = 1
 	m := v1.RouteConditions.Manage(&desired.Status)
 	m.InitializeConditions()
-	m.MarkFalse(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", "gone")
+	m.MarkFalse(v1.RouteConditionAllTrafficAssigned, v1.ReasonRevisionMissing, "gone")
 
 	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestWrite(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.ObservedGeneration != 1 || got.Status.GetCondition(v1.RouteConditionReady).Reason != "RevisionMissing" {
+	if got.Status.ObservedGeneration != 1 || got.Status.GetCondition(v1.RouteConditionReady).Reason != v1.ReasonRevisionMissing {
 		t.Fatalf("status = %+v", got.Status)
 	}
 	if len(rec.Events) != 1 {
@@ -81,7 +82,7 @@ func TestWrite(t *testing.T) {
 	// Back to what the stale cache shows, before the cache has seen the last write:
 	// the API server holds that write, so this status is written too. Skipped, it
 	// would be lost: the last write's own event wakes no one.
-	m.MarkFalse(v1.RouteConditionAllTrafficAssigned, "RevisionMissing", "gone")
+	m.MarkFalse(v1.RouteConditionAllTrafficAssigned, v1.ReasonRevisionMissing, "gone")
 	if _, err := w.Write(ctx, stale.DeepCopy(), &stale.Status, desired); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestSettle(t *testing.T) {
 			m.MarkTrue(v1.RevisionConditionResourcesAvailable)
 			m.MarkTrue(v1.RevisionConditionContainerHealthy)
 		case corev1.ConditionUnknown:
-			m.MarkUnknown(v1.RevisionConditionResourcesAvailable, "Deploying", "")
+			m.MarkUnknown(v1.RevisionConditionResourcesAvailable, v1.ReasonDeploying, "")
 		}
 		return s
 	}
@@ -199,7 +200,7 @@ func TestSettle(t *testing.T) {
 	if res, err := w.Write(ctx, ready.DeepCopy(), &ready.Status, status(corev1.ConditionUnknown)); err != nil || res.RequeueAfter != 0 {
 		t.Fatalf("Write = %+v, %v", res, err)
 	}
-	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "Deploying" {
+	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != v1.ReasonDeploying {
 		t.Fatalf("Ready = %+v", c)
 	}
 
@@ -217,7 +218,7 @@ func TestSettle(t *testing.T) {
 	if res, err := w.Write(ctx, deploying.DeepCopy(), &deploying.Status, waiting); err != nil || res.RequeueAfter != time.Second {
 		t.Fatalf("Write = %+v, %v; want a requeue after 1s", res, err)
 	}
-	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != "Deploying" {
+	if c := stored2().Status.GetCondition(v1.RevisionConditionReady); c.Reason != v1.ReasonDeploying {
 		t.Fatalf("a held-back change was written: Ready = %+v", c)
 	}
 	// ... and written when it is over, as it is by then.
@@ -267,7 +268,7 @@ func TestProgress(t *testing.T) {
 			t.Fatalf("Ready = %+v, want the step %s", c, step)
 		}
 	}
-	if res, err := w.Write(ctx, cached.DeepCopy(), &cached.Status, status("Deploying", "")); err != nil || res.RequeueAfter == 0 {
+	if res, err := w.Write(ctx, cached.DeepCopy(), &cached.Status, status(v1.ReasonDeploying, "")); err != nil || res.RequeueAfter == 0 {
 		t.Fatalf("Write(Deploying) = %+v, %v; want held back", res, err)
 	}
 }
@@ -307,12 +308,12 @@ func TestSettleLongerWhileBusy(t *testing.T) {
 	}
 
 	// Busy, 3 s after creation: held until 30 s after creation.
-	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown, "Deploying")); err != nil || res.RequeueAfter != 27*time.Second {
+	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown, v1.ReasonDeploying)); err != nil || res.RequeueAfter != 27*time.Second {
 		t.Fatalf("Write = %+v, %v; want a requeue after 27s", res, err)
 	}
 	// The burst is over: the usual 2 s from creation have passed, so it is written.
 	busy = false
-	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown, "Deploying")); err != nil || res.RequeueAfter != 0 || written() != "Deploying" {
+	if res, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, status(corev1.ConditionUnknown, v1.ReasonDeploying)); err != nil || res.RequeueAfter != 0 || written() != v1.ReasonDeploying {
 		t.Fatalf("Write = %+v, %v, written %q; want Deploying written at once", res, err, written())
 	}
 	// Busy again: a failure is written at once all the same.
@@ -396,9 +397,9 @@ func TestNotFailures(t *testing.T) {
 	stored := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
 	rec := events.NewFakeRecorder(10)
-	w := New(c, rec, 0).NotFailures("NoTraffic")
+	w := New(c, rec, 0).NotFailures(av1alpha1.ReasonNoTraffic)
 	ctx := context.Background()
-	for i, reason := range []string{"NoTraffic", "TimedOut"} {
+	for i, reason := range []string{av1alpha1.ReasonNoTraffic, av1alpha1.ReasonTimedOut} {
 		got := &v1.Route{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
 			t.Fatal(err)

@@ -13,16 +13,6 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
-// Condition reasons for AllTrafficAssigned, as Knative reports them.
-const (
-	ReasonConfigurationMissing = "ConfigurationMissing"
-	ReasonRevisionMissing      = "RevisionMissing"
-	// ReasonInvalidTraffic has no Knative counterpart: Knative's webhook rejects such a
-	// Route. Ferry relies on CEL at admission, so this only shows for objects written
-	// before the CRD had its rules (or by a client that bypassed them).
-	ReasonInvalidTraffic = "InvalidTraffic"
-)
-
 // Getter reads what a Route's traffic names. The Route reconciler passes one backed by
 // the tracker's reader, so every object read (found or not) wakes the Route when it
 // changes.
@@ -78,7 +68,7 @@ func resolveOne(ctx context.Context, t v1.TrafficTarget, get Getter) (string, *P
 	if t.ConfigurationName != "" {
 		cfg, err := get.Configuration(ctx, t.ConfigurationName)
 		if apierrors.IsNotFound(err) {
-			return "", missing("Configuration", ReasonConfigurationMissing, t.ConfigurationName), nil
+			return "", missing("Configuration", v1.ReasonConfigurationMissing, t.ConfigurationName), nil
 		}
 		if err != nil {
 			return "", nil, err
@@ -86,16 +76,16 @@ func resolveOne(ctx context.Context, t v1.TrafficTarget, get Getter) (string, *P
 		name = cfg.Status.LatestReadyRevisionName
 		if name == "" {
 			if cfg.Status.GetCondition(v1.ConfigurationConditionReady).IsFalse() {
-				return "", &Problem{corev1.ConditionFalse, ReasonRevisionMissing,
+				return "", &Problem{corev1.ConditionFalse, v1.ReasonRevisionMissing,
 					fmt.Sprintf("Configuration %q does not have any ready Revision.", cfg.Name)}, nil
 			}
-			return "", &Problem{corev1.ConditionUnknown, ReasonRevisionMissing,
+			return "", &Problem{corev1.ConditionUnknown, v1.ReasonRevisionMissing,
 				fmt.Sprintf("Configuration %q is waiting for a Revision to become ready.", cfg.Name)}, nil
 		}
 	}
 	rev, err := get.Revision(ctx, name)
 	if apierrors.IsNotFound(err) {
-		return "", missing("Revision", ReasonRevisionMissing, name), nil
+		return "", missing("Revision", v1.ReasonRevisionMissing, name), nil
 	}
 	if err != nil {
 		return "", nil, err
@@ -104,10 +94,10 @@ func resolveOne(ctx context.Context, t v1.TrafficTarget, get Getter) (string, *P
 	case rev.IsReady():
 		return name, nil, nil
 	case rev.IsFailed():
-		return "", &Problem{corev1.ConditionFalse, ReasonRevisionMissing,
+		return "", &Problem{corev1.ConditionFalse, v1.ReasonRevisionMissing,
 			fmt.Sprintf("Revision %q failed to become ready.", name)}, nil
 	default:
-		return "", &Problem{corev1.ConditionUnknown, ReasonRevisionMissing,
+		return "", &Problem{corev1.ConditionUnknown, v1.ReasonRevisionMissing,
 			fmt.Sprintf("Revision %q is not yet ready.", name)}, nil
 	}
 }
@@ -120,7 +110,7 @@ func missing(kind, reason, name string) *Problem {
 // slipped past them. The message names the first broken rule.
 func Validate(spec []v1.TrafficTarget) *Problem {
 	invalid := func(format string, args ...any) *Problem {
-		return &Problem{corev1.ConditionFalse, ReasonInvalidTraffic, fmt.Sprintf(format, args...)}
+		return &Problem{corev1.ConditionFalse, v1.ReasonInvalidTraffic, fmt.Sprintf(format, args...)}
 	}
 	var sum int64
 	tags := make(map[string]bool, len(spec))

@@ -102,35 +102,35 @@ func TestResolve(t *testing.T) {
 		name:       "configuration not created yet",
 		spec:       []v1.TrafficTarget{{ConfigurationName: "later", Percent: p(100)}},
 		wantStatus: corev1.ConditionFalse,
-		wantReason: ReasonConfigurationMissing,
+		wantReason: v1.ReasonConfigurationMissing,
 		wantMsg:    `Configuration "later" referenced in traffic not found.`,
 		wantReads:  1,
 	}, {
 		name:       "configuration waiting for a revision",
 		spec:       []v1.TrafficTarget{{ConfigurationName: "waiting", Percent: p(100)}},
 		wantStatus: corev1.ConditionUnknown,
-		wantReason: ReasonRevisionMissing,
+		wantReason: v1.ReasonRevisionMissing,
 		wantMsg:    `Configuration "waiting" is waiting for a Revision to become ready.`,
 		wantReads:  1,
 	}, {
 		name:       "configuration whose only revision failed",
 		spec:       []v1.TrafficTarget{{ConfigurationName: "failed", Percent: p(100)}},
 		wantStatus: corev1.ConditionFalse,
-		wantReason: ReasonRevisionMissing,
+		wantReason: v1.ReasonRevisionMissing,
 		wantMsg:    `Configuration "failed" does not have any ready Revision.`,
 		wantReads:  1,
 	}, {
 		name:       "pinned revision not ready",
 		spec:       []v1.TrafficTarget{{RevisionName: "pending-00001", Percent: p(100)}},
 		wantStatus: corev1.ConditionUnknown,
-		wantReason: ReasonRevisionMissing,
+		wantReason: v1.ReasonRevisionMissing,
 		wantMsg:    `Revision "pending-00001" is not yet ready.`,
 		wantReads:  1,
 	}, {
 		name:       "pinned revision failed",
 		spec:       []v1.TrafficTarget{{RevisionName: "broken-00001", Percent: p(100)}},
 		wantStatus: corev1.ConditionFalse,
-		wantReason: ReasonRevisionMissing,
+		wantReason: v1.ReasonRevisionMissing,
 		wantMsg:    `Revision "broken-00001" failed to become ready.`,
 		wantReads:  1,
 	}, {
@@ -140,7 +140,7 @@ func TestResolve(t *testing.T) {
 			{RevisionName: "gone-00001", Percent: p(50)},
 		},
 		wantStatus: corev1.ConditionFalse,
-		wantReason: ReasonRevisionMissing,
+		wantReason: v1.ReasonRevisionMissing,
 		wantMsg:    `Revision "gone-00001" referenced in traffic not found.`,
 		wantReads:  2,
 	}}
@@ -199,7 +199,7 @@ func TestValidate(t *testing.T) {
 			if (got != nil) != tc.invalid {
 				t.Fatalf("Validate = %+v, want invalid=%v", got, tc.invalid)
 			}
-			if got != nil && (got.Status != corev1.ConditionFalse || got.Reason != ReasonInvalidTraffic) {
+			if got != nil && (got.Status != corev1.ConditionFalse || got.Reason != v1.ReasonInvalidTraffic) {
 				t.Errorf("problem = %+v", got)
 			}
 		})

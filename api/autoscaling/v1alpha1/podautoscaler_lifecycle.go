@@ -28,6 +28,21 @@ const (
 	MessageTimedOut  = "The target could not be activated."
 )
 
+// ReasonDeploymentMissing is ScaleTargetInitialized's reason (Unknown) while the
+// Revision's Deployment does not exist yet.
+const ReasonDeploymentMissing = "DeploymentMissing"
+
+// MarkScaleTargetMissing says the scale target does not exist yet.
+func (s *PodAutoscalerStatus) MarkScaleTargetMissing(name string) {
+	PodAutoscalerConditions.Manage(&s.Status).MarkUnknown(PodAutoscalerConditionScaleTargetInitialized, ReasonDeploymentMissing,
+		"The scale target %q does not exist yet.", name)
+}
+
+// MarkScaleTargetInitializing says the scale target has not reached its initial scale.
+func (s *PodAutoscalerStatus) MarkScaleTargetInitializing() {
+	PodAutoscalerConditions.Manage(&s.Status).MarkUnknown(PodAutoscalerConditionScaleTargetInitialized, ReasonInitializing, "")
+}
+
 // PodAutoscalerConditions derives Ready from Active, ScaleTargetInitialized and
 // SKSReady, as Knative's does.
 var PodAutoscalerConditions = duck.NewLivingConditionSet(PodAutoscalerConditionActive,

@@ -1,0 +1,27 @@
+package v1alpha1
+
+import "github.com/ferry-serving/ferry/api/duck"
+
+// Reasons of a KIngress's conditions, as Ferry's gateway writes them.
+const (
+	// NetworkConfigured False: the spec cannot be served as it is.
+	ReasonInvalidHost  = "InvalidHost"
+	ReasonInvalidPath  = "InvalidPath"
+	ReasonInvalidSplit = "InvalidSplit"
+	// ReasonHostConflict: an older KIngress serves one of the hosts.
+	ReasonHostConflict = "HostConflict"
+	// LoadBalancerReady Unknown: not served until the network is configured.
+	ReasonNotConfigured = "NotConfigured"
+	// ReasonUninitialized: LoadBalancerReady Unknown until every gateway replica serves
+	// the generation, Knative's reason while it probes the gateway pods.
+	ReasonUninitialized = "Uninitialized"
+)
+
+// ObservedReady is the KIngress's Ready condition once its status speaks for its
+// current generation; nil before that, without a Ready, or without a KIngress.
+func (i *Ingress) ObservedReady() *duck.Condition {
+	if i == nil || i.Status.ObservedGeneration != i.Generation {
+		return nil
+	}
+	return i.Status.GetCondition(IngressConditionReady)
+}
