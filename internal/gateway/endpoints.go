@@ -180,8 +180,12 @@ func buildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
 			continue
 		}
-		ip := pod.Status.PodIP
-		ready = addTarget(ready, target{addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), ip: ip,
+		ip, podPort := pod.Status.PodIP, port
+		// ferry up's program node, running pods as host processes, gives each its own.
+		if p, err := strconv.ParseUint(pod.Annotations[servingv1.ServingPortAnnotationKey], 10, 16); err == nil && p > 0 {
+			podPort = int32(p)
+		}
+		ready = addTarget(ready, target{addr: net.JoinHostPort(ip, strconv.Itoa(int(podPort))), ip: ip,
 			simulated: simulated(pod.Spec.NodeName), h2c: h2c, pod: &podSlot{name: pod.Name}})
 	}
 	if ready != nil {
