@@ -34,6 +34,11 @@ var imagePullReasons = map[string]bool{
 // between retries, so the Revision shows it.
 const ReasonErrImageBuild = "ErrImageBuild"
 
+// ReasonNeedsIsolation is the program node's waiting reason for a pod it cannot run as
+// a plain process of the host (its volumes), where it has no runc to isolate it. No
+// retry can help, so the Revision shows it at once, with the message's way out.
+const ReasonNeedsIsolation = "NeedsIsolation"
+
 // propagateDeployment sets replicas, ResourcesAvailable, ContainerHealthy and Active
 // from the Deployment and, while it is not available, from its pods. pods is only
 // consulted then, so the caller lists them only if needsPods says so.
@@ -157,6 +162,9 @@ func diagnose(pod *corev1.Pod) *podProblem {
 		if w := cs.State.Waiting; w != nil && w.Reason == ReasonErrImageBuild {
 			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
 				fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason == ReasonNeedsIsolation {
+			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonNeedsIsolation, w.Message}
 		}
 		if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
 			return &podProblem{v1.RevisionConditionContainerHealthy, ReasonContainerMissing,
