@@ -82,11 +82,11 @@ func ProcessesSupported() error {
 
 // ProcessesCaveats is what does not hold for a pod run as a plain process, as ferry up
 // says it at start-up (docs/programs.md says more).
-const ProcessesCaveats = `every pod is at 127.0.0.1 with its own PORT, so a program that ignores PORT
-and listens on a fixed port collides with a second pod (min-scale, a traffic split,
-a rollout); volumes are refused (the pod waits with NeedsIsolation); runAsUser,
-memory and CPU limits, a read-only root and a private /dev are not applied: the
-programs run as ferry up's user and see the host's files and processes.`
+const ProcessesCaveats = `every pod is at 127.0.0.1 with its own PORT: a program that ignores PORT and
+listens on a fixed port is never ready (two pods of it would collide anyway);
+volumes are refused (the pod waits with NeedsIsolation); runAsUser, memory and CPU
+limits, a read-only root and a private /dev are not applied: the programs run as
+ferry up's user and see the host's files and processes (docs/programs.md).`
 
 // ReasonNeedsIsolation is the waiting reason of a pod that asks for what only a runc
 // container gives (volumes at their mountPath) on a node that runs processes. The
