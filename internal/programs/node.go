@@ -87,20 +87,21 @@ type Node struct {
 	inFlight atomic.Pointer[func(ip string) int64]
 }
 
-// Supported says why the node cannot run on this machine, or nil: it needs Linux, root
-// (network namespaces, cgroups) and runc.
+// Supported says why the node cannot isolate pods in runc containers on this machine,
+// or nil: it needs Linux, root (network namespaces, cgroups) and runc. Without them it
+// can still run pods as plain processes (ChooseMode).
 func Supported(runcPath string) error {
 	if goruntime.GOOS != "linux" {
-		return fmt.Errorf("running programs needs Linux (this is %s)", goruntime.GOOS)
+		return fmt.Errorf("isolating programs in runc containers needs Linux (this is %s)", goruntime.GOOS)
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("running programs needs root: each pod gets a network namespace and cgroups (run ferry up with sudo)")
+		return errors.New("isolating programs in runc containers needs root: each pod gets a network namespace and cgroups (run ferry up with sudo)")
 	}
 	if _, err := exec.LookPath(runcPath); err != nil {
-		return fmt.Errorf("running programs needs runc (apt-get install runc): %w", err)
+		return fmt.Errorf("isolating programs needs runc (apt-get install runc): %w", err)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		return fmt.Errorf("running programs needs iproute2's ip: %w", err)
+		return fmt.Errorf("isolating programs needs iproute2's ip: %w", err)
 	}
 	return nil
 }
