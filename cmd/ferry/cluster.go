@@ -30,6 +30,8 @@ type localClusterOptions struct {
 	// localImages (--local-image's IMAGE=EXECUTABLE pairs), as processes.
 	localImages []string
 	programs    bool
+	// programProcesses runs that node's pods as plain processes, without isolation.
+	programProcesses bool
 }
 
 // errNoLocalCluster is what ferry up and ferry scale without --kubeconfig say in a

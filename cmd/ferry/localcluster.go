@@ -53,16 +53,20 @@ func startLocalCluster(ctx context.Context, opts localClusterOptions) (localClus
 	return c, nil
 }
 
-// programsSupported says why this machine cannot run the node of local programs, or
-// nil.
-func programsSupported() error { return programs.Supported("runc") }
+// programsMode says how the node of local programs runs pods for --program-isolation
+// (auto, runc or none): processes when as plain processes, with why not isolated and
+// what does not hold then; or why it cannot run at all.
+func programsMode(isolation string) (processes bool, notIsolated error, caveats string, err error) {
+	m, err := programs.ChooseMode(programs.Isolation(isolation), "runc")
+	return m.Processes, m.NotIsolated, programs.ProcessesCaveats, err
+}
 
 // clusterOptions are the local cluster's options, with a node of local programs when
 // opts.programs asks for one. ko:// packages build in the working
 // directory, as ko builds them where it runs; the built programs are kept in the data
 // directory.
 func clusterOptions(opts localClusterOptions) (localcluster.Options, error) {
-	lo := localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log}
+	lo := localcluster.Options{DataDir: opts.dataDir, APIServerPort: opts.port, Log: opts.log, ProgramProcesses: opts.programProcesses}
 	if !opts.programs {
 		return lo, nil
 	}

@@ -10,4 +10,4 @@ func startLocalCluster(context.Context, localClusterOptions) (localCluster, erro
 	return nil, errNoLocalCluster
 }
 
-func programsSupported() error { return errNoLocalCluster }
+func programsMode(string) (bool, error, string, error) { return false, nil, "", errNoLocalCluster }

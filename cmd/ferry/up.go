@@ -15,7 +15,7 @@ import (
 )
 
 func newUpCommand() *cobra.Command {
-	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr string
+	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr, isolation string
 	var port, inProgressLimit int
 	var clusterOnly bool
 	var localImages []string
@@ -27,11 +27,14 @@ pods on one fake node) in this process, with Ferry's CRDs, controllers and gatew
 write a kubeconfig so that kubectl and kn work against it. Objects persist in the data
 directory across restarts.
 
-On Linux as root with runc installed, a second node, ferry-programs, runs real
-programs: a pod whose image is ko://IMPORT/PATH runs that Go package, built with the
-go command in the current directory, and --local-image IMAGE=EXECUTABLE runs a program
-for an image (EXECUTABLE may be ko://IMPORT/PATH too). Each pod gets its own network
-namespace, IP and mounts in runc containers. Every other pod stays simulated by kwok.
+A second node, ferry-programs, runs real programs: a pod whose image is
+ko://IMPORT/PATH runs that Go package, built with the go command in the current
+directory, and --local-image IMAGE=EXECUTABLE runs a program for an image
+(EXECUTABLE may be ko://IMPORT/PATH too). On Linux as root with runc installed, each
+pod gets its own network namespace, IP and mounts in runc containers. Elsewhere (macOS,
+not root), or with --program-isolation=none, each container is a plain process of the
+host with a PORT of its own, without isolation: ferry up says what does not hold
+then. Every other pod stays simulated by kwok.
 
 With --cluster-only, Ferry's controller, gateway and admission webhooks do not run:
 start ferry controller and ferry gateway against the kubeconfig, as separate processes.`,
@@ -52,13 +55,24 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
-			programsErr := programsSupported()
-			if len(localImages) > 0 && programsErr != nil {
+			processes, notIsolated, caveats, programsErr := programsMode(isolation)
+			switch {
+			case programsErr != nil && isolation != "auto":
+				return fmt.Errorf("--program-isolation=%s: %w", isolation, programsErr)
+			case programsErr != nil && len(localImages) > 0:
 				return fmt.Errorf("--local-image: %w", programsErr)
+			}
+			pods := "Pods of ko:// images and of --local-image run as processes on node ferry-programs,\nisolated in runc containers; the others are simulated by kwok."
+			switch {
+			case programsErr != nil:
+				pods = fmt.Sprintf("Pods are simulated by kwok (ko:// images would run as processes, but %v).", programsErr)
+			case processes:
+				pods = fmt.Sprintf("Pods of ko:// images and of --local-image run as processes on node ferry-programs,\n"+
+					"NOT isolated (%v). What does not hold:\n%s\nThe others are simulated by kwok.", notIsolated, caveats)
 			}
 			fmt.Fprintf(out, "Starting the local cluster in %s ...\n", dataDir)
 			cluster, err := startLocalCluster(ctx, localClusterOptions{dataDir: dataDir, port: port,
-				localImages: localImages, programs: programsErr == nil})
+				localImages: localImages, programs: programsErr == nil, programProcesses: processes})
 			if err != nil {
 				return err
 			}
@@ -73,7 +87,7 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			if clusterOnly {
-				printClusterOnly(out, time.Since(start), dataDir, cluster.KubeconfigPath(), externalAddr, localAddr, domain, programsErr == nil)
+				printClusterOnly(out, time.Since(start), dataDir, cluster.KubeconfigPath(), externalAddr, localAddr, domain, programsErr == nil, pods)
 				<-ctx.Done()
 				fmt.Fprintln(out, "Stopping ...")
 				return cluster.Stop()
@@ -96,10 +110,6 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 
 			cluster.DrainWith(ferry.Gateway.InFlightTo)
-			pods := "Pods of ko:// images and of --local-image run as processes on node ferry-programs;\nthe others are simulated by kwok."
-			if programsErr != nil {
-				pods = fmt.Sprintf("Pods are simulated by kwok (ko:// images would run as processes, but %v).", programsErr)
-			}
 			gw := ferry.Gateway.ExternalAddr()
 			fmt.Fprintf(out, `Ferry is up (%.1fs). Logs: %s, %s
 
@@ -130,7 +140,8 @@ Ctrl-C stops it.
 	cmd.Flags().StringVar(&domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, inProgressLimitUsage)
 	cmd.Flags().StringVar(&pprofAddr, "pprof-addr", "0", "where Go's profiles of the whole process are served (/debug/pprof/); 0 turns them off")
-	cmd.Flags().StringArrayVar(&localImages, "local-image", nil, "IMAGE=EXECUTABLE: containers of this image (as written in the Revision) run EXECUTABLE, a path or ko://IMPORT/PATH (repeatable; Linux, root and runc)")
+	cmd.Flags().StringArrayVar(&localImages, "local-image", nil, "IMAGE=EXECUTABLE: containers of this image (as written in the Revision) run EXECUTABLE, a path or ko://IMPORT/PATH (repeatable; see --program-isolation)")
+	cmd.Flags().StringVar(&isolation, "program-isolation", "auto", "how node ferry-programs runs pods: runc (a runc container and network namespace each: Linux, root, runc), none (plain processes of the host, each with its own PORT, without isolation: what does not hold is printed at start-up), or auto (runc where it can run, else none)")
 	cmd.Flags().BoolVar(&clusterOnly, "cluster-only", false, "run the cluster with Ferry's CRDs but not Ferry: print how to start ferry controller and ferry gateway against it")
 	return cmd
 }
@@ -138,7 +149,7 @@ Ctrl-C stops it.
 // printClusterOnly tells how to run Ferry's components against a cluster started with
 // --cluster-only, with the addresses and domain given to ferry up, and metrics and
 // health ports that do not clash on one host.
-func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, externalAddr, localAddr, domain string, programs bool) {
+func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, externalAddr, localAddr, domain string, programs bool, programPods string) {
 	ferry := os.Args[0]
 	controllerDomain := ""
 	if domain != "" {
@@ -148,7 +159,7 @@ func printClusterOnly(out io.Writer, took time.Duration, dataDir, kubeconfig, ex
 	simulated, pods := " --simulated-pods", "Pods are simulated by kwok."
 	if programs {
 		// The gateway tells kwok's pods by their node and dials the program node's.
-		simulated, pods = "", "Pods of ko:// images and of --local-image run on node ferry-programs, the others on kwok's."
+		simulated, pods = "", programPods
 	}
 	fmt.Fprintf(out, `The local cluster is up (%.1fs), without Ferry. Log: %s
 

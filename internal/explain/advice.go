@@ -39,6 +39,11 @@ func Advise(c Chain, e Explanation) []string {
 		return []string{fmt.Sprintf("Check the name and the namespace (-n): `kubectl get ksvc,configuration,revision,route -n %s`.", ns)}
 	case has(v1.ReasonBuildingImage):
 		return []string{fmt.Sprintf("ferry up is building the Go package of %s with the go command: run this again in a few seconds.", quoteOr(image, "the image"))}
+	case has(v1.ReasonNeedsIsolation):
+		return []string{
+			"ferry up runs programs on this machine as plain processes of the host, without runc (macOS, not root, or --program-isolation=none): they cannot mount volumes at their mountPath.",
+			"Run ferry up as root on Linux with runc installed (--program-isolation=auto or runc), or take the volumes out of the Service's template and have the program read its files from a path of the host.",
+		}
 	case has(v1.ReasonErrImageBuild), has(v1.ReasonContainerMissing) && strings.HasPrefix(image, "ko://"):
 		return []string{
 			fmt.Sprintf("ferry up could not make a program of %s: the message above says why (the go command's errors, or a missing executable).", quoteOr(image, "the image")),

@@ -42,6 +42,7 @@ func TestAdvise(t *testing.T) {
 		{"Pod Running Ready=False ContainersNotReady OOMKilled", waitingChain, "runs out of memory"},
 		{"Pod Pending; container user-container waiting: ErrImageBuild go build example.com/x: no Go files", waitingChain, "could not make a program of"},
 		{"Pod Pending; container user-container waiting: BuildingImage go build example.com/x", waitingChain, "is building the Go package"},
+		{"Pod Pending; container user-container waiting: NeedsIsolation volume config at /etc/app", waitingChain, "cannot mount volumes"},
 		{"Pod Running Ready=False ContainersNotReady Error", waitingChain, "`kubectl logs -n ns POD -c user-container --previous`"},
 		{"Revision ContainerHealthy=False ExitCode1", waitingChain, "its log says why"},
 		{"Revision ResourcesAvailable=False CreationFailed", waitingChain, "The API server refused an object Ferry creates"},

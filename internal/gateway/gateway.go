@@ -177,9 +177,9 @@ func (g *Gateway) HTTPSAddr() string { return g.https.addr() }
 // SetupWithManager.
 func (g *Gateway) LocalAddr() string { return g.local.addr() }
 
-// InFlightTo is how many requests this gateway has in flight to a pod's IP: a kubelet
-// in the same process (ferry up's program node) ends a leaving pod's drain when none
-// are left.
+// InFlightTo is how many requests this gateway has in flight to a pod's IP, or to
+// IP:port for pods that share one IP: a kubelet in the same process (ferry up's
+// program node) ends a leaving pod's drain when none are left.
 func (g *Gateway) InFlightTo(ip string) int64 { return g.services.InFlightTo(ip) }
 
 func (g *Gateway) listen(addr string, external bool) (*listener, error) {

@@ -38,6 +38,10 @@ type Options struct {
 	// (internal/programs): the pods with an image that Programs runs go there and
 	// nowhere else, every other pod to kwok's node. It needs Linux, root and runc.
 	Programs *programs.Images
+	// ProgramProcesses runs the Programs node's pods as plain processes of the host,
+	// without isolation (programs.Options.Processes): where runc cannot run, or when
+	// ferry up is asked to.
+	ProgramProcesses bool
 }
 
 // ControllerUser is the user of ControllerRESTConfig: Ferry's controller when it runs in
@@ -141,7 +145,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			return err
 		}
 		labelled(ctx, "programs", func(ctx context.Context) {
-			c.programs, err = programs.Start(ctx, programs.Options{Client: cs, Images: opts.Programs, Dir: filepath.Join(c.dir, "programs")})
+			c.programs, err = programs.Start(ctx, programs.Options{Client: cs, Images: opts.Programs, Dir: filepath.Join(c.dir, "programs"),
+				Processes: opts.ProgramProcesses})
 		})
 		if err != nil {
 			return err

@@ -30,6 +30,13 @@
 // success, the probe runs every 100 ms, as Knative's queue-proxy probes a new pod:
 // Ferry has no queue-proxy.
 //
-// It needs Linux, root and runc (Debian's package); Supported says what is missing.
-// Without them ferry up runs as before, every pod simulated.
+// Isolation needs Linux, root and runc (Debian's package); Supported says what is
+// missing. Without them (macOS, not root), or when ferry up is asked to
+// (--program-isolation=none, ChooseMode), the node runs each container as a plain
+// process of the host instead (processes.go): every pod at 127.0.0.1, its serving
+// container with a free port of its own in PORT, recorded on the pod for the gateway
+// (v1.ServingPortAnnotationKey); logs, probes, restarts, the drain and deletion as
+// above. A pod with volumes waits with NeedsIsolation for good; the user, limits and a
+// read-only root are not applied (an Event says so). ProcessesCaveats is what ferry up
+// prints.
 package programs

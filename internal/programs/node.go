@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -57,6 +58,10 @@ type Options struct {
 	Dir string
 	// Runc is the runc command; empty looks it up on PATH.
 	Runc string
+	// Processes runs each container as a plain process of the host instead of in a
+	// runc container, every pod at 127.0.0.1 with a PORT of its own: the fallback where
+	// runc cannot run (ChooseMode). See ProcessesCaveats for what does not hold.
+	Processes bool
 }
 
 // Node is a running node of programs.
@@ -68,8 +73,13 @@ type Node struct {
 	prefix  string
 	runc    *runc
 	network *network
-	vk      *nodeutil.Node
-	events  record.EventRecorder
+	// procs runs the containers when the node runs processes (Options.Processes);
+	// runc and network are nil then.
+	procs *processes
+	// containers is runc or procs.
+	containers containers
+	vk         *nodeutil.Node
+	events     record.EventRecorder
 
 	mu       sync.Mutex
 	pods     map[types.NamespacedName]*podRunner
@@ -77,20 +87,21 @@ type Node struct {
 	inFlight atomic.Pointer[func(ip string) int64]
 }
 
-// Supported says why the node cannot run on this machine, or nil: it needs Linux, root
-// (network namespaces, cgroups) and runc.
+// Supported says why the node cannot isolate pods in runc containers on this machine,
+// or nil: it needs Linux, root (network namespaces, cgroups) and runc. Without them it
+// can still run pods as plain processes (ChooseMode).
 func Supported(runcPath string) error {
 	if goruntime.GOOS != "linux" {
-		return fmt.Errorf("running programs needs Linux (this is %s)", goruntime.GOOS)
+		return fmt.Errorf("isolating programs in runc containers needs Linux (this is %s)", goruntime.GOOS)
 	}
 	if os.Geteuid() != 0 {
-		return errors.New("running programs needs root: each pod gets a network namespace and cgroups (run ferry up with sudo)")
+		return errors.New("isolating programs in runc containers needs root: each pod gets a network namespace and cgroups (run ferry up with sudo)")
 	}
 	if _, err := exec.LookPath(runcPath); err != nil {
-		return fmt.Errorf("running programs needs runc (apt-get install runc): %w", err)
+		return fmt.Errorf("isolating programs needs runc (apt-get install runc): %w", err)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		return fmt.Errorf("running programs needs iproute2's ip: %w", err)
+		return fmt.Errorf("isolating programs needs iproute2's ip: %w", err)
 	}
 	return nil
 }
@@ -102,24 +113,34 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if runcPath == "" {
 		runcPath = "runc"
 	}
-	if err := Supported(runcPath); err != nil {
-		return nil, err
+	support := Supported(runcPath)
+	if opts.Processes {
+		support = ProcessesSupported()
+	}
+	if support != nil {
+		return nil, support
 	}
 	// One data directory, one prefix and pod network: two ferry ups on one machine
 	// keep apart unless their directories hash alike in a byte.
 	sum := sha256.Sum256([]byte(opts.Dir))
 	n := &Node{ctx: ctx, client: opts.Client, images: opts.Images, dir: opts.Dir,
 		prefix: "fp" + hex.EncodeToString(sum[:2])[:4] + "-", pods: map[types.NamespacedName]*podRunner{}}
-	n.runc = &runc{binary: runcPath, root: filepath.Join(opts.Dir, "runc")}
-	n.network = newNetwork(n.prefix, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 245, sum[2], 0}), 24))
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "pods"), 0o700); err != nil {
 		return nil, err
 	}
-	if err := n.runc.removeStale(ctx); err != nil {
-		return nil, err
-	}
-	if err := n.network.removeStale(ctx); err != nil {
-		return nil, err
+	if opts.Processes {
+		n.procs = newProcesses()
+		n.containers = n.procs
+	} else {
+		n.runc = &runc{binary: runcPath, root: filepath.Join(opts.Dir, "runc")}
+		n.containers = n.runc
+		n.network = newNetwork(n.prefix, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 245, sum[2], 0}), 24))
+		if err := n.runc.removeStale(ctx); err != nil {
+			return nil, err
+		}
+		if err := n.network.removeStale(ctx); err != nil {
+			return nil, err
+		}
 	}
 	_ = os.RemoveAll(filepath.Join(opts.Dir, "pods"))
 
@@ -140,7 +161,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: NodeName})
 	mux := http.NewServeMux()
 	n.vk, err = nodeutil.NewNode(NodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
-		describeNode(cfg.Node, port)
+		describeNode(cfg.Node, port, opts.Processes)
 		return (*provider)(n), nil, nil
 	}, nodeutil.WithClient(opts.Client), nodeutil.AttachProviderRoutes(mux),
 		func(cfg *nodeutil.NodeConfig) error {
@@ -235,7 +256,7 @@ func (n *Node) event(pod *corev1.Pod, kind, reason, message string) {
 	n.events.Event(pod, kind, reason, message)
 }
 
-func describeNode(node *corev1.Node, port int) {
+func describeNode(node *corev1.Node, port int, processes bool) {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse("64Gi"),
@@ -249,6 +270,11 @@ func describeNode(node *corev1.Node, port int) {
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 	node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: goruntime.GOARCH,
 		KubeletVersion: "ferry-programs", ContainerRuntimeVersion: "runc"}
+	if processes {
+		// Not isolated: kubectl get node -o wide and describe say so.
+		node.Labels["programs.ferry.dev/isolation"] = "none"
+		node.Status.NodeInfo.ContainerRuntimeVersion = "processes (not isolated)"
+	}
 }
 
 func freePort() (int, error) {
@@ -258,6 +284,14 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// containers is what the pods' code does to a running container, in runc or as a
+// process.
+type containers interface {
+	kill(ctx context.Context, id string, sig syscall.Signal) error
+	remove(ctx context.Context, id string) error
+	exec(ctx context.Context, id string, args []string, out io.Writer) error
 }
 
 // provider is the Node as virtual-kubelet sees it: the pod lifecycle, and the kubelet

@@ -51,10 +51,13 @@ type podRunner struct {
 	done   chan struct{}
 	dir    string
 
-	mu          sync.Mutex
-	pod         *corev1.Pod
-	phase       corev1.PodPhase
-	sandbox     *sandbox // the pod's network namespace, once made
+	mu      sync.Mutex
+	pod     *corev1.Pod
+	phase   corev1.PodPhase
+	sandbox *sandbox // the pod's network namespace, once made
+	// port is the serving container's PORT when the node runs processes: a free one
+	// of the host's, recorded on the pod (v1.ServingPortAnnotationKey); 0 otherwise.
+	port        int
 	started     metav1.Time
 	readySince  metav1.Time
 	ctrs        []*containerRun
@@ -67,7 +70,7 @@ type containerRun struct {
 	program Program
 	// Guarded by the pod's mu:
 	status  corev1.ContainerStatus
-	id      string   // the current run's runc container
+	id      string   // the current run's container (runc's, or the process's)
 	logs    []string // every run's log file, the current last
 	running bool
 	ready   bool
@@ -118,6 +121,10 @@ func (r *podRunner) prepare() bool {
 		if err == nil {
 			return true
 		}
+		if errors.Is(err, errPermanent) {
+			<-r.ctx.Done()
+			return false
+		}
 		select {
 		case <-r.ctx.Done():
 			return false
@@ -150,6 +157,9 @@ func (r *podRunner) resolvePrograms() error {
 }
 
 func (r *podRunner) makeSandbox() error {
+	if r.n.procs != nil {
+		return r.makeProcessSandbox()
+	}
 	r.mu.Lock()
 	sb := r.sandbox
 	r.mu.Unlock()
@@ -207,20 +217,8 @@ func (r *podRunner) runContainer(c *containerRun) {
 // runOnce runs the container once, with its probes, until it exits; it returns its
 // exit code, or an error if it could not start.
 func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
-	mounts, err := containerMounts(c.spec, r.dir, r.volumes())
-	if err != nil {
-		return 0, err
-	}
 	id := fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(string(r.pod.UID), "-", "")[:12], c.spec.Name, run)
 	bundle := filepath.Join(r.dir, "containers", id)
-	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		return 0, err
-	}
-	r.mu.Lock()
-	netns := r.sandbox.path()
-	r.mu.Unlock()
-	spec := ociSpec(containerConfig{pod: r.pod, container: c.spec, program: c.program, rootfs: filepath.Join(bundle, "rootfs"),
-		netns: netns, cgroupPath: "/" + r.n.prefix + "/" + id, mounts: mounts})
 	logPath := filepath.Join(r.dir, "logs", c.spec.Name, fmt.Sprintf("%d.log", run))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
 		return 0, err
@@ -231,15 +229,19 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	}
 	defer lf.close()
 	stdout, stderr := lf.stream("stdout"), lf.stream("stderr")
-	cmd, err := r.n.runc.start(id, bundle, spec, stdout, stderr)
+	cmd, err := r.start(c, id, bundle, stdout, stderr)
 	if err != nil {
 		return 0, err
+	}
+	runtimeName := "runc://"
+	if r.n.procs != nil {
+		runtimeName = "process://"
 	}
 	startedAt := metav1.Now()
 	r.mu.Lock()
 	c.id, c.running, c.ready = id, true, false
 	c.logs = append(c.logs, logPath)
-	c.status.ContainerID = "runc://" + id
+	c.status.ContainerID = runtimeName + id
 	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt}}
 	c.status.Started = ptr(c.spec.StartupProbe == nil)
 	r.mu.Unlock()
@@ -248,6 +250,12 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	exited := make(chan struct{})
 	go r.probe(c, id, exited)
 	waitErr := cmd.Wait()
+	if errors.Is(waitErr, exec.ErrWaitDelay) { // exited, but what it started kept its output
+		waitErr = nil
+		if !cmd.ProcessState.Success() {
+			waitErr = &exec.ExitError{ProcessState: cmd.ProcessState}
+		}
+	}
 	close(exited)
 	stdout.flush()
 	stderr.flush()
@@ -262,10 +270,10 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	case waitErr != nil:
 		code = 128
 	}
-	_ = r.n.runc.remove(context.WithoutCancel(r.ctx), id)
+	_ = r.n.containers.remove(context.WithoutCancel(r.ctx), id)
 	_ = os.RemoveAll(filepath.Join(bundle, "rootfs"))
 	term := &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: "Completed", StartedAt: startedAt,
-		FinishedAt: metav1.Now(), ContainerID: "runc://" + id}
+		FinishedAt: metav1.Now(), ContainerID: runtimeName + id}
 	if code != 0 {
 		term.Reason = "Error"
 		if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
@@ -311,7 +319,7 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 	ctx := context.WithoutCancel(r.ctx)
 	r.mu.Lock()
 	r.terminating = true
-	ip, sb := r.podIP(), r.sandbox
+	ip, sb, port := r.drainAddr(), r.sandbox, r.port
 	grace := 30 * time.Second
 	if g := r.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
@@ -345,8 +353,11 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 		r.signalAll(ctx, syscall.SIGKILL)
 		<-stopped
 	}
-	if sb != nil {
+	if sb != nil && r.n.network != nil {
 		r.n.network.remove(ctx, sb)
+	}
+	if port != 0 {
+		r.n.procs.releasePort(port)
 	}
 	_ = os.RemoveAll(r.dir)
 	r.mu.Lock()
@@ -390,7 +401,7 @@ func (r *podRunner) signalAll(ctx context.Context, sig syscall.Signal) {
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		_ = r.n.runc.kill(ctx, id, sig)
+		_ = r.n.containers.kill(ctx, id, sig)
 	}
 }
 
@@ -509,11 +520,17 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 		}
 	}()
 	r.mu.Lock()
-	ip := r.podIP()
+	ip, port := r.podIP(), r.port
 	r.mu.Unlock()
+	_, userPort := servingContainer(r.pod)
 	try := func(p *corev1.Probe, purpose string) (bool, string) {
-		return probeOnce(ctx, p, c.spec, ip, purpose, func(ctx context.Context, args []string, out *bytes.Buffer) error {
-			return r.n.runc.exec(ctx, id, args, out)
+		ctr := c.spec
+		if port != 0 && len(c.spec.Ports) > 0 {
+			// The serving container listens on the port the node picked.
+			p, ctr = retarget(p, ctr, userPort, int32(port))
+		}
+		return probeOnce(ctx, p, ctr, ip, purpose, func(ctx context.Context, args []string, out *bytes.Buffer) error {
+			return r.n.containers.exec(ctx, id, args, out)
 		})
 	}
 	if p := c.spec.StartupProbe; p != nil {
@@ -588,11 +605,11 @@ func (r *podRunner) watch(ctx context.Context, p *corev1.Probe, try func(*corev1
 func (r *podRunner) restart(ctx context.Context, c *containerRun, id, purpose, why string) {
 	r.n.event(r.snapshot(), corev1.EventTypeWarning, "Unhealthy",
 		fmt.Sprintf("Container %s failed %s probe, will be restarted: %s", c.spec.Name, purpose, why))
-	_ = r.n.runc.kill(ctx, id, syscall.SIGTERM)
+	_ = r.n.containers.kill(ctx, id, syscall.SIGTERM)
 	if !sleep(ctx, 10*time.Second) {
 		return
 	}
-	_ = r.n.runc.kill(context.WithoutCancel(ctx), id, syscall.SIGKILL)
+	_ = r.n.containers.kill(context.WithoutCancel(ctx), id, syscall.SIGKILL)
 }
 
 func seconds(s int32) time.Duration { return time.Duration(s) * time.Second }

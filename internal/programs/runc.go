@@ -40,7 +40,7 @@ func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// runc in the foreground goes when Ferry goes; the container it leaves is
 	// removed at the next start (removeStale).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithParent()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -48,6 +48,14 @@ const (
 	TimeoutSecondsAnnotationKey = "serving.ferry.dev/timeout-seconds"
 )
 
+// ServingPortAnnotationKey, on a pod, is the port its serving container listens on
+// when that is not the Revision's containerPort: `ferry up`'s program node, where it
+// cannot give each pod a network namespace of its own, runs the pods as processes of
+// the host (all at 127.0.0.1) and gives each a free port in PORT. The node writes it
+// before the pod is Ready; the gateway dials podIP:this port instead of the
+// Revision's.
+const ServingPortAnnotationKey = "serving.ferry.dev/serving-port"
+
 // Ferry's own annotations on a Revision (or a template) that shape how `ferry up`'s
 // kwok-simulated pods, which have no process, answer: the gateway answers for them.
 // They have no effect on real pods.

@@ -30,6 +30,10 @@ const (
 	// ReasonErrImageBuild: the image has no program (its package does not build, its
 	// executable is gone). Its message says why, and does not change between retries.
 	ReasonErrImageBuild = "ErrImageBuild"
+	// ReasonNeedsIsolation: the pod asks for what only a runc container gives (volumes
+	// at their mountPath) on a node that runs plain processes. No retry can help, so the
+	// Revision shows it at once, with the message's way out.
+	ReasonNeedsIsolation = "NeedsIsolation"
 )
 
 // ExitCodeReason is ContainerHealthy's reason for a container that exited with code,

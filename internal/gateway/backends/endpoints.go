@@ -188,8 +188,12 @@ func BuildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		if pod.DeletionTimestamp != nil || pod.Status.PodIP == "" || !podReady(pod) {
 			continue
 		}
-		ip := pod.Status.PodIP
-		ready = addTarget(ready, Target{Addr: net.JoinHostPort(ip, strconv.Itoa(int(port))), IP: ip,
+		ip, podPort := pod.Status.PodIP, port
+		// ferry up's program node, running pods as host processes, gives each its own.
+		if p, err := strconv.ParseUint(pod.Annotations[servingv1.ServingPortAnnotationKey], 10, 16); err == nil && p > 0 {
+			podPort = int32(p)
+		}
+		ready = addTarget(ready, Target{Addr: net.JoinHostPort(ip, strconv.Itoa(int(podPort))), IP: ip,
 			Simulated: simulated(pod.Spec.NodeName), H2C: h2c, Pod: &PodSlot{name: pod.Name}})
 	}
 	if ready != nil {

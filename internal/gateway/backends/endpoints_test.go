@@ -283,3 +283,53 @@ func TestSpeaksH2C(t *testing.T) {
 		t.Errorf("an EndpointSlice port with appProtocol kubernetes.io/h2c: targets %+v", ts)
 	}
 }
+
+// TestRevisionPodsServingPort: pods of ferry up's program node that run as host
+// processes share 127.0.0.1, each on the port its annotation names; the gateway dials
+// that port, and counts a leaving pod's in-flight requests by its address alone.
+func TestRevisionPodsServingPort(t *testing.T) {
+	rev := &servingv1.Revision{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rev-1"},
+		Spec: servingv1.RevisionSpec{PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Image: "img"}}}}}
+	pod := func(name, ip, servingPort string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Status: corev1.PodStatus{PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		if servingPort != "" {
+			p.Annotations = map[string]string{servingv1.ServingPortAnnotationKey: servingPort}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want []string
+	}{
+		{"no annotation: the Revision's port", []corev1.Pod{pod("a", "10.0.0.1", "")}, []string{"10.0.0.1:8080"}},
+		{"two processes on one IP", []corev1.Pod{pod("a", "127.0.0.1", "40001"), pod("b", "127.0.0.1", "40002")},
+			[]string{"127.0.0.1:40001", "127.0.0.1:40002"}},
+		{"not a port: the Revision's", []corev1.Pod{pod("a", "10.0.0.1", "x"), pod("b", "10.0.0.2", "70000"), pod("c", "10.0.0.3", "0")},
+			[]string{"10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.3:8080"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			se := BuildRevisionEndpoints(rev, tc.pods, gatewaytest.NotSimulated)
+			got := addrs(se.Targets(intstr.FromInt32(80)))
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("endpoints %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	services := NewRegistry()
+	services.Update(gatewaytest.Key("rev-1"), BuildRevisionEndpoints(rev,
+		[]corev1.Pod{pod("a", "127.0.0.1", "40001"), pod("b", "127.0.0.1", "40002")}, gatewaytest.NotSimulated))
+	for _, tg := range services.Acquire(gatewaytest.Key("rev-1")).endpoints.Load().Targets(intstr.FromInt32(80)).targets {
+		if tg.Addr == "127.0.0.1:40002" {
+			tg.Pod.inflight.Add(2)
+		}
+	}
+	for ip, want := range map[string]int64{"127.0.0.1": 2, "127.0.0.1:40001": 0, "127.0.0.1:40002": 2} {
+		if got := services.InFlightTo(ip); got != want {
+			t.Errorf("in flight to %s: %d, want %d", ip, got, want)
+		}
+	}
+}

@@ -131,14 +131,15 @@ type Registry struct {
 }
 
 // InFlightTo counts the requests in flight to every endpoint at ip, those of
-// endpoints already removed included.
+// endpoints already removed included; ip may be an address with its port, for pods
+// that share an IP (ferry up's program node running host processes).
 func (sr *Registry) InFlightTo(ip string) int64 {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
 	var n int64
 	for _, s := range sr.services {
 		for addr, p := range s.pods {
-			if host, _, _ := net.SplitHostPort(addr); host == ip {
+			if host, _, _ := net.SplitHostPort(addr); host == ip || addr == ip {
 				n += p.inflight.Load()
 			}
 		}

@@ -145,6 +145,9 @@ func diagnose(pod *corev1.Pod) *podProblem {
 			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
 				fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
 		}
+		if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonNeedsIsolation {
+			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonNeedsIsolation, w.Message}
+		}
 		if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
 			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
 				fmt.Sprintf("Unable to fetch image %q: the kubelet cannot pull it.", cs.Image)}

@@ -82,6 +82,15 @@ func TestPropagateDeployment(t *testing.T) {
 		container: cond{corev1.ConditionFalse, v1.ReasonContainerMissing},
 		message:   `Unable to fetch image "ferry.test/image-pull-error": the kubelet cannot pull it.`,
 	}, {
+		name: "volumes where the program node runs plain processes",
+		d:    deployment(1, 0, unavailable),
+		pods: []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: v1.ReasonNeedsIsolation, Message: "volume config at /etc/app (container user-container): ferry up runs programs here as plain processes"}}})},
+		ready:     cond{corev1.ConditionFalse, v1.ReasonNeedsIsolation},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		container: cond{corev1.ConditionFalse, v1.ReasonNeedsIsolation},
+		message:   "volume config at /etc/app (container user-container): ferry up runs programs here as plain processes",
+	}, {
 		name: "container crash-loops",
 		d:    deployment(1, 0, unavailable),
 		pods: []corev1.Pod{pod(corev1.ContainerStatus{

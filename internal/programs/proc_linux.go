@@ -1,0 +1,13 @@
+package programs
+
+import "syscall"
+
+// processAttr puts a container's process in a process group of its own, so that a
+// signal reaches what it started too, and kills it when ferry up dies (what it started
+// itself is not killed then).
+func processAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// dieWithParent makes a child die with ferry up.
+func dieWithParent() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
