@@ -15,6 +15,12 @@ const (
 	// ReasonInternalError is the reason of the Warning Event by which Knative reports a
 	// reconcile's error.
 	ReasonInternalError = "InternalError"
+	// ReasonInvalidConfig is the reason of the Warning Event on a ConfigMap whose value
+	// does not parse (the last good value is kept).
+	ReasonInvalidConfig = "InvalidConfig"
+	// ReasonNoEffect is the reason of the Warning Event on a ConfigMap that sets a key
+	// Ferry accepts but does not act on.
+	ReasonNoEffect = "NoEffect"
 )
 
 // NotOwnedMessage is Knative's message for ReasonNotOwned: kind is what users call the

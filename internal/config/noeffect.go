@@ -6,10 +6,6 @@ import (
 	"strings"
 )
 
-// ReasonNoEffect is the reason of the Warning Event on a ConfigMap that sets a key Ferry
-// accepts but does not act on.
-const ReasonNoEffect = "NoEffect"
-
 // A noEffect key is one Knative reads and Ferry takes (validated as Knative does, so a
 // ConfigMap one accepts the other accepts) but does not act on, because what it
 // configures does not exist in Ferry. Set to anything but Knative's default, it is

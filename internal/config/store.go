@@ -17,11 +17,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
-)
 
-// ReasonInvalidConfig is the reason of the Warning Event on a ConfigMap whose value
-// does not parse.
-const ReasonInvalidConfig = "InvalidConfig"
+	"github.com/ferry-serving/ferry/api/duck"
+)
 
 // maxEventMessage bounds the parse error in an Event (the API server refuses an Event
 // note over 1 kB).
@@ -236,7 +234,7 @@ func (s *Store) sync(cm *corev1.ConfigMap, err error) {
 			if len(msg) > maxEventMessage {
 				msg = msg[:maxEventMessage] + "..."
 			}
-			s.recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonInvalidConfig, "LoadConfig",
+			s.recorder.Eventf(cm, nil, corev1.EventTypeWarning, duck.ReasonInvalidConfig, "LoadConfig",
 				"Invalid %s, the last good configuration stays in force: %s", cm.Name, msg)
 		}
 		return
@@ -249,7 +247,7 @@ func (s *Store) sync(cm *corev1.ConfigMap, err error) {
 			if len(msg) > maxEventMessage {
 				msg = msg[:maxEventMessage] + "..."
 			}
-			s.recorder.Eventf(cm, nil, corev1.EventTypeWarning, ReasonNoEffect, "LoadConfig", "%s", msg)
+			s.recorder.Eventf(cm, nil, corev1.EventTypeWarning, duck.ReasonNoEffect, "LoadConfig", "%s", msg)
 		}
 	}
 }

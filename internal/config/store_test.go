@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/ferry-serving/ferry/api/duck"
 )
 
 // startStore runs a Store on a fake clientset holding objs until the test ends.
@@ -121,7 +123,7 @@ func TestStoreBadValueKeepsTheLastGood(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no Event")
 	}
-	if !strings.Contains(ev, "Warning "+ReasonInvalidConfig) || !strings.Contains(ev, "min-non-active-revisions") || !strings.Contains(ev, GCConfigName) {
+	if !strings.Contains(ev, "Warning "+duck.ReasonInvalidConfig) || !strings.Contains(ev, "min-non-active-revisions") || !strings.Contains(ev, GCConfigName) {
 		t.Errorf("event %q", ev)
 	}
 	if s.Load() != before || s.Load().GC.MinNonActiveRevisions != 3 {
@@ -214,7 +216,7 @@ func TestStoreAutoscaler(t *testing.T) {
 	update(t, cs, bad)
 	select {
 	case ev := <-rec.Events:
-		if !strings.Contains(ev, "Warning "+ReasonInvalidConfig) || !strings.Contains(ev, "stable-window") || !strings.Contains(ev, AutoscalerConfigName) {
+		if !strings.Contains(ev, "Warning "+duck.ReasonInvalidConfig) || !strings.Contains(ev, "stable-window") || !strings.Contains(ev, AutoscalerConfigName) {
 			t.Errorf("event %q", ev)
 		}
 	case <-time.After(10 * time.Second):
@@ -250,7 +252,7 @@ func TestStoreReportsKeysWithNoEffect(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no Event")
 	}
-	if !strings.Contains(ev, "Warning "+ReasonNoEffect) || !strings.Contains(ev, `activator-capacity: "50" has no effect`) ||
+	if !strings.Contains(ev, "Warning "+duck.ReasonNoEffect) || !strings.Contains(ev, `activator-capacity: "50" has no effect`) ||
 		strings.Contains(ev, "target-burst-capacity") {
 		t.Errorf("event %q", ev)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-serving/ferry/api/duck"
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/config/configmaps"
@@ -284,7 +285,7 @@ func waitConfigEvent(t *testing.T, name, key string) {
 		}
 		for _, e := range list.Items {
 			if e.InvolvedObject.Kind == "ConfigMap" && e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning &&
-				e.Reason == config.ReasonInvalidConfig && strings.Contains(e.Message, key) {
+				e.Reason == duck.ReasonInvalidConfig && strings.Contains(e.Message, key) {
 				return true, ""
 			}
 		}

@@ -15,6 +15,9 @@ const (
 	// ReasonUninitialized: LoadBalancerReady Unknown until every gateway replica serves
 	// the generation, Knative's reason while it probes the gateway pods.
 	ReasonUninitialized = "Uninitialized"
+	// ReasonInvalidSecret is the Warning Event's reason for a spec.tls Secret that is
+	// missing or holds no valid certificate.
+	ReasonInvalidSecret = "InvalidSecret"
 )
 
 // ObservedReady is the KIngress's Ready condition once its status speaks for its

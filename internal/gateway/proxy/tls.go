@@ -177,10 +177,6 @@ func tlsSecrets(o client.Object) []string {
 	return keys
 }
 
-// reasonInvalidSecret is the Warning Event's reason for a spec.tls Secret that is
-// missing or holds no valid certificate.
-const reasonInvalidSecret = "InvalidSecret"
-
 // tlsReconciler loads one KIngress's certificates into the store.
 type tlsReconciler struct {
 	client   client.Client
@@ -229,7 +225,7 @@ func (r *tlsReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	r.store.Set(req.NamespacedName, ing.CreationTimestamp.Time, hosts)
 	problem := strings.Join(problems, "; ")
 	if old, _ := r.reported.Swap(req.NamespacedName, problem); problem != "" && old != problem {
-		r.recorder.Eventf(ing, nil, corev1.EventTypeWarning, reasonInvalidSecret, "ServeTLS",
+		r.recorder.Eventf(ing, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidSecret, "ServeTLS",
 			"%s: its hosts are served over plain HTTP only", problem)
 	}
 	return reconcile.Result{}, nil

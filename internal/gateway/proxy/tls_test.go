@@ -62,7 +62,7 @@ func TestTLSReconcilerLoadsSecrets(t *testing.T) {
 		t.Errorf("hosts of a malformed and a missing Secret have TLS: %+v %+v", b, c)
 	}
 	got := events.List()
-	if len(got) != 1 || !strings.Contains(got[0], reasonInvalidSecret) || !strings.Contains(got[0], "ns/missing not found") ||
+	if len(got) != 1 || !strings.Contains(got[0], v1alpha1.ReasonInvalidSecret) || !strings.Contains(got[0], "ns/missing not found") ||
 		!strings.Contains(got[0], "Secret ns/b") {
 		t.Errorf("events %q, want one InvalidSecret naming both Secrets", got)
 	}
