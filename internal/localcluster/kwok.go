@@ -149,53 +149,18 @@ func kwokStages() (map[internalversion.StageResourceRef][]*internalversion.Stage
 
 // imagePullErrorStage leaves a pod Pending with its containers waiting on ErrImagePull,
 // as a kubelet does for an image that cannot be pulled.
-const imagePullErrorStage = `apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: ferry-pod-image-pull-error
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '.status.phase'
-      operator: 'In'
-      values: ['Pending']
-    - key: '.spec.containers.[0].image'
-      operator: 'In'
-      values: ['` + ImagePullErrorImage + `']
+var imagePullErrorStage = notReadyStage("ferry-pod-image-pull-error", ImagePullErrorImage, `
     - key: '.status.containerStatuses'
-      operator: 'DoesNotExist'
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "True"
-        type: PodScheduled
-      - lastTransitionTime: {{ $now | Quote }}
-        status: "False"
-        type: Ready
-        reason: ContainersNotReady
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: false
+      operator: 'DoesNotExist'`, `
         restartCount: 0
         state:
           waiting:
             reason: ErrImagePull
-            message: {{ printf "failed to pull image %q: not found" .image | Quote }}
-      {{ end }}
-      phase: Pending
-`
+            message: {{ printf "failed to pull image %q: not found" .image | Quote }}`, `
+      phase: Pending`)
 
 // crashLoopStage runs a pod whose containers exit 1 and crash-loop.
-var crashLoopStage = runningNotReadyStage("ferry-pod-crash-loop", CrashingImage, `
+var crashLoopStage = notReadyStage("ferry-pod-crash-loop", CrashingImage, "", `
         restartCount: 1
         lastState:
           terminated:
@@ -207,19 +172,33 @@ var crashLoopStage = runningNotReadyStage("ferry-pod-crash-loop", CrashingImage,
         state:
           waiting:
             reason: CrashLoopBackOff
-            message: "back-off restarting failed container"`)
+            message: "back-off restarting failed container"`, running)
 
 // neverReadyStage runs a pod whose containers never pass their readiness probe.
-var neverReadyStage = runningNotReadyStage("ferry-pod-never-ready", NeverReadyImage, `
+var neverReadyStage = notReadyStage("ferry-pod-never-ready", NeverReadyImage, "", `
         started: true
         restartCount: 0
         state:
           running:
-            startedAt: {{ $now | Quote }}`)
+            startedAt: {{ $now | Quote }}`, running)
 
-// runningNotReadyStage is a stage for the pods of image: scheduled, Running with an IP,
-// not Ready, each container's status ending in containerState (YAML indented for it).
-func runningNotReadyStage(name, image, containerState string) string {
+// running is the end of a status that has the pod Running with its IPs.
+const running = `
+      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      {{ with $podIPs }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      phase: Running
+      startTime: {{ $now | Quote }}`
+
+// notReadyStage is a stage for the Pending pods of image (and of the selector's further
+// expressions): scheduled, not Ready, each container's status ending in containerState
+// and the pod's in podState (YAML indented for them).
+func notReadyStage(name, image, selector, containerState, podState string) string {
 	return `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -237,7 +216,7 @@ spec:
       values: ['Pending']
     - key: '.spec.containers.[0].image'
       operator: 'In'
-      values: ['` + image + `']
+      values: ['` + image + `']` + selector + `
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -254,16 +233,6 @@ spec:
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}
         ready: false` + containerState + `
-      {{ end }}
-      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
-      {{ with $podIPs }}
-      podIP: {{ index . 0 | Quote }}
-      podIPs:
-      {{ range . }}
-      - ip: {{ . | Quote }}
-      {{ end }}
-      {{ end }}
-      phase: Running
-      startTime: {{ $now | Quote }}
+      {{ end }}` + podState + `
 `
 }
