@@ -66,25 +66,22 @@ func ErrOutOfBoundsValue(value, lower, upper any, path string) *FieldError {
 
 // WithDetails returns a copy whose diagnostics carry details.
 func (fe *FieldError) WithDetails(details string) *FieldError {
-	if fe == nil {
-		return nil
-	}
-	out := &FieldError{errs: make([]fieldDiag, len(fe.errs))}
-	for i, d := range fe.errs {
-		d.Details = details
-		out.errs[i] = d
-	}
-	return out
+	return fe.each(func(d *fieldDiag) { d.Details = details })
 }
 
 // AsWarning returns a copy whose diagnostics are warnings: reported, never denied.
 func (fe *FieldError) AsWarning() *FieldError {
+	return fe.each(func(d *fieldDiag) { d.Warning = true })
+}
+
+// each returns a copy with change applied to each diagnostic.
+func (fe *FieldError) each(change func(*fieldDiag)) *FieldError {
 	if fe == nil {
 		return nil
 	}
 	out := &FieldError{errs: make([]fieldDiag, len(fe.errs))}
 	for i, d := range fe.errs {
-		d.Warning = true
+		change(&d)
 		out.errs[i] = d
 	}
 	return out

@@ -549,30 +549,29 @@ func validateKeyToPath(k corev1.KeyToPath) *FieldError {
 	return errs
 }
 
+// validateProjected checks a projected Secret or ConfigMap (v), whose name and items
+// are given: the two have the same fields.
+func validateProjected(v any, name string, items []corev1.KeyToPath) *FieldError {
+	errs := disallowed(v, "LocalObjectReference", "items", "optional")
+	if name == "" {
+		errs = errs.Also(ErrMissingField("name"))
+	}
+	for i, item := range items {
+		errs = errs.Also(validateKeyToPath(item).ViaFieldIndex("items", i))
+	}
+	return errs
+}
+
 func validateProjection(p *corev1.VolumeProjection) *FieldError {
 	errs := disallowed(p, "secret", "configMap", "serviceAccountToken", "downwardAPI")
 	var specified []string
 	if s := p.Secret; s != nil {
 		specified = append(specified, "secret")
-		serrs := disallowed(s, "LocalObjectReference", "items", "optional")
-		if s.Name == "" {
-			serrs = serrs.Also(ErrMissingField("name"))
-		}
-		for i, item := range s.Items {
-			serrs = serrs.Also(validateKeyToPath(item).ViaFieldIndex("items", i))
-		}
-		errs = errs.Also(serrs.ViaField("secret"))
+		errs = errs.Also(validateProjected(s, s.Name, s.Items).ViaField("secret"))
 	}
 	if c := p.ConfigMap; c != nil {
 		specified = append(specified, "configMap")
-		cerrs := disallowed(c, "LocalObjectReference", "items", "optional")
-		if c.Name == "" {
-			cerrs = cerrs.Also(ErrMissingField("name"))
-		}
-		for i, item := range c.Items {
-			cerrs = cerrs.Also(validateKeyToPath(item).ViaFieldIndex("items", i))
-		}
-		errs = errs.Also(cerrs.ViaField("configMap"))
+		errs = errs.Also(validateProjected(c, c.Name, c.Items).ViaField("configMap"))
 	}
 	if t := p.ServiceAccountToken; t != nil {
 		specified = append(specified, "serviceAccountToken")

@@ -107,38 +107,20 @@ func Phases(samples []Sample) []PhaseRow {
 func milestonesOf(obj any) (service string, reached []Milestone) {
 	switch o := obj.(type) {
 	case *v1.Configuration:
-		reached = append(reached, ConfigurationCreated)
-		if o.IsReady() {
-			reached = append(reached, ConfigurationReady)
-		}
-		return serviceOf(o.Labels, o.Name), reached
+		return serviceOf(o.Labels, o.Name), createdThen(ConfigurationCreated, o.IsReady(), ConfigurationReady)
 	case *v1.Route:
-		reached = append(reached, RouteCreated)
-		if o.IsReady() {
-			reached = append(reached, RouteReady)
-		}
-		return serviceOf(o.Labels, o.Name), reached
+		return serviceOf(o.Labels, o.Name), createdThen(RouteCreated, o.IsReady(), RouteReady)
 	case *v1.Revision:
-		reached = append(reached, RevisionCreated)
-		if o.IsReady() {
-			reached = append(reached, RevisionReady)
-		}
-		return o.Labels[v1.ServiceLabelKey], reached
+		return o.Labels[v1.ServiceLabelKey], createdThen(RevisionCreated, o.IsReady(), RevisionReady)
 	case *appsv1.Deployment:
-		reached = append(reached, DeploymentCreated)
 		want := int32(1)
 		if o.Spec.Replicas != nil {
 			want = *o.Spec.Replicas
 		}
-		if o.Status.ObservedGeneration == o.Generation && o.Status.AvailableReplicas >= want {
-			reached = append(reached, DeploymentAvailable)
-		}
-		return o.Labels[v1.ServiceLabelKey], reached
+		available := o.Status.ObservedGeneration == o.Generation && o.Status.AvailableReplicas >= want
+		return o.Labels[v1.ServiceLabelKey], createdThen(DeploymentCreated, available, DeploymentAvailable)
 	case *corev1.Pod:
-		reached = append(reached, PodCreated)
-		if o.Spec.NodeName != "" {
-			reached = append(reached, PodScheduled)
-		}
+		reached = createdThen(PodCreated, o.Spec.NodeName != "", PodScheduled)
 		for _, c := range o.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 				reached = append(reached, PodReady)
@@ -146,11 +128,7 @@ func milestonesOf(obj any) (service string, reached []Milestone) {
 		}
 		return o.Labels[v1.ServiceLabelKey], reached
 	case *netv1alpha1.Ingress:
-		reached = append(reached, IngressCreated)
-		if o.IsReady() {
-			reached = append(reached, IngressReady)
-		}
-		return o.Labels[v1.ServiceLabelKey], reached
+		return o.Labels[v1.ServiceLabelKey], createdThen(IngressCreated, o.IsReady(), IngressReady)
 	case *v1.Service:
 		if o.IsReady() {
 			reached = append(reached, ServiceReady)
@@ -158,6 +136,14 @@ func milestonesOf(obj any) (service string, reached []Milestone) {
 		return o.Name, reached
 	}
 	return "", nil
+}
+
+// createdThen is created, followed by then if the object has reached it.
+func createdThen(created Milestone, ok bool, then Milestone) []Milestone {
+	if ok {
+		return []Milestone{created, then}
+	}
+	return []Milestone{created}
 }
 
 func serviceOf(labels map[string]string, name string) string {

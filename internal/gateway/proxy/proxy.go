@@ -356,6 +356,10 @@ func (b *bufferPool) Put(buf []byte) {
 	}
 }
 
+// grpcTimeoutUnits are the units of gRPC's grpc-timeout header.
+var grpcTimeoutUnits = map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second,
+	'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}
+
 // grpcDeadlinePassed says a gRPC call with the grpc-timeout header timeout, sent at
 // start, is past its deadline at now. The header is at most 8 digits and a unit.
 func grpcDeadlinePassed(timeout string, start, now time.Time) bool {
@@ -366,21 +370,8 @@ func grpcDeadlinePassed(timeout string, start, now time.Time) bool {
 	if err != nil || n < 0 {
 		return false
 	}
-	var unit time.Duration
-	switch timeout[len(timeout)-1] {
-	case 'H':
-		unit = time.Hour
-	case 'M':
-		unit = time.Minute
-	case 'S':
-		unit = time.Second
-	case 'm':
-		unit = time.Millisecond
-	case 'u':
-		unit = time.Microsecond
-	case 'n':
-		unit = time.Nanosecond
-	default:
+	unit, ok := grpcTimeoutUnits[timeout[len(timeout)-1]]
+	if !ok {
 		return false
 	}
 	return !now.Before(start.Add(time.Duration(n) * unit))
