@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,8 +32,8 @@ const caCertKey = "ca.crt"
 type Reconciler struct {
 	Client client.Client
 	CA     *CA
-	// Now tells time (nil: time.Now).
-	Now func() time.Time
+	// Clock tells time (nil: the real clock), as base.Base's does.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager watches the Certificates of the local CA's class and the Secrets
@@ -57,8 +58,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
+	if r.Clock != nil {
+		now = r.Clock.Now()
 	}
 	status := cert.Status.DeepCopy()
 	status.ObservedGeneration = cert.Generation
