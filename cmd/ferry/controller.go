@@ -135,7 +135,7 @@ func newControllerCommand() *cobra.Command {
 		},
 	}
 	flags.add(cmd)
-	cmd.Flags().StringVar(&opts.Domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
+	cmd.Flags().StringVar(&opts.Overrides.Domain, "domain", "", "the domain of every external Route URL, overriding config-domain (default: config-domain in ferry-system, else example.com)")
 	cmd.Flags().StringVar(&webhookAddr, "webhook-addr", "", "serve Knative's validation and defaulting webhooks here (e.g. :8443) and register them by the Service ferry-webhook in ferry-system; only for a controller running in that cluster (config/webhook)")
 	cmd.Flags().IntVar(&inProgressLimit, "admission-in-progress-limit", 0, "with --webhook-addr: "+inProgressLimitUsage)
 	cmd.Flags().StringVar(&opts.GatewayHost, "gateway-host", reconciler.DefaultGatewayHost, "the in-cluster name of the gateway, for Routes' placeholder Services")

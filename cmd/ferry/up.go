@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
-	"github.com/spf13/cobra"
 )
 
 func newUpCommand() *cobra.Command {
@@ -98,7 +99,7 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			defer logFile.Close()
-			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Domain: domain},
+			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Overrides: config.Overrides{Domain: domain}},
 				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, gatewayHTTPSAddr: httpsAddr,
 				localCADir: dataDir, pprofAddr: pprofAddr, leaseNamespace: config.SystemNamespace, programs: programsErr == nil})
 			switch {

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Overrides are command-line flags that win over the ConfigMaps. The reconcilers apply
-// them to each snapshot they read (reconciler.Options); admission, which reads none of
-// what they override, reads the Store as it is. The zero value overrides nothing.
+// Overrides are command-line flags (and tests' settings) that win over the ConfigMaps.
+// The reconcilers read the configuration through Source (reconciler.Options.Overrides);
+// admission, which reads none of what they override, reads the Store as it is. The zero
+// value overrides nothing.
 type Overrides struct {
 	// Domain, if set, is every Route's domain: config-domain is ignored (the
 	// cluster-local visibility label still makes a Route cluster-local).
@@ -43,6 +44,23 @@ func (o Overrides) Apply(c *Config) *Config {
 		out.Deployment = &d
 	}
 	return &out
+}
+
+// Source returns the configuration and the change subscription that load and
+// onChange (config.Store's Load and OnChange) give, with the overrides applied to both.
+// A nil load is Default() for ever; a nil onChange never calls back.
+func (o Overrides) Source(load func() *Config, onChange func(func(old, new *Config))) (func() *Config, func(func(old, new *Config))) {
+	if load == nil {
+		d := Default()
+		load = func() *Config { return d }
+	}
+	subscribe := func(func(old, new *Config)) {}
+	if onChange != nil {
+		subscribe = func(f func(old, new *Config)) {
+			onChange(func(old, new *Config) { f(o.Apply(old), o.Apply(new)) })
+		}
+	}
+	return o.Wrap(load), subscribe
 }
 
 // Wrap returns load with the overrides applied. It applies them once per snapshot, so

@@ -117,22 +117,3 @@ func every(c client.Reader, newList func() client.ObjectList) func(context.Conte
 		return reqs, nil
 	}
 }
-
-// withOverrides returns o's configuration and change subscription with o's flag
-// overrides (Domain, GC, ProgressDeadline) applied on top of what the ConfigMaps say.
-func withOverrides(o Options) (func() *config.Config, func(func(old, new *config.Config))) {
-	ov := config.Overrides{Domain: o.Domain, GC: o.GC, ProgressDeadline: o.ProgressDeadline}
-	load := o.Config
-	if load == nil {
-		d := config.Default()
-		load = func() *config.Config { return d }
-	}
-	subscribe := func(func(old, new *config.Config)) {}
-	if o.OnConfigChange != nil {
-		register := o.OnConfigChange
-		subscribe = func(f func(old, new *config.Config)) {
-			register(func(old, new *config.Config) { f(ov.Apply(old), ov.Apply(new)) })
-		}
-	}
-	return ov.Wrap(load), subscribe
-}

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -67,41 +66,6 @@ func TestConfigChangePredicates(t *testing.T) {
 			t.Errorf("%s: gcChanged = %v", tc.name, got)
 		}
 	}
-}
-
-func TestWithOverrides(t *testing.T) {
-	stored := config.Default()
-	var subscribers []func(old, new *config.Config)
-	load, subscribe := withOverrides(Options{
-		Domain: "flag.test", GC: &config.GC{MinNonActiveRevisions: 1, MaxNonActiveRevisions: config.GCDisabled}, ProgressDeadline: time.Minute,
-		Config:         func() *config.Config { return stored },
-		OnConfigChange: func(f func(old, new *config.Config)) { subscribers = append(subscribers, f) },
-	})
-	c := load()
-	if c.Domain.LookupDomainForLabels(nil) != "flag.test" || c.GC.MinNonActiveRevisions != 1 || c.GC.MaxNonActiveRevisions != config.GCDisabled ||
-		c.Deployment.ProgressDeadline != time.Minute || c.Network != stored.Network {
-		t.Errorf("overridden config = %+v", c)
-	}
-	if load() != c {
-		t.Error("the same snapshot gave another *Config")
-	}
-	// Subscribers see the overridden configurations: a config-domain change under
-	// --domain changes nothing for Routes.
-	var sawDomain string
-	subscribe(func(_, new *config.Config) { sawDomain = new.Domain.LookupDomainForLabels(nil) })
-	next := *stored
-	next.Domain = &config.Domain{Domains: map[string]config.DomainSelector{"cm.test": {}}}
-	subscribers[0](stored, &next)
-	if sawDomain != "flag.test" {
-		t.Errorf("subscriber saw domain %q", sawDomain)
-	}
-
-	// No Config: the defaults, and no change ever.
-	load, subscribe = withOverrides(Options{})
-	if load().Domain.LookupDomainForLabels(nil) != config.DefaultDomainName {
-		t.Error("no Config: not the defaults")
-	}
-	subscribe(func(_, _ *config.Config) { t.Error("called") })
 }
 
 func TestConfigChangesSource(t *testing.T) {

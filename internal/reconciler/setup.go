@@ -61,26 +61,19 @@ const DefaultBusyStatusSettle = 30 * time.Second
 
 // Options configure the reconcilers. The zero value means Knative's defaults.
 type Options struct {
-	// Domain, if set, is the domain of every external Route host, overriding
-	// config-domain (the --domain flag).
-	Domain string
+	// Overrides win over the ConfigMaps: the --domain flag, tests' GC policy and
+	// progress deadline.
+	Overrides config.Overrides
 	// GatewayHost is the ExternalName of Routes' placeholder Services.
 	GatewayHost string
 	// CertificateClass is the class of Routes' and DomainMappings' Certificates when
 	// config-network's certificate-class names none ("": Knative's default,
 	// cert-manager's; ferry up: its local CA).
 	CertificateClass string
-	// ProgressDeadline is how long a Revision's Deployment may go without progress
-	// before the Revision fails. If set, it overrides config-deployment's
-	// progress-deadline, which the Revision reconciler reads at each reconcile.
-	ProgressDeadline time.Duration
-	// GC, if set, is the Revision garbage collection policy, overriding config-gc (in
-	// it a zero field means zero, config.GCDisabled turns a rule off).
-	GC *config.GC
 	// Config returns the current configuration from Ferry's ConfigMaps
 	// (config.Store.Load); nil means config.Default() for ever. Within
 	// SetupWithManager it is wrapped so that it returns the configuration with the
-	// overrides above (Domain, GC, ProgressDeadline) applied: reconcilers call
+	// Overrides applied: reconcilers call
 	// opts.Config() for the live, effective configuration.
 	Config func() *config.Config
 	// OnConfigChange subscribes a function to configuration changes
@@ -281,7 +274,7 @@ func closed(c <-chan struct{}) bool {
 }
 
 func withDefaults(o Options) Options {
-	o.Config, o.OnConfigChange = withOverrides(o)
+	o.Config, o.OnConfigChange = o.Overrides.Source(o.Config, o.OnConfigChange)
 	if o.GatewayHost == "" {
 		o.GatewayHost = DefaultGatewayHost
 	}

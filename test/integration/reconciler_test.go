@@ -223,7 +223,7 @@ func TestRouteBeforeConfiguration(t *testing.T) {
 func TestTrafficSplit(t *testing.T) {
 	c := testClient
 	ns := testNamespace(t)
-	startFerry(t, ns, reconciler.Options{Domain: "ferry.test"})
+	startFerry(t, ns, reconciler.Options{Overrides: config.Overrides{Domain: "ferry.test"}})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
@@ -556,7 +556,7 @@ func logStages(t *testing.T, c client.Client, ns string) {
 func TestRevisionGC(t *testing.T) {
 	c := testClient
 	ns := testNamespace(t)
-	startFerry(t, ns, reconciler.Options{GC: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled}})
+	startFerry(t, ns, reconciler.Options{Overrides: config.Overrides{GC: &config.GC{MinNonActiveRevisions: 0, MaxNonActiveRevisions: config.GCDisabled}}})
 	dumpOnFailure(t, c, ns)
 	ctx := context.Background()
 
