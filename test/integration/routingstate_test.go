@@ -46,10 +46,11 @@ func TestMinScaleLeavesUnroutedRevisions(t *testing.T) {
 		s.Spec.Traffic = []v1.TrafficTarget{{RevisionName: rev1, Percent: &hundred}}
 	})
 	waitRoutingState(t, ns, rev1, v1.RoutingStateActive, av1alpha1.ReachabilityReachable, 1)
-	// The latest Revision, now without traffic, is never labelled reserve.
+	// The latest Revision, now without traffic, is never labelled reserve: it keeps the
+	// active it was created with (its Configuration followed the latest).
 	rev := &v1.Revision{}
 	get(t, testClient, ns, rev2, rev)
-	if state := rev.Labels[v1.RoutingStateLabelKey]; state != "" {
+	if state := rev.Labels[v1.RoutingStateLabelKey]; state != string(v1.RoutingStateActive) {
 		t.Errorf("%s, the latest Revision, labelled routingState=%s", rev2, state)
 	}
 	if spec, _ := scaleOf(t, ns, rev2); spec != 1 {
