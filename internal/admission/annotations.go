@@ -302,10 +302,16 @@ func validateQueueSidecarAnnotations(m map[string]string) *FieldError {
 	return errs
 }
 
-// validateSimulationAnnotations checks Ferry's serving.ferry.dev/simulated-* values,
-// which shape how ferry up's simulated pods answer.
-func validateSimulationAnnotations(m map[string]string) *FieldError {
+// validateFerryAnnotations checks Ferry's serving.ferry.dev/simulated-* values, which
+// shape how ferry up's simulated pods answer, and refuses the serving-port annotation,
+// which only the program node writes: set on a template it would reach every pod and
+// send the gateway to another port than the container's.
+func validateFerryAnnotations(m map[string]string) *FieldError {
 	var errs *FieldError
+	if _, ok := m[servingv1.ServingPortAnnotationKey]; ok {
+		errs = errs.Also(ErrDisallowedFields(servingv1.ServingPortAnnotationKey).WithDetails(
+			"ferry up's program node writes it on the pods it runs as processes; a Revision serves on its container's ports[0].containerPort"))
+	}
 	if v, ok := m[servingv1.SimulatedServiceTimeAnnotationKey]; ok {
 		if _, err := servingv1.ParseSimulatedServiceTime(v); err != nil {
 			errs = errs.Also(ErrInvalidValue(v, servingv1.SimulatedServiceTimeAnnotationKey, "a Go duration of at least 0, such as 200ms"))

@@ -56,7 +56,7 @@ func ValidateConfiguration(cfg *config.Config, c, old *servingv1.Configuration) 
 func ValidateRevision(cfg *config.Config, r, old *servingv1.Revision) *FieldError {
 	errs := validateObjectMeta(&r.ObjectMeta).
 		Also(validateAutoscalingAnnotations(cfg.Autoscaler, r.Annotations).ViaField("annotations")).
-		Also(validateSimulationAnnotations(r.Annotations).ViaField("annotations")).
+		Also(validateFerryAnnotations(r.Annotations).ViaField("annotations")).
 		Also(labelOwnedBy(r.Labels, servingv1.ConfigurationLabelKey, "Configuration", r.OwnerReferences).ViaField("labels")).
 		ViaField("metadata")
 	if old != nil {
@@ -142,7 +142,7 @@ func validateTemplate(cfg *config.Config, t *servingv1.RevisionTemplateSpec, par
 	errs := validateRevisionSpec(cfg, &t.Spec).ViaField("spec")
 	errs = errs.Also(validateAutoscalingAnnotations(cfg.Autoscaler, t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
 	errs = errs.Also(validateNetworkingAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
-	errs = errs.Also(validateSimulationAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
+	errs = errs.Also(validateFerryAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
 	errs = errs.Also(validateRevisionName(t.ObjectMeta.Name, t.ObjectMeta.GenerateName, parent))
 	errs = errs.Also(validateQueueSidecarAnnotations(t.ObjectMeta.Annotations).ViaField("metadata.annotations"))
 	errs = errs.Also(validateDurationAnnotation(t.ObjectMeta.Annotations, progressDeadlineAnn, "progress-deadline").ViaField("metadata.annotations"))

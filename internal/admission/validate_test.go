@@ -90,6 +90,9 @@ func TestValidateService(t *testing.T) {
 		{"simulated capacity not a number", nil, service(func(s *servingv1.Service) {
 			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/simulated-capacity": "two"}
 		}), []string{"invalid value: two: spec.template.metadata.annotations.serving.ferry.dev/simulated-capacity"}},
+		{"serving-port is the program node's", nil, service(func(s *servingv1.Service) {
+			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.ferry.dev/serving-port": "9000"}
+		}), []string{"must not set the field(s): spec.template.metadata.annotations.serving.ferry.dev/serving-port"}},
 		{"unknown networking annotation", nil, service(func(s *servingv1.Service) {
 			s.Spec.Template.ObjectMeta.Annotations = map[string]string{"networking.knative.dev/foo": "x"}
 		}), []string{`invalid key name "networking.knative.dev/foo": spec.template.metadata.annotations`}},
