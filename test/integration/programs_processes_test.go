@@ -3,21 +3,12 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -36,59 +27,20 @@ func TestProgramsProcesses(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	program := filepath.Join(dir, fmt.Sprintf("ferry-it-hello-%d", time.Now().UnixNano()%100000))
-	if out, err := exec.Command("go", "build", "-o", program, "../../examples/hello").CombinedOutput(); err != nil {
-		t.Fatalf("building examples/hello: %v\n%s", err, out)
-	}
-	addrs := loopbackAddrs(t, 3)
-	up := startProcess(t, "ferry up", nil, "up", "--data-dir", filepath.Join(dir, "data"),
-		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
-		"--program-isolation", "none", "--local-image", "example.com/real:1="+program)
-	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		if up.Exited() {
-			t.Fatalf("ferry up exited:\n%s", up.Output())
-		}
-		return kubeconfig.MatchString(up.Output()), "ferry up has not said it is up"
-	})
+	program := buildHello(t, dir)
+	args, gateway := programsUpArgs(t, dir, program, "--program-isolation", "none")
+	up, c, cs := startFerryUp(t, "ferry up", args)
 	for _, want := range []string{"run as processes on node ferry-programs", "NOT isolated (--program-isolation=none asks for it)",
 		"ignores PORT", "volumes are refused"} {
 		if !strings.Contains(up.Output(), want) {
 			t.Errorf("ferry up does not say %q:\n%s", want, up.Output())
 		}
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-
-	svc := ksvc("default", "real", "example.com/real:1")
-	svc.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "2"}
-	svc.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TARGET", Value: "integration"}}
-	if err := c.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	waitCondition(t, c, svc, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
 
 	// Two processes, both of the host at 127.0.0.1, each on the port it was given:
 	// the gateway spreads requests over both (the answers differ by pid).
-	answers := map[string]int{}
-	for range 40 {
-		code, body := getHost(t, addrs[0], "real.default.example.com")
-		if code != http.StatusOK || !strings.HasPrefix(body, "Hello integration! Revision real-00001, pod ") {
-			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", code, body)
-		}
-		answers[body]++
-	}
-	if len(answers) != 2 {
-		t.Errorf("answers from %d processes, want 2: %v", len(answers), answers)
-	}
+	svc := createTwoPodService(t, c, gateway, "pod ")
 	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
 	if err != nil {
 		t.Fatal(err)
@@ -140,19 +92,7 @@ func TestProgramsProcesses(t *testing.T) {
 	})
 
 	// Deleting the Service stops its processes and its pods leave.
-	if err := c.Delete(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, func() (bool, string) {
-		if n := processesOf(t, program); n > 0 {
-			return false, fmt.Sprintf("%d processes of the program are left", n)
-		}
-		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(left.Items) == 0, fmt.Sprintf("%d pods of the program are left", len(left.Items))
-	})
+	deleteAndWaitGone(t, c, cs, svc, program)
 
 	// Stopping ferry up stops every process it started.
 	again := ksvc("default", "again", "example.com/real:1")
@@ -160,13 +100,5 @@ func TestProgramsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, c, again, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
-	up.signal(syscall.SIGTERM)
-	select {
-	case <-up.done:
-	case <-time.After(time.Minute):
-		t.Fatal("ferry up did not stop within a minute of SIGTERM")
-	}
-	if n := processesOf(t, program); n != 0 {
-		t.Errorf("%d processes of the program outlive ferry up", n)
-	}
+	stopFerryUp(t, up, program)
 }

@@ -41,58 +41,17 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	// A name of its own, so that its processes can be counted on the machine.
-	program := filepath.Join(dir, fmt.Sprintf("ferry-it-hello-%d", time.Now().UnixNano()%100000))
-	if out, err := exec.Command("go", "build", "-o", program, "../../examples/hello").CombinedOutput(); err != nil {
-		t.Fatalf("building examples/hello: %v\n%s", err, out)
-	}
-	addrs := loopbackAddrs(t, 3)
-	upArgs := []string{"up", "--data-dir", filepath.Join(dir, "data"),
-		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
-		"--local-image", "example.com/real:1=" + program, "--local-image", "example.com/crash:1=/bin/false"}
-	up := startProcess(t, "ferry up", nil, upArgs...)
-	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		if up.Exited() {
-			t.Fatalf("ferry up exited:\n%s", up.Output())
-		}
-		return kubeconfig.MatchString(up.Output()), "ferry up has not said it is up"
-	})
+	program := buildHello(t, dir)
+	upArgs, gateway := programsUpArgs(t, dir, program, "--local-image", "example.com/crash:1=/bin/false")
+	up, c, cs := startFerryUp(t, "ferry up", upArgs)
 	if !strings.Contains(up.Output(), "run as processes on node ferry-programs") {
 		t.Errorf("ferry up does not say that programs run:\n%s", up.Output())
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-
-	svc := ksvc("default", "real", "example.com/real:1")
-	svc.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "2"}
-	svc.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TARGET", Value: "integration"}}
-	if err := c.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	waitCondition(t, c, svc, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
 
 	// Two pods, each its own process on :8080 in its own network namespace: the
 	// gateway spreads requests over both.
-	answers := map[string]int{}
-	for range 40 {
-		code, body := getHost(t, addrs[0], "real.default.example.com")
-		if code != http.StatusOK || !strings.HasPrefix(body, "Hello integration! Revision real-00001, pod real-00001-deployment-") {
-			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", code, body)
-		}
-		answers[body]++
-	}
-	if len(answers) != 2 {
-		t.Errorf("answers from %d pods, want 2: %v", len(answers), answers)
-	}
+	svc := createTwoPodService(t, c, gateway, "pod real-00001-deployment-")
 
 	// kubectl logs reaches the program's output through the node's kubelet API.
 	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
@@ -135,7 +94,7 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	if ready := idleRev.Status.GetCondition(duck.ConditionReady); ready == nil || !ready.IsTrue() {
 		t.Errorf("a Revision scaled to zero: Ready %+v", ready)
 	}
-	if code, body := getHost(t, addrs[0], "idle.default.example.com"); code != http.StatusOK || !strings.Contains(body, "Revision idle-00001") {
+	if code, body := getHost(t, gateway, "idle.default.example.com"); code != http.StatusOK || !strings.Contains(body, "Revision idle-00001") {
 		t.Errorf("a request to the Revision at zero: %d %q", code, body)
 	}
 
@@ -155,7 +114,75 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	})
 
 	// Stopping ferry up stops every process; started again on its data directory, it
-	// runs the pods bound to the node again, and the Service answers from them.
+	// runs the pods bound to the node again, and the Service answers from them. The API
+	// server listens on another port now: the clients are the new kubeconfig's.
+	stopFerryUp(t, up, program)
+	up, c, cs = startFerryUp(t, "ferry up, again", upArgs)
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		if up.Exited() {
+			t.Fatalf("ferry up exited:\n%s", up.Output())
+		}
+		if n := processesOf(t, program); n != 2 {
+			return false, fmt.Sprintf("%d processes of the program run, want 2", n)
+		}
+		code, body := getHostErr(gateway, "real.default.example.com")
+		return code == http.StatusOK && strings.Contains(body, "Revision real-00001"), fmt.Sprintf("answer %d %q", code, body)
+	})
+
+	// Deleting the Service stops its processes: the pods leave as soon as no request is
+	// in flight, not at the end of their preStop sleep, and are gone from the API.
+	deleteAndWaitGone(t, c, cs, svc, program)
+}
+
+// buildHello builds examples/hello into dir, under a name of its own so that its
+// processes can be counted on the machine.
+func buildHello(t *testing.T, dir string) string {
+	t.Helper()
+	program := filepath.Join(dir, fmt.Sprintf("ferry-it-hello-%d", time.Now().UnixNano()%100000))
+	if out, err := exec.Command("go", "build", "-o", program, "../../examples/hello").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/hello: %v\n%s", err, out)
+	}
+	return program
+}
+
+// programsUpArgs are ferry up's arguments for a data directory in dir, gateways on
+// loopback addresses of their own, and program for the image example.com/real:1, then
+// extra; gateway is the external gateway's address.
+func programsUpArgs(t *testing.T, dir, program string, extra ...string) (args []string, gateway string) {
+	t.Helper()
+	addrs := loopbackAddrs(t, 3)
+	return append([]string{"up", "--data-dir", filepath.Join(dir, "data"),
+		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
+		"--local-image", "example.com/real:1=" + program}, extra...), addrs[0]
+}
+
+// startFerryUp starts ferry up with args, waits until it says it is up, and returns
+// clients for its cluster.
+func startFerryUp(t *testing.T, name string, args []string) (*process, client.Client, *kubernetes.Clientset) {
+	t.Helper()
+	up := startProcess(t, name, nil, args...)
+	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
+	eventually(t, 2*time.Minute, func() (bool, string) {
+		if up.Exited() {
+			t.Fatalf("%s exited:\n%s", name, up.Output())
+		}
+		return kubeconfig.MatchString(up.Output()), name + " has not said it is up"
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up, c, kubernetes.NewForConfigOrDie(cfg)
+}
+
+// stopFerryUp stops ferry up with SIGTERM and checks that no process of program
+// outlives it.
+func stopFerryUp(t *testing.T, up *process, program string) {
+	t.Helper()
 	up.signal(syscall.SIGTERM)
 	select {
 	case <-up.done:
@@ -165,36 +192,49 @@ func TestProgramsOnFerryUp(t *testing.T) {
 	if n := processesOf(t, program); n != 0 {
 		t.Errorf("%d processes of the program outlive ferry up", n)
 	}
-	up = startProcess(t, "ferry up, again", nil, upArgs...)
-	eventually(t, 2*time.Minute, func() (bool, string) {
-		if up.Exited() {
-			t.Fatalf("ferry up exited:\n%s", up.Output())
-		}
-		if n := processesOf(t, program); n != 2 {
-			return false, fmt.Sprintf("%d processes of the program run, want 2", n)
-		}
-		code, body := getHostErr(addrs[0], "real.default.example.com")
-		return code == http.StatusOK && strings.Contains(body, "Revision real-00001"), fmt.Sprintf("answer %d %q", code, body)
-	})
-	// The API server listens on another port now: read the new kubeconfig.
-	if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig.FindStringSubmatch(up.Output())[1]); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = client.New(cfg, client.Options{Scheme: testScheme}); err != nil {
-		t.Fatal(err)
-	}
-	cs = kubernetes.NewForConfigOrDie(cfg)
+}
 
-	// Deleting the Service stops its processes: the pods leave as soon as no request is
-	// in flight, not at the end of their preStop sleep, and are gone from the API.
+// createTwoPodService creates the Service real of example.com/real:1 with min-scale 2
+// and env TARGET=integration, waits until it is Ready, and checks that the gateway
+// spreads 40 requests over its two pods' programs (the answers differ by pod), each
+// answer naming K_REVISION and, after it, podPrefix.
+func createTwoPodService(t *testing.T, c client.Client, gateway, podPrefix string) *v1.Service {
+	t.Helper()
+	svc := ksvc("default", "real", "example.com/real:1")
+	svc.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "2"}
+	svc.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TARGET", Value: "integration"}}
+	if err := c.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, svc, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	answers := map[string]int{}
+	for range 40 {
+		code, body := getHost(t, gateway, "real.default.example.com")
+		if code != http.StatusOK || !strings.HasPrefix(body, "Hello integration! Revision real-00001, "+podPrefix) {
+			t.Fatalf("answer %d %q: want the program's, with its env and K_REVISION", code, body)
+		}
+		answers[body]++
+	}
+	if len(answers) != 2 {
+		t.Errorf("answers from %d pods, want 2: %v", len(answers), answers)
+	}
+	return svc
+}
+
+// deleteAndWaitGone deletes svc and waits until no process of program runs and no
+// pod of its first Revision is left.
+func deleteAndWaitGone(t *testing.T, c client.Client, cs *kubernetes.Clientset, svc *v1.Service, program string) {
+	t.Helper()
+	ctx := context.Background()
 	if err := c.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
+	rev := svc.Name + "-00001"
 	eventually(t, 30*time.Second, func() (bool, string) {
 		if n := processesOf(t, program); n > 0 {
 			return false, fmt.Sprintf("%d processes of the program are left", n)
 		}
-		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=real-00001"})
+		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=" + rev})
 		if err != nil {
 			t.Fatal(err)
 		}
