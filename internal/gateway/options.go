@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -96,6 +97,9 @@ type Options struct {
 	// Registry receives the gateway's metrics. Default: controller-runtime's
 	// metrics.Registry, served by the manager's metrics endpoint.
 	Registry prometheus.Registerer
+	// Telemetry traces requests while config-observability turns tracing on
+	// (proxy/tracing.go); nil: never.
+	Telemetry *telemetry.Telemetry
 }
 
 func (o Options) withDefaults() Options {

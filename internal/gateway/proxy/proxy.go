@@ -16,6 +16,8 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
+	"github.com/ferry-serving/ferry/internal/telemetry"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is what the request path takes from the gateway's Options.
@@ -32,6 +34,8 @@ type Config struct {
 	// DialTimeout bounds connecting to an endpoint; DialContext connects.
 	DialTimeout time.Duration
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Telemetry gives the tracer while tracing is on (tracing.go); nil: never.
+	Telemetry *telemetry.Telemetry
 }
 
 // Proxy is the request path that the listeners share: the activator's holding state
@@ -41,6 +45,7 @@ type Proxy struct {
 	forwarder *forwarder
 	activator *activator
 	metrics   *Metrics
+	telemetry *telemetry.Telemetry
 }
 
 // New returns the request path over the routing tables that table returns, counting
@@ -49,7 +54,7 @@ type Proxy struct {
 func New(cfg Config, table func() *routing.Table, m *Metrics, active *backends.ActiveSet) *Proxy {
 	a := newActivator(cfg, m)
 	a.active = active
-	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m}
+	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m, telemetry: cfg.Telemetry}
 }
 
 // Handler is one listener's handler; the external one serves ExternalIP routes only.
@@ -61,6 +66,7 @@ func (p *Proxy) Handler(external bool) http.Handler {
 		forwarder: p.forwarder,
 		activator: p.activator,
 		metrics:   p.metrics,
+		telemetry: p.telemetry,
 	}
 }
 
@@ -82,6 +88,7 @@ type listenerHandler struct {
 	forwarder *forwarder
 	activator *activator
 	metrics   *Metrics
+	telemetry *telemetry.Telemetry
 }
 
 // routedRequest is the routing decision for one request, carried in its context to
@@ -98,11 +105,18 @@ type routedRequest struct {
 	timer requestTimer
 	// code is the status returned to the client, for metrics.
 	code int
+	// upstreamSpan is the call to the pod's span while tracing, which finish ends.
+	upstreamSpan trace.Span
 }
 
 type routedRequestKey struct{}
 
 func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var arrived time.Time
+	tr := p.requestTracer(r)
+	if tr != nil {
+		arrived = time.Now()
+	}
 	host, ok := routing.CanonicalHost(r.Host)
 	if !ok {
 		p.reject(w, nil, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
@@ -131,11 +145,24 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	svc.Load.Begin(backends.Micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
 	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
+	if tr != nil {
+		traceRouted(tr, ctx, arrived, rr)
+	}
 	targets := se.Targets(sp.Port)
 	if rr.target = targets.Acquire(se.Limit(), p.activator.replicas.Members()); rr.target != nil {
 		rr.target.Pod.Began(backends.Micros(start))
-	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.Empty()); rr.target == nil {
-		return
+	} else {
+		cold := targets.Empty()
+		rr.target = p.activator.hold(w, r.WithContext(ctx), rr, cold)
+		if tr != nil {
+			traceActivation(tr, ctx, start, rr, cold)
+		}
+		if rr.target == nil {
+			return
+		}
+	}
+	if tr != nil {
+		ctx = startUpstream(tr, ctx, r, rr)
 	}
 	switch {
 	case rr.target.Simulated:
@@ -167,6 +194,9 @@ func (p *listenerHandler) finish(svc *backends.Service, host string, rr *routedR
 	}
 	svc.Load.End(end)
 	p.metrics.countRequest(svc, host, rr.code, rr.revision)
+	if rr.upstreamSpan != nil {
+		endUpstream(rr)
+	}
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
