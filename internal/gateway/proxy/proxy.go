@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/requestlog"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 )
 
@@ -32,6 +33,9 @@ type Config struct {
 	// DialTimeout bounds connecting to an endpoint; DialContext connects.
 	DialTimeout time.Duration
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// RequestLog writes a line per request while config-observability turns it on;
+	// nil: never.
+	RequestLog *requestlog.Logger
 }
 
 // Proxy is the request path that the listeners share: the activator's holding state
@@ -41,6 +45,7 @@ type Proxy struct {
 	forwarder *forwarder
 	activator *activator
 	metrics   *Metrics
+	log       *requestlog.Logger
 }
 
 // New returns the request path over the routing tables that table returns, counting
@@ -49,7 +54,7 @@ type Proxy struct {
 func New(cfg Config, table func() *routing.Table, m *Metrics, active *backends.ActiveSet) *Proxy {
 	a := newActivator(cfg, m)
 	a.active = active
-	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m}
+	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m, log: cfg.RequestLog}
 }
 
 // Handler is one listener's handler; the external one serves ExternalIP routes only.
@@ -61,6 +66,7 @@ func (p *Proxy) Handler(external bool) http.Handler {
 		forwarder: p.forwarder,
 		activator: p.activator,
 		metrics:   p.metrics,
+		log:       p.log,
 	}
 }
 
@@ -82,6 +88,7 @@ type listenerHandler struct {
 	forwarder *forwarder
 	activator *activator
 	metrics   *Metrics
+	log       *requestlog.Logger
 }
 
 // routedRequest is the routing decision for one request, carried in its context to
@@ -103,6 +110,11 @@ type routedRequest struct {
 type routedRequestKey struct{}
 
 func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w, logged := p.log.Start(w, r, start)
+	if logged != nil {
+		defer logged.Finish(r)
+	}
 	host, ok := routing.CanonicalHost(r.Host)
 	if !ok {
 		p.reject(w, nil, "", "", http.StatusBadRequest, "ferry: malformed Host header %q\n", r.Host)
@@ -122,7 +134,6 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sp := rt.Pick(p.roll)
 	svc := sp.Service
 	se := svc.Endpoints()
-	start := time.Now()
 	rr := &routedRequest{route: rt, split: sp, revision: svc.RevisionName(se), start: start}
 	rr.timer.limits, rr.timer.start = se.Limits(p.activator.timeout), start
 	// From here until finish the request counts as in flight for its revision, held
@@ -130,12 +141,18 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// panic when the upstream body breaks off after the headers went out.
 	svc.Load.Begin(backends.Micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
+	if logged != nil {
+		logged.Revision = revisionOf(svc, se, rr)
+	}
 	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 	targets := se.Targets(sp.Port)
 	if rr.target = targets.Acquire(se.Limit(), p.activator.replicas.Members()); rr.target != nil {
 		rr.target.Pod.Began(backends.Micros(start))
 	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.Empty()); rr.target == nil {
 		return
+	}
+	if logged != nil {
+		logged.Revision.PodName, logged.Revision.PodIP = rr.target.Pod.Name(), rr.target.IP
 	}
 	switch {
 	case rr.target.Simulated:
@@ -167,6 +184,13 @@ func (p *listenerHandler) finish(svc *backends.Service, host string, rr *routedR
 	}
 	svc.Load.End(end)
 	p.metrics.countRequest(svc, host, rr.code, rr.revision)
+}
+
+// revisionOf names, for the request log, the revision a request is routed to; the
+// pod is added once one is picked.
+func revisionOf(svc *backends.Service, se *backends.Endpoints, rr *routedRequest) requestlog.Revision {
+	service, configuration := se.Owners()
+	return requestlog.Revision{Name: rr.revision, Namespace: svc.Key.Namespace, Service: service, Configuration: configuration}
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.
