@@ -13,7 +13,9 @@ func TestNewObservabilityFromConfigMap(t *testing.T) {
 				o.Tracing.Protocol == ProtocolNone && o.Metrics.Protocol == ProtocolNone && !o.EnableRequestLog
 		}},
 		{name: "request log on with the default template", data: map[string]string{"logging.enable-request-log": "true"},
-			check: func(o *Observability) bool { return o.EnableRequestLog && o.RequestLogTemplate == DefaultRequestLogTemplate }},
+			check: func(o *Observability) bool {
+				return o.EnableRequestLog && o.RequestLogTemplate == DefaultRequestLogTemplate
+			}},
 		{name: "own template and probes", data: map[string]string{"logging.enable-request-log": "true",
 			"logging.request-log-template": "{{.Request.Method}} {{.Response.Code}}", "logging.enable-probe-request-log": "true"},
 			check: func(o *Observability) bool {

@@ -172,9 +172,9 @@ func BuildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulate
 		revision:      rev.Name,
 		service:       rev.Labels[servingv1.ServiceLabelKey],
 		configuration: rev.Labels[servingv1.ConfigurationLabelKey],
-		specPorts: []specPort{{name: networkingv1alpha1.ServicePortNameHTTP1, port: networkingv1alpha1.ServiceHTTPPort}},
-		byName:    map[string]*TargetSet{},
-		byNumber:  map[int32]*TargetSet{},
+		specPorts:     []specPort{{name: networkingv1alpha1.ServicePortNameHTTP1, port: networkingv1alpha1.ServiceHTTPPort}},
+		byName:        map[string]*TargetSet{},
+		byNumber:      map[int32]*TargetSet{},
 	}
 	se.Simulation = simulationOf(rev.Annotations)
 	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
