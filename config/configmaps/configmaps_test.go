@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-var want = []string{"config-autoscaler", "config-certmanager", "config-defaults", "config-deployment", "config-domain", "config-features", "config-gc", "config-network"}
+var want = []string{"config-autoscaler", "config-certmanager", "config-defaults", "config-deployment", "config-domain", "config-features", "config-gc", "config-network", "config-observability"}
 
 func TestAll(t *testing.T) {
 	cms, err := All()

@@ -31,19 +31,23 @@ type Config struct {
 	Autoscaler *Autoscaler
 	// CertManager is config-certmanager, read by the cert-manager provider.
 	CertManager *CertManager
+	// Observability is config-observability, read by the gateway (request logs,
+	// traces) and the controller (traces, metrics export, Revisions' logUrl).
+	Observability *Observability
 }
 
 // Default is the configuration with no ConfigMap present.
 func Default() *Config {
 	return &Config{
-		Domain:      DefaultDomain(),
-		Network:     DefaultNetwork(),
-		Defaults:    DefaultDefaults(),
-		GC:          DefaultGC(),
-		Deployment:  DefaultDeployment(),
-		Features:    DefaultFeatures(),
-		Autoscaler:  DefaultAutoscaler(),
-		CertManager: DefaultCertManager(),
+		Domain:        DefaultDomain(),
+		Network:       DefaultNetwork(),
+		Defaults:      DefaultDefaults(),
+		GC:            DefaultGC(),
+		Deployment:    DefaultDeployment(),
+		Features:      DefaultFeatures(),
+		Autoscaler:    DefaultAutoscaler(),
+		CertManager:   DefaultCertManager(),
+		Observability: DefaultObservability(),
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package config holds Knative Serving's ConfigMaps as typed values: config-domain,
-// config-network, config-defaults, config-gc, config-deployment, config-features and
-// config-autoscaler, read from Ferry's system namespace with Knative's names, keys,
+// config-network, config-defaults, config-gc, config-deployment, config-features,
+// config-autoscaler, config-certmanager and config-observability, read from Ferry's system namespace with Knative's names, keys,
 // defaults and parse rules, so that a Knative user's configuration carries over
 // unchanged.
 //

@@ -51,6 +51,16 @@ var noEffectKeys = map[string][]noEffect{
 		{key: "registries-skipping-tag-resolving", quiet: []string{"kind.local,ko.local,dev.local"}, why: noTagResolution},
 		{key: "digest-resolution-timeout", quiet: []string{"10s"}, why: noTagResolution},
 	},
+	ObservabilityConfigName: {
+		{key: "logging.enable-var-log-collection", quiet: []string{"false"},
+			why: "Ferry mounts no /var/log for a node's log collector"},
+		{key: "request-metrics-*", quiet: []string{"none", "", "0", "0s"}, why: noQueueProxy +
+			"; the gateway's request metrics go where metrics-protocol says"},
+		{key: "runtime-profiling", quiet: []string{"disabled"},
+			why: "Ferry serves pprof where its --pprof-addr flag says"},
+		{key: "runtime-export-interval", quiet: []string{"15s"},
+			why: "Ferry's Go runtime metrics are read when they are scraped or exported"},
+	},
 	FeaturesConfigName: {
 		{key: "queueproxy.*", quiet: []string{"disabled"}, why: noQueueProxy},
 	},

@@ -27,7 +27,7 @@ const maxEventMessage = 800
 
 // Names are the ConfigMaps a Store watches.
 var Names = []string{DomainConfigName, NetworkConfigName, DefaultsConfigName, GCConfigName, DeploymentConfigName, FeaturesConfigName,
-	AutoscalerConfigName, CertManagerConfigName}
+	AutoscalerConfigName, CertManagerConfigName, ObservabilityConfigName}
 
 // StoreOptions configure a Store.
 type StoreOptions struct {
@@ -39,7 +39,7 @@ type StoreOptions struct {
 	Logger logr.Logger
 }
 
-// Store watches Ferry's eight ConfigMaps (Names) and hands out the current
+// Store watches Ferry's nine ConfigMaps (Names) and hands out the current
 // configuration as an immutable snapshot (Load). It is a controller-runtime Runnable
 // that runs on every replica, leader or not.
 //
@@ -314,6 +314,11 @@ func parseInto(c *Config, cm *corev1.ConfigMap) error {
 		if v, err = NewCertManagerFromConfigMap(cm); err == nil {
 			c.CertManager = v
 		}
+	case ObservabilityConfigName:
+		var v *Observability
+		if v, err = NewObservabilityFromConfigMap(cm); err == nil {
+			c.Observability = v
+		}
 	default:
 		err = fmt.Errorf("%s is not a ConfigMap Ferry reads", cm.Name)
 	}
@@ -339,5 +344,7 @@ func setDefaults(c *Config, name string) {
 		c.Autoscaler = d.Autoscaler
 	case CertManagerConfigName:
 		c.CertManager = d.CertManager
+	case ObservabilityConfigName:
+		c.Observability = d.Observability
 	}
 }

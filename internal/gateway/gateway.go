@@ -10,12 +10,15 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/gateway/backends"
-	"github.com/ferry-serving/ferry/internal/gateway/proxy"
-	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/proxy"
+	"github.com/ferry-serving/ferry/internal/gateway/requestlog"
+	"github.com/ferry-serving/ferry/internal/gateway/routing"
 )
 
 const (
@@ -34,6 +37,7 @@ type Gateway struct {
 	programmer *routing.Programmer
 	metrics    *proxy.Metrics
 	proxy      *proxy.Proxy
+	requestLog *requestlog.Logger
 	// reporter sends the load reports; nil without Options.Stats.
 	reporter *backends.Reporter
 	external *listener
@@ -56,6 +60,7 @@ func New(opts Options) *Gateway {
 		services:   services,
 		programmer: programmer,
 		metrics:    m,
+		requestLog: requestlog.New(opts.RequestLog),
 	}
 	if opts.HTTPSAddr != "" {
 		g.tlsStore = proxy.NewTLSStore(func(reason string) { m.TLSRefused.WithLabelValues(reason).Inc() })
@@ -73,6 +78,7 @@ func New(opts Options) *Gateway {
 		DialTimeout:    opts.DialTimeout,
 		DialContext:    opts.DialContext,
 		Telemetry:      opts.Telemetry,
+		RequestLog:     g.requestLog,
 	}, programmer.Table, m, active)
 	return g
 }
@@ -120,6 +126,10 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 
+	if g.opts.Config != nil {
+		g.applyConfig(g.opts.Config())
+		g.opts.OnConfigChange(func(_, c *config.Config) { g.applyConfig(c) })
+	}
 	if g.reporter != nil {
 		if err := mgr.Add(g.reporter); err != nil {
 			return fmt.Errorf("adding the gateway's load reporter: %w", err)
@@ -130,6 +140,10 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return mgr.Add(g.servers())
 }
+
+// applyConfig takes in a new configuration: the request log follows
+// config-observability.
+func (g *Gateway) applyConfig(c *config.Config) { g.requestLog.Apply(c.Observability) }
 
 // bind opens the listeners.
 func (g *Gateway) bind() error {

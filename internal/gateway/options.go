@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
-	"github.com/ferry-serving/ferry/internal/telemetry"
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 )
 
 // Options configure a Gateway. The zero value is usable: every field has a default.
@@ -94,6 +97,15 @@ type Options struct {
 	// MaxHeaderBytes caps request headers; larger ones get 431. Default 64KiB.
 	MaxHeaderBytes int
 
+	// Config and OnConfigChange are the live configuration (a config.Store's Load
+	// and OnChange): config-observability turns the request log on and off. nil: the
+	// defaults, for good.
+	Config         func() *config.Config
+	OnConfigChange func(func(old, new *config.Config))
+	// RequestLog receives the request log lines. Default: standard output, where
+	// Knative's components write theirs.
+	RequestLog io.Writer
+
 	// Registry receives the gateway's metrics. Default: controller-runtime's
 	// metrics.Registry, served by the manager's metrics endpoint.
 	Registry prometheus.Registerer
@@ -120,6 +132,9 @@ func (o Options) withDefaults() Options {
 	setDefault(&o.MaxHeaderBytes, 64<<10)
 	if o.DialContext == nil {
 		o.DialContext = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
+	if o.RequestLog == nil {
+		o.RequestLog = os.Stdout
 	}
 	if o.Registry == nil {
 		o.Registry = ctrlmetrics.Registry

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/config"
+
 	"github.com/ferry-serving/ferry/internal/telemetry"
 	"github.com/ferry-serving/ferry/internal/telemetry/otlptest"
 )
@@ -24,7 +26,7 @@ func startTracedGateway(t *testing.T, rate float64) (*testGateway, *otlptest.Rec
 	rcv := otlptest.Start(t)
 	tel := telemetry.New(telemetry.Options{ServiceName: "ferry-gateway"})
 	t.Cleanup(tel.Shutdown)
-	if err := tel.Apply(telemetry.Settings{Tracing: telemetry.Tracing{Protocol: telemetry.ProtocolGRPC, Endpoint: rcv.Endpoint(), SamplingRate: rate}}); err != nil {
+	if err := tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: rcv.Endpoint(), SamplingRate: rate}}); err != nil {
 		t.Fatal(err)
 	}
 	return startGateway(t, Options{Stats: &recordingSink{}, Telemetry: tel}), rcv

@@ -14,17 +14,19 @@ import (
 // addConfigStore adds to mgr a Store of Knative's ConfigMaps in ferry-system. The
 // manager starts it with its caches, on every replica, and starts the controllers and
 // webhooks once it has loaded the ConfigMaps. A bad value is reported with a Warning
-// Event on its ConfigMap, from the "ferry-config" component. Its wait for the
-// ConfigMaps ends when stopping does (see stoppableCache).
-func addConfigStore(mgr ctrl.Manager, stopping context.Context) (*config.Store, error) {
+// Event on its ConfigMap, from the "ferry-config" component, when report is set
+// (the log line is written either way). Its wait for the ConfigMaps ends when stopping
+// does (see stoppableCache).
+func addConfigStore(mgr ctrl.Manager, stopping context.Context, report bool) (*config.Store, error) {
 	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("a client for the ConfigMaps: %w", err)
 	}
-	store := config.NewStore(cs, config.StoreOptions{
-		Recorder: mgr.GetEventRecorder("ferry-config"),
-		Logger:   mgr.GetLogger().WithName("config"),
-	})
+	opts := config.StoreOptions{Logger: mgr.GetLogger().WithName("config")}
+	if report {
+		opts.Recorder = mgr.GetEventRecorder("ferry-config")
+	}
+	store := config.NewStore(cs, opts)
 	if err := mgr.Add(stoppableStore{Store: store, stopping: stopping}); err != nil {
 		return nil, fmt.Errorf("adding the config store: %w", err)
 	}

@@ -74,7 +74,7 @@ type Options struct {
 // Ferry is a configured manager, ready to Start.
 type Ferry struct {
 	// Config is the live configuration from Knative's ConfigMaps in ferry-system, set
-	// when the reconcilers or admission run.
+	// when the reconcilers, admission or the gateway run.
 	Config      *config.Store
 	mgr         ctrl.Manager
 	Gateway     *gateway.Gateway
@@ -121,8 +121,11 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
 	f := &Ferry{mgr: mgr, stop: stop}
-	if opts.Reconcilers || opts.Admission != nil {
-		if f.Config, err = addConfigStore(mgr, stopping); err != nil {
+	if opts.Reconcilers || opts.Admission != nil || opts.Gateway != nil {
+		// A gateway alone reads config-observability only for itself: the controller
+		// reports bad values, once.
+		report := opts.Reconcilers || opts.Admission != nil
+		if f.Config, err = addConfigStore(mgr, stopping, report); err != nil {
 			return nil, err
 		}
 		if opts.ReconcilerOptions.Config == nil {
@@ -195,6 +198,9 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 				}
 				gopts.Stats = c
 			}
+		}
+		if gopts.Config == nil {
+			gopts.Config, gopts.OnConfigChange = f.Config.Load, f.Config.OnChange
 		}
 		f.Gateway = gateway.New(gopts)
 		if err := f.Gateway.SetupWithManager(mgr); err != nil {

@@ -95,6 +95,11 @@ func sameDomains(a, b *config.Domain) bool {
 // gcChanged: config-gc changed.
 func gcChanged(old, new *config.Config) bool { return *old.GC != *new.GC }
 
+// logURLChanged: config-observability changed the Revisions' status.logUrl.
+func logURLChanged(old, new *config.Config) bool {
+	return old.Observability.RevisionURLTemplate != new.Observability.RevisionURLTemplate
+}
+
 // autoscalerChanged: config-autoscaler changed what PodAutoscalers decide with.
 func autoscalerChanged(old, new *config.Config) bool { return *old.Autoscaler != *new.Autoscaler }
 

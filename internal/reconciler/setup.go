@@ -141,6 +141,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		onChange("podautoscaler", autoscalerChanged, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }))
 	set.Route.Sources = append(set.Route.Sources, requeue,
 		onChange("route", routingChanged, func() client.ObjectList { return &v1.RouteList{} }))
+	set.Revision.Sources = append(set.Revision.Sources,
+		onChange("revision", logURLChanged, func() client.ObjectList { return &v1.RevisionList{} }))
 	set.GC.Sources = append(set.GC.Sources,
 		onChange("revision-gc", gcChanged, func() client.ObjectList { return &v1.ConfigurationList{} }))
 	for _, ctl := range set.All() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ferry-serving/ferry/internal/config"
+
 	promcontrib "go.opentelemetry.io/contrib/bridges/prometheus"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -21,19 +23,19 @@ type metricsPipeline struct {
 
 // newMetricsPipeline builds the OTLP push for s; nil for none and prometheus, which
 // the manager's metrics endpoint serves as ever.
-func newMetricsPipeline(s Export, res *resource.Resource, g prometheus.Gatherer) (*metricsPipeline, error) {
+func newMetricsPipeline(s config.Export, res *resource.Resource, g prometheus.Gatherer) (*metricsPipeline, error) {
 	var exporter sdkmetric.Exporter
 	var err error
 	switch s.Protocol {
-	case "", ProtocolNone, ProtocolPrometheus:
+	case "", config.ProtocolNone, config.ProtocolPrometheus:
 		return nil, nil
-	case ProtocolGRPC:
+	case config.ProtocolGRPC:
 		var opts []otlpmetricgrpc.Option
 		if u := endpointURL(s.Endpoint, "METRICS", ""); u != "" {
 			opts = append(opts, otlpmetricgrpc.WithEndpointURL(u))
 		}
 		exporter, err = otlpmetricgrpc.New(context.Background(), opts...)
-	case ProtocolHTTPProtobuf:
+	case config.ProtocolHTTPProtobuf:
 		var opts []otlpmetrichttp.Option
 		if u := endpointURL(s.Endpoint, "METRICS", "/v1/metrics"); u != "" {
 			opts = append(opts, otlpmetrichttp.WithEndpointURL(u))

@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ferry-serving/ferry/internal/config"
 )
 
 // ScopeName is the instrumentation scope of Ferry's spans.
@@ -52,10 +54,12 @@ type Telemetry struct {
 	// tracing is nil while tracing is off.
 	tracing atomic.Pointer[tracing]
 
-	// mu serialises Apply; applied is what it last applied.
-	mu      sync.Mutex
-	applied Settings
-	metrics *metricsPipeline
+	// mu serialises Apply; tracingApplied and metricsApplied are what it last
+	// applied.
+	mu             sync.Mutex
+	tracingApplied config.Tracing
+	metricsApplied config.Export
+	metrics        *metricsPipeline
 	// retired counts the providers being shut down, for Shutdown to wait for.
 	retired sync.WaitGroup
 
@@ -103,16 +107,21 @@ func (t *Telemetry) Tracer() trace.Tracer {
 	return nil
 }
 
-// Apply makes s the configuration in force, without a restart: what changed is
-// built anew and swapped in, and the providers it replaces are flushed and shut down
-// in the background within ShutdownTimeout. It returns the errors of building an
-// exporter; the part that failed is left off, the rest applies.
-func (t *Telemetry) Apply(s Settings) error {
+// Apply makes o's tracing and metrics export the configuration in force, without a
+// restart: what changed is built anew and swapped in, and the providers it replaces
+// are flushed and shut down in the background within ShutdownTimeout. It returns the
+// errors of building an exporter; the part that failed is left off, the rest
+// applies. o has passed the Store's validation.
+func (t *Telemetry) Apply(o *config.Observability) error {
+	return t.apply(o.Tracing, o.Metrics)
+}
+
+func (t *Telemetry) apply(tc config.Tracing, mc config.Export) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var errs []error
-	if s.Tracing != t.applied.Tracing {
-		next, err := newTracing(s.Tracing, t.resource)
+	if tc != t.tracingApplied {
+		next, err := newTracing(tc, t.resource)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tracing: %w", err))
 		}
@@ -125,10 +134,10 @@ func (t *Telemetry) Apply(s Settings) error {
 		if old != nil {
 			t.retire(old.provider.Shutdown)
 		}
-		t.opts.Logger.Info("Tracing configured", "protocol", s.Tracing.Protocol, "endpoint", s.Tracing.Endpoint, "samplingRate", s.Tracing.SamplingRate)
+		t.opts.Logger.Info("Tracing configured", "protocol", tc.Protocol, "endpoint", tc.Endpoint, "samplingRate", tc.SamplingRate)
 	}
-	if s.Metrics != t.applied.Metrics {
-		next, err := newMetricsPipeline(s.Metrics, t.resource, t.opts.Gatherer)
+	if mc != t.metricsApplied {
+		next, err := newMetricsPipeline(mc, t.resource, t.opts.Gatherer)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("metrics: %w", err))
 		}
@@ -136,9 +145,9 @@ func (t *Telemetry) Apply(s Settings) error {
 			t.retire(old.provider.Shutdown)
 		}
 		t.metrics = next
-		t.opts.Logger.Info("Metrics export configured", "protocol", s.Metrics.Protocol, "endpoint", s.Metrics.Endpoint, "interval", s.Metrics.ExportInterval)
+		t.opts.Logger.Info("Metrics export configured", "protocol", mc.Protocol, "endpoint", mc.Endpoint, "interval", mc.ExportInterval)
 	}
-	t.applied = s
+	t.tracingApplied, t.metricsApplied = tc, mc
 	return errors.Join(errs...)
 }
 
@@ -171,6 +180,6 @@ func (t *Telemetry) NeedLeaderElection() bool { return false }
 // Shutdown turns tracing and OTLP metrics off, flushing what they hold within
 // ShutdownTimeout, and waits for the providers replaced before.
 func (t *Telemetry) Shutdown() {
-	t.Apply(Settings{Tracing: Tracing{Protocol: ProtocolNone}, Metrics: Export{Protocol: ProtocolNone}})
+	t.apply(config.Tracing{Protocol: config.ProtocolNone}, config.Export{Protocol: config.ProtocolNone})
 	t.retired.Wait()
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/config"
+
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -112,9 +114,9 @@ func TestApplyIsLive(t *testing.T) {
 		_, s := tel.Tracer().Start(context.Background(), name)
 		s.End()
 	}
-	tel.Apply(Settings{Tracing: Tracing{Protocol: ProtocolGRPC, Endpoint: a.Endpoint(), SamplingRate: 1}})
+	tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: a.Endpoint(), SamplingRate: 1}})
 	span("to-a")
-	tel.Apply(Settings{Tracing: Tracing{Protocol: ProtocolGRPC, Endpoint: b.Endpoint(), SamplingRate: 1}})
+	tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: b.Endpoint(), SamplingRate: 1}})
 	span("to-b")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -131,7 +133,7 @@ func TestApplyIsLive(t *testing.T) {
 			t.Errorf("received %+v, want one span %s of ferry-test", got, c.name)
 		}
 	}
-	tel.Apply(Settings{Tracing: Tracing{Protocol: ProtocolNone}})
+	tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolNone}})
 	if tel.Tracer() != nil {
 		t.Error("a tracer after tracing-protocol none")
 	}
@@ -156,10 +158,10 @@ func TestApplyWhileTracing(t *testing.T) {
 	}
 	for i := 0; ctx.Err() == nil; i++ {
 		rate := float64(i % 2)
-		tel.Apply(Settings{Tracing: Tracing{Protocol: ProtocolGRPC, Endpoint: r.Endpoint(), SamplingRate: rate}})
+		tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: r.Endpoint(), SamplingRate: rate}})
 		time.Sleep(10 * time.Millisecond)
 		if i%3 == 0 {
-			tel.Apply(Settings{})
+			tel.Apply(&config.Observability{})
 		}
 	}
 	wg.Wait()
@@ -174,13 +176,13 @@ func TestMetricsOverOTLP(t *testing.T) {
 	reg.MustRegister(c)
 	c.Inc()
 	tel := newTestTelemetry(t, reg)
-	tel.Apply(Settings{Metrics: Export{Protocol: ProtocolGRPC, Endpoint: r.Endpoint(), ExportInterval: 100 * time.Millisecond}})
+	tel.Apply(&config.Observability{Metrics: config.Export{Protocol: config.ProtocolGRPC, Endpoint: r.Endpoint(), ExportInterval: 100 * time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if !r.Wait(ctx, func(r *otlptest.Receiver) bool { return slices.Contains(r.MetricNames(), "ferry_test_requests_total") }) {
 		t.Fatalf("received metrics %v, want ferry_test_requests_total", r.MetricNames())
 	}
-	tel.Apply(Settings{Metrics: Export{Protocol: ProtocolPrometheus}})
+	tel.Apply(&config.Observability{Metrics: config.Export{Protocol: config.ProtocolPrometheus}})
 	tel.retired.Wait()
 	r.Reset()
 	time.Sleep(300 * time.Millisecond)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ferry-serving/ferry/internal/config"
+
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -22,27 +24,27 @@ type tracing struct {
 }
 
 // newTracing builds the provider for s; nil for none (or an empty protocol).
-func newTracing(s Tracing, res *resource.Resource) (*tracing, error) {
+func newTracing(s config.Tracing, res *resource.Resource) (*tracing, error) {
 	var exporter sdktrace.SpanExporter
 	var err error
 	sampler := Sampler(s.SamplingRate)
 	switch s.Protocol {
-	case "", ProtocolNone:
+	case "", config.ProtocolNone:
 		return nil, nil
-	case ProtocolGRPC:
+	case config.ProtocolGRPC:
 		var opts []otlptracegrpc.Option
 		if u := endpointURL(s.Endpoint, "TRACES", ""); u != "" {
 			opts = append(opts, otlptracegrpc.WithEndpointURL(u))
 		}
 		// New does not connect: grpc-go dials lazily, and reconnects by itself.
 		exporter, err = otlptracegrpc.New(context.Background(), opts...)
-	case ProtocolHTTPProtobuf:
+	case config.ProtocolHTTPProtobuf:
 		var opts []otlptracehttp.Option
 		if u := endpointURL(s.Endpoint, "TRACES", "/v1/traces"); u != "" {
 			opts = append(opts, otlptracehttp.WithEndpointURL(u))
 		}
 		exporter, err = otlptracehttp.New(context.Background(), opts...)
-	case ProtocolStdout:
+	case config.ProtocolStdout:
 		// As Knative: stdout is for looking at, every span of it.
 		sampler = sdktrace.AlwaysSample()
 		exporter, err = stdouttrace.New(stdouttrace.WithWriter(os.Stdout))

@@ -169,10 +169,12 @@ func (r *endpointsReconciler) simulatedNodes(ctx context.Context, nodes []string
 func BuildRevisionEndpoints(rev *servingv1.Revision, pods []corev1.Pod, simulated func(node string) bool) *Endpoints {
 	port := rev.Spec.UserPort()
 	se := &Endpoints{
-		revision:  rev.Name,
-		specPorts: []specPort{{name: networkingv1alpha1.ServicePortNameHTTP1, port: networkingv1alpha1.ServiceHTTPPort}},
-		byName:    map[string]*TargetSet{},
-		byNumber:  map[int32]*TargetSet{},
+		revision:      rev.Name,
+		service:       rev.Labels[servingv1.ServiceLabelKey],
+		configuration: rev.Labels[servingv1.ConfigurationLabelKey],
+		specPorts:     []specPort{{name: networkingv1alpha1.ServicePortNameHTTP1, port: networkingv1alpha1.ServiceHTTPPort}},
+		byName:        map[string]*TargetSet{},
+		byNumber:      map[int32]*TargetSet{},
 	}
 	se.Simulation = simulationOf(rev.Annotations)
 	if cc := rev.Spec.ContainerConcurrency; cc != nil && *cc > 0 {
@@ -227,6 +229,7 @@ func BuildEndpoints(svc *corev1.Service, endpointSlices []discoveryv1.EndpointSl
 	se := &Endpoints{byName: map[string]*TargetSet{}, byNumber: map[int32]*TargetSet{}}
 	if svc != nil {
 		se.revision = svc.Labels[servingv1.RevisionLabelKey]
+		se.service, se.configuration = svc.Labels[servingv1.ServiceLabelKey], svc.Labels[servingv1.ConfigurationLabelKey]
 		for _, p := range svc.Spec.Ports {
 			se.specPorts = append(se.specPorts, specPort{name: p.Name, port: p.Port})
 		}

@@ -36,8 +36,9 @@ type Service struct {
 // Endpoints is an immutable snapshot of a Service's ready endpoints.
 type Endpoints struct {
 	// revision is the Service's serving.knative.dev/revision label, for error bodies
-	// and metrics.
-	revision string
+	// and metrics; service and configuration are its Knative Service and
+	// Configuration, for request logs.
+	revision, service, configuration string
 	// specPorts are the Service's ports; a split's servicePort names one of them, and
 	// its name picks the EndpointSlice port, as kube-proxy does.
 	specPorts []specPort
@@ -58,6 +59,14 @@ type Endpoints struct {
 	Published time.Time
 	// Simulation is how the Revision's simulated pods answer.
 	Simulation Simulation
+}
+
+// Owners are the Knative Service and Configuration of the revision, "" if unknown.
+func (se *Endpoints) Owners() (service, configuration string) {
+	if se == nil {
+		return "", ""
+	}
+	return se.service, se.configuration
 }
 
 // Limit is the containerConcurrency of the snapshot, 0 (none) without one.

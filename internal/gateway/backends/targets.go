@@ -71,6 +71,9 @@ func (ts *TargetSet) All() []Target { return ts.targets }
 // InFlight is the number of requests in flight to the endpoint.
 func (p *PodSlot) InFlight() int64 { return p.inflight.Load() }
 
+// Name is the pod's name, or the endpoint's address when it is no pod's.
+func (p *PodSlot) Name() string { return p.name }
+
 func (ts *TargetSet) Empty() bool { return ts == nil || len(ts.targets) == 0 }
 
 // balanceWindow bounds how many endpoints an unlimited request compares: the least

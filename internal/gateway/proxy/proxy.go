@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/requestlog"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	"github.com/ferry-serving/ferry/internal/telemetry"
 	"go.opentelemetry.io/otel/trace"
@@ -36,6 +37,9 @@ type Config struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Telemetry gives the tracer while tracing is on (tracing.go); nil: never.
 	Telemetry *telemetry.Telemetry
+	// RequestLog writes a line per request while config-observability turns it on;
+	// nil: never.
+	RequestLog *requestlog.Logger
 }
 
 // Proxy is the request path that the listeners share: the activator's holding state
@@ -46,6 +50,7 @@ type Proxy struct {
 	activator *activator
 	metrics   *Metrics
 	telemetry *telemetry.Telemetry
+	log       *requestlog.Logger
 }
 
 // New returns the request path over the routing tables that table returns, counting
@@ -54,7 +59,7 @@ type Proxy struct {
 func New(cfg Config, table func() *routing.Table, m *Metrics, active *backends.ActiveSet) *Proxy {
 	a := newActivator(cfg, m)
 	a.active = active
-	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m, telemetry: cfg.Telemetry}
+	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m, log: cfg.RequestLog, telemetry: cfg.Telemetry}
 }
 
 // Handler is one listener's handler; the external one serves ExternalIP routes only.
@@ -67,6 +72,7 @@ func (p *Proxy) Handler(external bool) http.Handler {
 		activator: p.activator,
 		metrics:   p.metrics,
 		telemetry: p.telemetry,
+		log:       p.log,
 	}
 }
 
@@ -89,6 +95,7 @@ type listenerHandler struct {
 	activator *activator
 	metrics   *Metrics
 	telemetry *telemetry.Telemetry
+	log       *requestlog.Logger
 }
 
 // routedRequest is the routing decision for one request, carried in its context to
@@ -112,10 +119,11 @@ type routedRequest struct {
 type routedRequestKey struct{}
 
 func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var arrived time.Time
+	start := time.Now()
 	tr := p.requestTracer(r)
-	if tr != nil {
-		arrived = time.Now()
+	w, logged := p.log.Start(w, r, start)
+	if logged != nil {
+		defer logged.Finish(r)
 	}
 	host, ok := routing.CanonicalHost(r.Host)
 	if !ok {
@@ -136,7 +144,6 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sp := rt.Pick(p.roll)
 	svc := sp.Service
 	se := svc.Endpoints()
-	start := time.Now()
 	rr := &routedRequest{route: rt, split: sp, revision: svc.RevisionName(se), start: start}
 	rr.timer.limits, rr.timer.start = se.Limits(p.activator.timeout), start
 	// From here until finish the request counts as in flight for its revision, held
@@ -144,18 +151,24 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// panic when the upstream body breaks off after the headers went out.
 	svc.Load.Begin(backends.Micros(start), p.activator.active)
 	defer p.finish(svc, host, rr)
+	if logged != nil {
+		logged.Revision = revisionOf(svc, se, rr)
+	}
 	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
 	if tr != nil {
-		traceRouted(tr, ctx, arrived, rr)
+		traceRouted(tr, ctx, start, rr, se)
 	}
 	targets := se.Targets(sp.Port)
 	if rr.target = targets.Acquire(se.Limit(), p.activator.replicas.Members()); rr.target != nil {
 		rr.target.Pod.Began(backends.Micros(start))
 	} else {
-		cold := targets.Empty()
+		cold, held := targets.Empty(), time.Time{}
+		if tr != nil {
+			held = time.Now()
+		}
 		rr.target = p.activator.hold(w, r.WithContext(ctx), rr, cold)
 		if tr != nil {
-			traceActivation(tr, ctx, start, rr, cold)
+			traceActivation(tr, ctx, held, rr, cold)
 		}
 		if rr.target == nil {
 			return
@@ -163,6 +176,9 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if tr != nil {
 		ctx = startUpstream(tr, ctx, r, rr)
+	}
+	if logged != nil {
+		logged.Revision.PodName, logged.Revision.PodIP = rr.target.Pod.Name(), rr.target.IP
 	}
 	switch {
 	case rr.target.Simulated:
@@ -197,6 +213,13 @@ func (p *listenerHandler) finish(svc *backends.Service, host string, rr *routedR
 	if rr.upstreamSpan != nil {
 		endUpstream(rr)
 	}
+}
+
+// revisionOf names, for the request log, the revision a request is routed to; the
+// pod is added once one is picked.
+func revisionOf(svc *backends.Service, se *backends.Endpoints, rr *routedRequest) requestlog.Revision {
+	service, configuration := se.Owners()
+	return requestlog.Revision{Name: rr.revision, Namespace: svc.Key.Namespace, Service: service, Configuration: configuration}
 }
 
 // reject answers a request the gateway cannot forward with a short plain-text body.

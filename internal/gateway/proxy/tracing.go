@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/telemetry"
 )
 
@@ -132,19 +133,22 @@ func (p *listenerHandler) requestTracer(r *http.Request) trace.Tracer {
 }
 
 // traceRouted records the routing span, from the request's arrival to the split's
-// pick, and names the revision on the server span.
-func traceRouted(tr trace.Tracer, ctx context.Context, arrived time.Time, rr *routedRequest) {
-	attrs := revisionAttributes(rr)
-	trace.SpanFromContext(ctx).SetAttributes(attrs...)
-	_, span := tr.Start(ctx, spanRoute, trace.WithTimestamp(arrived), trace.WithAttributes(attrs...))
-	span.End()
-}
-
-func revisionAttributes(rr *routedRequest) []attribute.KeyValue {
-	return []attribute.KeyValue{
+// pick, and names the revision, and its Service and Configuration when the
+// endpoints say, on the server span as Knative's activator does.
+func traceRouted(tr trace.Tracer, ctx context.Context, arrived time.Time, rr *routedRequest, se *backends.Endpoints) {
+	attrs := []attribute.KeyValue{
 		attribute.String("kn.revision.name", rr.revision),
 		attribute.String("k8s.namespace.name", rr.split.Service.Key.Namespace),
 	}
+	if service, configuration := se.Owners(); configuration != "" {
+		attrs = append(attrs, attribute.String("kn.configuration.name", configuration))
+		if service != "" {
+			attrs = append(attrs, attribute.String("kn.service.name", service))
+		}
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attrs...)
+	_, span := tr.Start(ctx, spanRoute, trace.WithTimestamp(arrived), trace.WithAttributes(attrs...))
+	span.End()
 }
 
 // traceActivation records a wait for a pod: cold when the revision had no ready pod

@@ -33,7 +33,8 @@ import (
 type Reconciler struct {
 	// Base.Config: config-deployment's progress deadline (a Revision's own
 	// annotation overrides it), config-autoscaler's class and initial scale of new
-	// Revisions, and config-defaults for in-memory defaulting.
+	// Revisions, config-defaults for in-memory defaulting, and config-observability's
+	// logging.revision-url-template for status.logUrl.
 	base.Base
 	// Serial, if set, ensures the two children one after the other (child.Together).
 	Serial bool
@@ -134,6 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// Status.
 	status, m := base.OpenStatus(&rev.Status, rev.Generation, v1.RevisionConditions)
+	status.LogURL = resources.LogURL(rev, cfg.Observability.RevisionURLTemplate)
 	var o child.Outcome
 	for _, err := range []error{depErr, paErr} {
 		if o.Mark(m, v1.RevisionConditionResourcesAvailable, err) {

@@ -361,3 +361,52 @@ func TestReconcileTable(t *testing.T) {
 		Check:      wantStatus(3, 1, ready, available, healthy, active),
 	}}, build)
 }
+
+// TestLogURL: status.logUrl follows config-observability's
+// logging.revision-url-template, and goes when the template does.
+func TestLogURL(t *testing.T) {
+	replicas := func(r *v1.Revision) { r.Status.DesiredReplicas, r.Status.ActualReplicas = ptr(int32(1)), ptr(int32(1)) }
+	logURL := func(want string) func(*testing.T, *rt.Env) {
+		return func(t *testing.T, env *rt.Env) {
+			if r := env.Written(rt.Status, "Revision", "hello-00001").(*v1.Revision); r.Status.LogURL != want {
+				t.Errorf("logUrl %q, want %q", r.Status.LogURL, want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		template string
+		cases    []rt.Case
+	}{{
+		template: "http://logs.example.com/?uid=${REVISION_UID}&again=${REVISION_UID}",
+		cases: []rt.Case{{
+			Name:       "the template names the Revision's UID",
+			Key:        key,
+			Objects:    []client.Object{rev(readyStatus, replicas), deployment(1, 1), pa(1, 1, paActive)},
+			WantWrites: []string{"status Revision ns/hello-00001"},
+			Check:      logURL("http://logs.example.com/?uid=rev-uid&again=rev-uid"),
+		}},
+	}, {
+		template: "",
+		cases: []rt.Case{{
+			Name: "no template: the logUrl goes",
+			Key:  key,
+			Objects: []client.Object{rev(readyStatus, replicas, func(r *v1.Revision) { r.Status.LogURL = "http://old/" }),
+				deployment(1, 1), pa(1, 1, paActive)},
+			WantWrites: []string{"status Revision ns/hello-00001"},
+			Check:      logURL(""),
+		}},
+	}} {
+		rt.Run(t, tc.cases, func(env *rt.Env) reconcile.Reconciler {
+			r := build(env).(*revision.Reconciler)
+			inner := r.Config
+			r.Config = func() *config.Config {
+				c := *inner()
+				o := *c.Observability
+				o.RevisionURLTemplate = tc.template
+				c.Observability = &o
+				return &c
+			}
+			return r
+		})
+	}
+}
