@@ -139,6 +139,26 @@ func TestApplyIsLive(t *testing.T) {
 	}
 }
 
+// http/protobuf sends to the signal's path of an endpoint given without one.
+func TestHTTPProtobuf(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	r := otlptest.Start(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "ferry_test_gauge", Help: "test"}))
+	tel := newTestTelemetry(t, reg)
+	tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolHTTPProtobuf, Endpoint: r.HTTPEndpoint(), SamplingRate: 1},
+		Metrics: config.Export{Protocol: config.ProtocolHTTPProtobuf, Endpoint: r.HTTPEndpoint(), ExportInterval: 100 * time.Millisecond}})
+	_, s := tel.Tracer().Start(context.Background(), "over-http")
+	s.End()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !r.Wait(ctx, func(r *otlptest.Receiver) bool {
+		return len(r.Spans()) == 1 && slices.Contains(r.MetricNames(), "ferry_test_gauge")
+	}) {
+		t.Errorf("received spans %+v and metrics %v, want the span over-http and ferry_test_gauge", r.Spans(), r.MetricNames())
+	}
+}
+
 // Spans may start and end on a tracer while Apply replaces it (go test -race).
 func TestApplyWhileTracing(t *testing.T) {
 	r := otlptest.Start(t)

@@ -6,7 +6,10 @@ package otlptest
 import (
 	"context"
 	"encoding/hex"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +19,7 @@ import (
 	tracev1 "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // Span is a received span, flattened.
@@ -31,11 +35,12 @@ type Span struct {
 	StartUnixNano, EndUnixNano uint64
 }
 
-// Receiver serves OTLP's TraceService and MetricsService on a loopback port.
+// Receiver serves OTLP's TraceService and MetricsService on a loopback port over
+// gRPC, and their HTTP/protobuf forms (/v1/traces, /v1/metrics) on another.
 type Receiver struct {
 	tracev1.UnimplementedTraceServiceServer
-	// Addr is host:port; the endpoint to configure is "http://" + Addr.
-	Addr string
+	// Addr is the gRPC host:port, HTTPAddr the HTTP/protobuf one.
+	Addr, HTTPAddr string
 
 	mu      sync.Mutex
 	spans   []Span
@@ -56,11 +61,49 @@ func Start(t testing.TB) *Receiver {
 	metricsv1.RegisterMetricsServiceServer(s, metricsServer{r: r})
 	go s.Serve(ln)
 	t.Cleanup(s.Stop)
+	hs := httptest.NewServer(http.HandlerFunc(r.serveHTTP))
+	t.Cleanup(hs.Close)
+	r.HTTPAddr = hs.Listener.Addr().String()
 	return r
 }
 
-// Endpoint is the receiver's URL, as tracing-endpoint or metrics-endpoint.
+// Endpoint is the receiver's gRPC URL, as tracing-endpoint or metrics-endpoint.
 func (r *Receiver) Endpoint() string { return "http://" + r.Addr }
+
+// HTTPEndpoint is the receiver's HTTP/protobuf URL, without the signal's path.
+func (r *Receiver) HTTPEndpoint() string { return "http://" + r.HTTPAddr }
+
+// serveHTTP takes OTLP/HTTP's binary protobuf exports.
+func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var res proto.Message
+	switch req.URL.Path {
+	case "/v1/traces":
+		var export tracev1.ExportTraceServiceRequest
+		if err = proto.Unmarshal(body, &export); err == nil {
+			res, err = r.Export(req.Context(), &export)
+		}
+	case "/v1/metrics":
+		var export metricsv1.ExportMetricsServiceRequest
+		if err = proto.Unmarshal(body, &export); err == nil {
+			res, err = metricsServer{r: r}.Export(req.Context(), &export)
+		}
+	default:
+		http.NotFound(w, req)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	out, _ := proto.Marshal(res)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
+}
 
 // Export keeps the spans of a TraceService export.
 func (r *Receiver) Export(_ context.Context, req *tracev1.ExportTraceServiceRequest) (*tracev1.ExportTraceServiceResponse, error) {
