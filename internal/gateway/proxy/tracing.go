@@ -61,6 +61,16 @@ func probe(r *http.Request) bool {
 
 func serveTraced(tr trace.Tracer, next http.Handler, w http.ResponseWriter, r *http.Request) {
 	ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := tr.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	if !span.IsRecording() {
+		// Not sampled, so neither are its children under any sampler of
+		// telemetry.Sampler: nothing to record, and no context for the handler to
+		// carry. The pod is still told, in traceparent, so that it does not sample
+		// the trace either; the request log reads the trace ID from there.
+		telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
+		next.ServeHTTP(w, r)
+		return
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -78,7 +88,7 @@ func serveTraced(tr trace.Tracer, next http.Handler, w http.ResponseWriter, r *h
 	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
 		attrs = append(attrs, attribute.String("client.address", ip))
 	}
-	ctx, span := tr.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrs...)
 	rec := &statusRecorder{ResponseWriter: w}
 	completed := false
 	defer func() {
@@ -123,7 +133,7 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // requestTracer is the tracer for the request's child spans: nil unless tracing is
-// on and Traced started the request's server span.
+// on and Traced started a recording server span.
 func (p *listenerHandler) requestTracer(r *http.Request) trace.Tracer {
 	tr := p.telemetry.Tracer()
 	if tr == nil || !trace.SpanContextFromContext(r.Context()).IsValid() {
