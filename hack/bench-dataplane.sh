@@ -5,6 +5,10 @@
 #   direct     the backend itself
 #   gateway    Ferry's gateway (TestBenchServe: accounting and load reports on, the
 #              activator in the path, containerConcurrency 100, a 300 s timeout)
+#   gateway-trace0, gateway-trace1
+#              the same with tracing on (tracing-protocol grpc to hack/benchotlp, a
+#              real OTLP receiver on this machine) at tracing-sampling-rate 0, the
+#              default, and 1: every request a trace of three spans, exported
 #   nginx      nginx alone, 2 workers, upstream keepalive
 #   knative    nginx standing in for Envoy (Kourier) in front of Knative's own
 #              queue-proxy (knative.dev/serving cmd/queue, CONTAINER_CONCURRENCY 100,
@@ -20,10 +24,13 @@
 #
 #   hack/bench-dataplane.sh                     # the table; about 7 minutes
 #   DURATION=3 ROUNDS=1 hack/bench-dataplane.sh # a quick look
+#   ONLY='^(direct|gateway.*|nginx)$' hack/bench-dataplane.sh # those rows only
 #   hack/bench-dataplane.sh --profile /tmp/gw.prof  # CPU profile of the gateway at c=64
 #
-# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19085-19097
-# on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free.
+# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19082-19097
+# on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free. ONLY, an
+# extended regular expression, keeps the rows whose names match; a row's ratio and
+# added latency need its nginx and direct rows kept too.
 set -euo pipefail
 
 DURATION=${DURATION:-5} # seconds per target and round
@@ -47,6 +54,9 @@ NGINX_KNATIVE_H2C=127.0.0.1:19088 # nginx h2c → queue-proxy h2c → h2c backen
 NGINX_KNATIVE_TLS=127.0.0.1:19089 # nginx ssl → queue-proxy → backend
 GO_TCP=127.0.0.1:19086            # benchgoproxy -mode tcp → backend
 GO_HTTP=127.0.0.1:19085           # benchgoproxy -mode http → backend
+GATEWAY_TRACE0=127.0.0.1:19082    # the gateway, tracing at rate 0
+GATEWAY_TRACE1=127.0.0.1:19083    # the gateway, tracing at rate 1
+OTLP=127.0.0.1:19084              # benchotlp, the OTLP/gRPC receiver of both
 HOST=bench.example.com            # the gateway's HTTP/1.1 revision
 H2C_HOST=h2c.example.com          # its h2c revision (same backend)
 
@@ -69,7 +79,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 NGINX_BIN=$(command -v nginx)
 
-for port in 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
+for port in 19082 19083 19084 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
   if ss -Hltn "sport = :$port" | grep -q .; then die "port $port is taken"; fi
 done
 
@@ -79,6 +89,7 @@ mkdir -p bin
 echo "building" >&2
 go build -o bin/benchbackend ./hack/benchbackend || die "build of hack/benchbackend failed"
 go build -o bin/benchgoproxy ./hack/benchgoproxy || die "build of hack/benchgoproxy failed"
+go build -o bin/benchotlp ./hack/benchotlp || die "build of hack/benchotlp failed"
 go test -c -o bin/gateway.test ./internal/gateway || die "build of the gateway's test binary failed"
 if [ -z "$PROFILE" ]; then
   (cd test/knative && go build -o ../../bin/queue-proxy knative.dev/serving/cmd/queue) || die "build of queue-proxy failed"
@@ -138,6 +149,13 @@ if [ -n "$PROFILE" ]; then gateway_flags+=(-test.cpuprofile "$PROFILE"); fi
 start gateway env FERRY_BENCH_SERVE=$GATEWAY FERRY_BENCH_HTTPS=$GATEWAY_HTTPS FERRY_BENCH_BACKEND=$BACKEND \
   FERRY_BENCH_CERT="$WORK/cert.pem" FERRY_BENCH_KEY="$WORK/key.pem" bin/gateway.test "${gateway_flags[@]}"
 ready gateway "http://$GATEWAY/" -H "Host: $HOST"
+start otlp bin/benchotlp -addr $OTLP
+for rate in 0 1; do
+  addr=GATEWAY_TRACE$rate
+  start gateway-trace$rate env FERRY_BENCH_SERVE=${!addr} FERRY_BENCH_BACKEND=$BACKEND \
+    FERRY_BENCH_TRACING="http://$OTLP $rate" bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
+  ready gateway-trace$rate "http://${!addr}/" -H "Host: $HOST"
+done
 
 if [ -n "$PROFILE" ]; then
   # Only the gateway at c=64, so that the profile is of that.
@@ -221,6 +239,8 @@ ready gateway "http://$GATEWAY/" --http2-prior-knowledge -H "Host: $H2C_HOST"
 TARGETS=(
   "direct|wrk|http://$BACKEND/|$HOST"
   "gateway|wrk|http://$GATEWAY/|$HOST"
+  "gateway-trace0|wrk|http://$GATEWAY_TRACE0/|$HOST"
+  "gateway-trace1|wrk|http://$GATEWAY_TRACE1/|$HOST"
   "nginx|wrk|http://$NGINX/|$HOST"
   "knative|wrk|http://$NGINX_KNATIVE/|$HOST"
   "go-tcp|wrk|http://$GO_TCP/|$HOST"
@@ -233,6 +253,14 @@ TARGETS=(
   "nginx-tls|h2load|https://$HOST:${NGINX_TLS##*:}/|$NGINX_TLS"
   "knative-tls|h2load|https://$HOST:${NGINX_KNATIVE_TLS##*:}/|$NGINX_KNATIVE_TLS"
 )
+
+if [ -n "${ONLY:-}" ]; then
+  kept=()
+  for t in "${TARGETS[@]}"; do
+    if [[ ${t%%|*} =~ $ONLY ]]; then kept+=("$t"); fi
+  done
+  TARGETS=("${kept[@]}")
+fi
 
 # micros VALUE: wrk's and h2load's "123.45us", "1.20ms" or "1.5s" in microseconds.
 micros() {
@@ -280,6 +308,9 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+kill "${PID[otlp]}"
+wait "${PID[otlp]}" 2> /dev/null || true
+SPANS=$(cat "$WORK/otlp.log")
 
 # median NAME CONNS FIELD: of the rounds (field 3 req/s, 4 latency).
 median() {
@@ -300,17 +331,18 @@ echo
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $LOAD_BEFORE before, $LOAD_AFTER after;" \
   "median of $ROUNDS rounds of ${DURATION}s; one client thread"
 echo "HTTP/1.1 rows: wrk, p50. -h2c and -tls rows: h2load (HTTP/2, one stream per connection), mean."
-printf '%-12s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
+echo "gateway-trace rows: ${SPANS:-benchotlp printed nothing}"
+printf '%-14s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
 for t in "${TARGETS[@]}"; do
   IFS='|' read -r name _ <<< "$t"
   read -r ref direct <<< "$(peer "$name")"
   r1=$(median "$name" 1 3) l1=$(median "$name" 1 4) r64=$(median "$name" 64 3) l64=$(median "$name" 64 4)
-  ratio=$(awk -v a="$r64" -v b="$(median "$ref" 64 3)" 'BEGIN { printf "%.2fx", a / b }')
+  ratio=$(awk -v a="$r64" -v b="$(median "$ref" 64 3)" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
   added=-
-  if [ "$direct" != - ] && [ "$name" != "$direct" ]; then
+  if [ "$direct" != - ] && [ "$name" != "$direct" ] && grep -q "^$direct " "$RESULTS"; then
     added=$(awk -v a="$l1" -v b="$(median "$direct" 1 4)" 'BEGIN { printf "%+.0f us", a - b }')
   fi
   range=$(awk -v n="$name" '$1 == n && $2 == 64 { v = $3 + 0; if (!lo || v < lo) lo = v; if (v > hi) hi = v }
     END { printf "%.0f-%.0f", lo, hi }' "$RESULTS")
-  printf '%-12s %11.0f %6.0f us %11.0f %15s %6.0f us %12s %14s\n' "$name" "$r1" "$l1" "$r64" "$range" "$l64" "$ratio" "$added"
+  printf '%-14s %11.0f %6.0f us %11.0f %15s %6.0f us %12s %14s\n' "$name" "$r1" "$l1" "$r64" "$range" "$l64" "$ratio" "$added"
 done

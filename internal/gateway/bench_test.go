@@ -21,9 +21,11 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/proxy"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -195,8 +197,9 @@ func wrkMicros(b *testing.B, s string) float64 {
 // h2c, both with containerConcurrency 100 and a 300-second timeout as queue-proxy is
 // given in the same run; load reports on, as in BenchmarkProxy. FERRY_BENCH_HTTPS
 // with FERRY_BENCH_CERT and FERRY_BENCH_KEY (PEM files) adds the HTTPS listener, the
-// certificate serving both hosts. A clean exit on the signal lets -test.cpuprofile
-// write the profile of what ran.
+// certificate serving both hosts. FERRY_BENCH_TRACING, "<OTLP/gRPC endpoint> <rate>",
+// turns tracing on as config-observability's tracing-protocol grpc does. A clean exit
+// on the signal lets -test.cpuprofile write the profile of what ran.
 func TestBenchServe(t *testing.T) {
 	addr := os.Getenv("FERRY_BENCH_SERVE")
 	if addr == "" {
@@ -214,7 +217,20 @@ func TestBenchServe(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	g := startGateway(t, Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS")})
+	var tel *telemetry.Telemetry
+	if spec := os.Getenv("FERRY_BENCH_TRACING"); spec != "" {
+		endpoint, r, _ := strings.Cut(spec, " ")
+		rate, err := strconv.ParseFloat(r, 64)
+		if err != nil {
+			t.Fatalf("FERRY_BENCH_TRACING %q: %v", spec, err)
+		}
+		tel = telemetry.New(telemetry.Options{ServiceName: "ferry-gateway"})
+		defer tel.Shutdown()
+		if err := tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: endpoint, SamplingRate: rate}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := startGateway(t, Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS"), Telemetry: tel})
 	for _, r := range []struct{ name, portName, host string }{
 		{"bench-1", "", "bench.example.com"},
 		{"bench-h2c", "h2c", "h2c.example.com"},
