@@ -5,6 +5,8 @@
 #   direct     the backend itself
 #   gateway    Ferry's gateway (TestBenchServe: accounting and load reports on, the
 #              activator in the path, containerConcurrency 100, a 300 s timeout)
+#   gateway-log  the same with config-observability's request log on (Knative's
+#              default template), written to a file
 #   nginx      nginx alone, 2 workers, upstream keepalive
 #   knative    nginx standing in for Envoy (Kourier) in front of Knative's own
 #              queue-proxy (knative.dev/serving cmd/queue, CONTAINER_CONCURRENCY 100,
@@ -20,6 +22,8 @@
 #
 #   hack/bench-dataplane.sh                     # the table; about 7 minutes
 #   DURATION=3 ROUNDS=1 hack/bench-dataplane.sh # a quick look
+#   ONLY="direct gateway gateway-log nginx" hack/bench-dataplane.sh  # some rows (with
+#                                               # the nginx and direct ones they are held against)
 #   hack/bench-dataplane.sh --profile /tmp/gw.prof  # CPU profile of the gateway at c=64
 #
 # Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19085-19097
@@ -28,6 +32,7 @@ set -euo pipefail
 
 DURATION=${DURATION:-5} # seconds per target and round
 ROUNDS=${ROUNDS:-3}
+ONLY=${ONLY:-} # target names to measure; all if empty
 PROFILE=
 if [ "${1:-}" = --profile ]; then
   PROFILE=${2:?--profile needs a file}
@@ -38,6 +43,8 @@ cd "$(dirname "$0")/.."
 BACKEND=127.0.0.1:19091
 GATEWAY=127.0.0.1:19092
 GATEWAY_HTTPS=127.0.0.1:19093
+GATEWAY_LOG=127.0.0.1:19083       # the gateway with request logs on
+GATEWAY_LOG_HTTPS=127.0.0.1:19084
 QUEUE_PORT=19094
 NGINX=127.0.0.1:19090             # nginx → backend
 NGINX_KNATIVE=127.0.0.1:19095     # nginx → queue-proxy → backend
@@ -69,7 +76,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 NGINX_BIN=$(command -v nginx)
 
-for port in 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
+for port in 19083 19084 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
   if ss -Hltn "sport = :$port" | grep -q .; then die "port $port is taken"; fi
 done
 
@@ -138,6 +145,12 @@ if [ -n "$PROFILE" ]; then gateway_flags+=(-test.cpuprofile "$PROFILE"); fi
 start gateway env FERRY_BENCH_SERVE=$GATEWAY FERRY_BENCH_HTTPS=$GATEWAY_HTTPS FERRY_BENCH_BACKEND=$BACKEND \
   FERRY_BENCH_CERT="$WORK/cert.pem" FERRY_BENCH_KEY="$WORK/key.pem" bin/gateway.test "${gateway_flags[@]}"
 ready gateway "http://$GATEWAY/" -H "Host: $HOST"
+start gateway-log env FERRY_BENCH_SERVE=$GATEWAY_LOG FERRY_BENCH_HTTPS=$GATEWAY_LOG_HTTPS FERRY_BENCH_BACKEND=$BACKEND \
+  FERRY_BENCH_CERT="$WORK/cert.pem" FERRY_BENCH_KEY="$WORK/key.pem" \
+  FERRY_BENCH_OBSERVABILITY='{"logging.enable-request-log": "true"}' FERRY_BENCH_REQUEST_LOG="$WORK/requests.log" \
+  bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
+ready gateway-log "http://$GATEWAY_LOG/" -H "Host: $HOST"
+grep -q '"requestMethod": "GET"' "$WORK/requests.log" || die "the gateway with request logs on wrote no line"
 
 if [ -n "$PROFILE" ]; then
   # Only the gateway at c=64, so that the profile is of that.
@@ -221,6 +234,7 @@ ready gateway "http://$GATEWAY/" --http2-prior-knowledge -H "Host: $H2C_HOST"
 TARGETS=(
   "direct|wrk|http://$BACKEND/|$HOST"
   "gateway|wrk|http://$GATEWAY/|$HOST"
+  "gateway-log|wrk|http://$GATEWAY_LOG/|$HOST"
   "nginx|wrk|http://$NGINX/|$HOST"
   "knative|wrk|http://$NGINX_KNATIVE/|$HOST"
   "go-tcp|wrk|http://$GO_TCP/|$HOST"
@@ -266,6 +280,11 @@ measure() {
   fi
 }
 
+# selected NAME: whether ONLY leaves the target in.
+selected() {
+  [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 RESULTS=$WORK/results
 : > "$RESULTS"
@@ -273,6 +292,7 @@ for round in $(seq "$ROUNDS"); do
   for conns in 1 64; do
     for t in "${TARGETS[@]}"; do
       IFS='|' read -r name client url arg <<< "$t"
+      selected "$name" || continue
       echo "round $round/$ROUNDS, c=$conns, $name" >&2
       result=$(measure "$name" "$client" "$url" "$arg" "$conns") || exit 1
       echo "$name $conns $result" >> "$RESULTS"
@@ -303,6 +323,7 @@ echo "HTTP/1.1 rows: wrk, p50. -h2c and -tls rows: h2load (HTTP/2, one stream pe
 printf '%-12s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
 for t in "${TARGETS[@]}"; do
   IFS='|' read -r name _ <<< "$t"
+  selected "$name" || continue
   read -r ref direct <<< "$(peer "$name")"
   r1=$(median "$name" 1 3) l1=$(median "$name" 1 4) r64=$(median "$name" 64 3) l64=$(median "$name" 64 4)
   ratio=$(awk -v a="$r64" -v b="$(median "$ref" 64 3)" 'BEGIN { printf "%.2fx", a / b }')

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,7 @@ import (
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/proxy"
@@ -188,6 +190,23 @@ func wrkMicros(b *testing.B, s string) float64 {
 	return 0
 }
 
+// benchObservability is the configuration with FERRY_BENCH_OBSERVABILITY, the data of
+// a config-observability as JSON, e.g. {"logging.enable-request-log": "true"}.
+func benchObservability(t *testing.T, data string) *config.Config {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := json.Unmarshal([]byte(data), &cm.Data); err != nil {
+		t.Fatalf("FERRY_BENCH_OBSERVABILITY: %v", err)
+	}
+	o, err := config.NewObservabilityFromConfigMap(cm)
+	if err != nil {
+		t.Fatalf("FERRY_BENCH_OBSERVABILITY: %v", err)
+	}
+	c := config.Default()
+	c.Observability = o
+	return c
+}
+
 // TestBenchServe runs the gateway as hack/bench-dataplane.sh measures it, until
 // SIGTERM or SIGINT: skipped unless FERRY_BENCH_SERVE is the external address to
 // listen on. FERRY_BENCH_BACKEND is the one backend (HTTP/1.1 and h2c on one port),
@@ -195,7 +214,8 @@ func wrkMicros(b *testing.B, s string) float64 {
 // h2c, both with containerConcurrency 100 and a 300-second timeout as queue-proxy is
 // given in the same run; load reports on, as in BenchmarkProxy. FERRY_BENCH_HTTPS
 // with FERRY_BENCH_CERT and FERRY_BENCH_KEY (PEM files) adds the HTTPS listener, the
-// certificate serving both hosts. A clean exit on the signal lets -test.cpuprofile
+// certificate serving both hosts. FERRY_BENCH_OBSERVABILITY sets config-observability
+// (benchObservability), FERRY_BENCH_REQUEST_LOG the file request logs go to. A clean exit on the signal lets -test.cpuprofile
 // write the profile of what ran.
 func TestBenchServe(t *testing.T) {
 	addr := os.Getenv("FERRY_BENCH_SERVE")
@@ -214,7 +234,19 @@ func TestBenchServe(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	g := startGateway(t, Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS")})
+	opts := Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS")}
+	if path := os.Getenv("FERRY_BENCH_REQUEST_LOG"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		opts.RequestLog = f
+	}
+	g := startGateway(t, opts)
+	if data := os.Getenv("FERRY_BENCH_OBSERVABILITY"); data != "" {
+		g.applyConfig(benchObservability(t, data))
+	}
 	for _, r := range []struct{ name, portName, host string }{
 		{"bench-1", "", "bench.example.com"},
 		{"bench-h2c", "h2c", "h2c.example.com"},
