@@ -5,6 +5,8 @@
 #   direct     the backend itself
 #   gateway    Ferry's gateway (TestBenchServe: accounting and load reports on, the
 #              activator in the path, containerConcurrency 100, a 300 s timeout)
+#   gateway-log  the same with config-observability's request log on (Knative's
+#              default template), written to a file
 #   gateway-trace0, gateway-trace1
 #              the same with tracing on (tracing-protocol grpc to hack/benchotlp, a
 #              real OTLP receiver on this machine) at tracing-sampling-rate 0, the
@@ -24,17 +26,17 @@
 #
 #   hack/bench-dataplane.sh                     # the table; about 7 minutes
 #   DURATION=3 ROUNDS=1 hack/bench-dataplane.sh # a quick look
-#   ONLY='^(direct|gateway.*|nginx)$' hack/bench-dataplane.sh # those rows only
+#   ONLY="direct gateway gateway-log nginx" hack/bench-dataplane.sh  # some rows (with
+#                                               # the nginx and direct ones they are held against)
 #   hack/bench-dataplane.sh --profile /tmp/gw.prof  # CPU profile of the gateway at c=64
 #
-# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19082-19097
-# on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free. ONLY, an
-# extended regular expression, keeps the rows whose names match; a row's ratio and
-# added latency need its nginx and direct rows kept too.
+# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19080-19097
+# on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free.
 set -euo pipefail
 
 DURATION=${DURATION:-5} # seconds per target and round
 ROUNDS=${ROUNDS:-3}
+ONLY=${ONLY:-} # target names to measure; all if empty
 PROFILE=
 if [ "${1:-}" = --profile ]; then
   PROFILE=${2:?--profile needs a file}
@@ -45,6 +47,11 @@ cd "$(dirname "$0")/.."
 BACKEND=127.0.0.1:19091
 GATEWAY=127.0.0.1:19092
 GATEWAY_HTTPS=127.0.0.1:19093
+GATEWAY_LOG=127.0.0.1:19083       # the gateway with request logs on
+GATEWAY_LOG_HTTPS=127.0.0.1:19084
+GATEWAY_TRACE0=127.0.0.1:19080    # the gateway, tracing at rate 0
+GATEWAY_TRACE1=127.0.0.1:19081    # the gateway, tracing at rate 1
+OTLP=127.0.0.1:19082              # benchotlp, the OTLP/gRPC receiver of both
 QUEUE_PORT=19094
 NGINX=127.0.0.1:19090             # nginx → backend
 NGINX_KNATIVE=127.0.0.1:19095     # nginx → queue-proxy → backend
@@ -54,9 +61,6 @@ NGINX_KNATIVE_H2C=127.0.0.1:19088 # nginx h2c → queue-proxy h2c → h2c backen
 NGINX_KNATIVE_TLS=127.0.0.1:19089 # nginx ssl → queue-proxy → backend
 GO_TCP=127.0.0.1:19086            # benchgoproxy -mode tcp → backend
 GO_HTTP=127.0.0.1:19085           # benchgoproxy -mode http → backend
-GATEWAY_TRACE0=127.0.0.1:19082    # the gateway, tracing at rate 0
-GATEWAY_TRACE1=127.0.0.1:19083    # the gateway, tracing at rate 1
-OTLP=127.0.0.1:19084              # benchotlp, the OTLP/gRPC receiver of both
 HOST=bench.example.com            # the gateway's HTTP/1.1 revision
 H2C_HOST=h2c.example.com          # its h2c revision (same backend)
 
@@ -79,7 +83,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 NGINX_BIN=$(command -v nginx)
 
-for port in 19082 19083 19084 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
+for port in 19080 19081 19082 19083 19084 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
   if ss -Hltn "sport = :$port" | grep -q .; then die "port $port is taken"; fi
 done
 
@@ -149,11 +153,18 @@ if [ -n "$PROFILE" ]; then gateway_flags+=(-test.cpuprofile "$PROFILE"); fi
 start gateway env FERRY_BENCH_SERVE=$GATEWAY FERRY_BENCH_HTTPS=$GATEWAY_HTTPS FERRY_BENCH_BACKEND=$BACKEND \
   FERRY_BENCH_CERT="$WORK/cert.pem" FERRY_BENCH_KEY="$WORK/key.pem" bin/gateway.test "${gateway_flags[@]}"
 ready gateway "http://$GATEWAY/" -H "Host: $HOST"
+start gateway-log env FERRY_BENCH_SERVE=$GATEWAY_LOG FERRY_BENCH_HTTPS=$GATEWAY_LOG_HTTPS FERRY_BENCH_BACKEND=$BACKEND \
+  FERRY_BENCH_CERT="$WORK/cert.pem" FERRY_BENCH_KEY="$WORK/key.pem" \
+  FERRY_BENCH_OBSERVABILITY='{"logging.enable-request-log": "true"}' FERRY_BENCH_REQUEST_LOG="$WORK/requests.log" \
+  bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
+ready gateway-log "http://$GATEWAY_LOG/" -H "Host: $HOST"
+grep -q '"requestMethod": "GET"' "$WORK/requests.log" || die "the gateway with request logs on wrote no line"
 start otlp bin/benchotlp -addr $OTLP
 for rate in 0 1; do
   addr=GATEWAY_TRACE$rate
   start gateway-trace$rate env FERRY_BENCH_SERVE=${!addr} FERRY_BENCH_BACKEND=$BACKEND \
-    FERRY_BENCH_TRACING="http://$OTLP $rate" bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
+    FERRY_BENCH_OBSERVABILITY="{\"tracing-protocol\": \"grpc\", \"tracing-endpoint\": \"http://$OTLP\", \"tracing-sampling-rate\": \"$rate\"}" \
+    bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
   ready gateway-trace$rate "http://${!addr}/" -H "Host: $HOST"
 done
 
@@ -239,6 +250,7 @@ ready gateway "http://$GATEWAY/" --http2-prior-knowledge -H "Host: $H2C_HOST"
 TARGETS=(
   "direct|wrk|http://$BACKEND/|$HOST"
   "gateway|wrk|http://$GATEWAY/|$HOST"
+  "gateway-log|wrk|http://$GATEWAY_LOG/|$HOST"
   "gateway-trace0|wrk|http://$GATEWAY_TRACE0/|$HOST"
   "gateway-trace1|wrk|http://$GATEWAY_TRACE1/|$HOST"
   "nginx|wrk|http://$NGINX/|$HOST"
@@ -253,14 +265,6 @@ TARGETS=(
   "nginx-tls|h2load|https://$HOST:${NGINX_TLS##*:}/|$NGINX_TLS"
   "knative-tls|h2load|https://$HOST:${NGINX_KNATIVE_TLS##*:}/|$NGINX_KNATIVE_TLS"
 )
-
-if [ -n "${ONLY:-}" ]; then
-  kept=()
-  for t in "${TARGETS[@]}"; do
-    if [[ ${t%%|*} =~ $ONLY ]]; then kept+=("$t"); fi
-  done
-  TARGETS=("${kept[@]}")
-fi
 
 # micros VALUE: wrk's and h2load's "123.45us", "1.20ms" or "1.5s" in microseconds.
 micros() {
@@ -294,6 +298,11 @@ measure() {
   fi
 }
 
+# selected NAME: whether ONLY leaves the target in.
+selected() {
+  [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 RESULTS=$WORK/results
 : > "$RESULTS"
@@ -301,6 +310,7 @@ for round in $(seq "$ROUNDS"); do
   for conns in 1 64; do
     for t in "${TARGETS[@]}"; do
       IFS='|' read -r name client url arg <<< "$t"
+      selected "$name" || continue
       echo "round $round/$ROUNDS, c=$conns, $name" >&2
       result=$(measure "$name" "$client" "$url" "$arg" "$conns") || exit 1
       echo "$name $conns $result" >> "$RESULTS"
@@ -335,11 +345,12 @@ echo "gateway-trace rows: ${SPANS:-benchotlp printed nothing}"
 printf '%-14s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
 for t in "${TARGETS[@]}"; do
   IFS='|' read -r name _ <<< "$t"
+  selected "$name" || continue
   read -r ref direct <<< "$(peer "$name")"
   r1=$(median "$name" 1 3) l1=$(median "$name" 1 4) r64=$(median "$name" 64 3) l64=$(median "$name" 64 4)
-  ratio=$(awk -v a="$r64" -v b="$(median "$ref" 64 3)" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }')
+  ratio=$(awk -v a="$r64" -v b="$(median "$ref" 64 3)" 'BEGIN { printf "%.2fx", a / b }')
   added=-
-  if [ "$direct" != - ] && [ "$name" != "$direct" ] && grep -q "^$direct " "$RESULTS"; then
+  if [ "$direct" != - ] && [ "$name" != "$direct" ]; then
     added=$(awk -v a="$l1" -v b="$(median "$direct" 1 4)" 'BEGIN { printf "%+.0f us", a - b }')
   fi
   range=$(awk -v n="$name" '$1 == n && $2 == 64 { v = $3 + 0; if (!lo || v < lo) lo = v; if (v > hi) hi = v }

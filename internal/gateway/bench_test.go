@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -190,6 +191,23 @@ func wrkMicros(b *testing.B, s string) float64 {
 	return 0
 }
 
+// benchObservability is the configuration with FERRY_BENCH_OBSERVABILITY, the data of
+// a config-observability as JSON, e.g. {"logging.enable-request-log": "true"}.
+func benchObservability(t *testing.T, data string) *config.Config {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	if err := json.Unmarshal([]byte(data), &cm.Data); err != nil {
+		t.Fatalf("FERRY_BENCH_OBSERVABILITY: %v", err)
+	}
+	o, err := config.NewObservabilityFromConfigMap(cm)
+	if err != nil {
+		t.Fatalf("FERRY_BENCH_OBSERVABILITY: %v", err)
+	}
+	c := config.Default()
+	c.Observability = o
+	return c
+}
+
 // TestBenchServe runs the gateway as hack/bench-dataplane.sh measures it, until
 // SIGTERM or SIGINT: skipped unless FERRY_BENCH_SERVE is the external address to
 // listen on. FERRY_BENCH_BACKEND is the one backend (HTTP/1.1 and h2c on one port),
@@ -197,9 +215,10 @@ func wrkMicros(b *testing.B, s string) float64 {
 // h2c, both with containerConcurrency 100 and a 300-second timeout as queue-proxy is
 // given in the same run; load reports on, as in BenchmarkProxy. FERRY_BENCH_HTTPS
 // with FERRY_BENCH_CERT and FERRY_BENCH_KEY (PEM files) adds the HTTPS listener, the
-// certificate serving both hosts. FERRY_BENCH_TRACING, "<OTLP/gRPC endpoint> <rate>",
-// turns tracing on as config-observability's tracing-protocol grpc does. A clean exit
-// on the signal lets -test.cpuprofile write the profile of what ran.
+// certificate serving both hosts. FERRY_BENCH_OBSERVABILITY sets config-observability
+// (benchObservability): request logs, and tracing; FERRY_BENCH_REQUEST_LOG the file
+// request logs go to. A clean exit on the signal lets -test.cpuprofile
+// write the profile of what ran.
 func TestBenchServe(t *testing.T) {
 	addr := os.Getenv("FERRY_BENCH_SERVE")
 	if addr == "" {
@@ -217,20 +236,32 @@ func TestBenchServe(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	var tel *telemetry.Telemetry
-	if spec := os.Getenv("FERRY_BENCH_TRACING"); spec != "" {
-		endpoint, r, _ := strings.Cut(spec, " ")
-		rate, err := strconv.ParseFloat(r, 64)
+	opts := Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS")}
+	if path := os.Getenv("FERRY_BENCH_REQUEST_LOG"); path != "" {
+		f, err := os.Create(path)
 		if err != nil {
-			t.Fatalf("FERRY_BENCH_TRACING %q: %v", spec, err)
-		}
-		tel = telemetry.New(telemetry.Options{ServiceName: "ferry-gateway"})
-		defer tel.Shutdown()
-		if err := tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: endpoint, SamplingRate: rate}}); err != nil {
 			t.Fatal(err)
 		}
+		defer f.Close()
+		opts.RequestLog = f
 	}
-	g := startGateway(t, Options{Stats: discardSink{}, ExternalAddr: addr, HTTPSAddr: os.Getenv("FERRY_BENCH_HTTPS"), Telemetry: tel})
+	var observability *config.Config
+	if data := os.Getenv("FERRY_BENCH_OBSERVABILITY"); data != "" {
+		observability = benchObservability(t, data)
+		// Only a row that traces has Telemetry, so that the others' request path is
+		// the same as without it.
+		if observability.Observability.Tracing.Protocol != config.ProtocolNone {
+			opts.Telemetry = telemetry.New(telemetry.Options{ServiceName: "ferry-gateway"})
+			defer opts.Telemetry.Shutdown()
+			if err := opts.Telemetry.Apply(observability.Observability); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g := startGateway(t, opts)
+	if observability != nil {
+		g.applyConfig(observability)
+	}
 	for _, r := range []struct{ name, portName, host string }{
 		{"bench-1", "", "bench.example.com"},
 		{"bench-h2c", "h2c", "h2c.example.com"},

@@ -288,6 +288,10 @@ var gatewayMay = []accessCheck{
 		_, err := id.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{Limit: 1})
 		return err
 	}},
+	{"list ConfigMaps in ferry-system", func(ctx context.Context, id *identity) error {
+		_, err := id.cs.CoreV1().ConfigMaps(systemNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+		return err
+	}},
 	{"create a Lease in " + gatewayLeaseNamespace, func(ctx context.Context, id *identity) error {
 		_, err := id.cs.CoordinationV1().Leases(gatewayLeaseNamespace).Create(ctx,
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{GenerateName: "ferry-gateway-"}}, dryRun)
@@ -364,8 +368,10 @@ func gatewayMayNot(ns, route string) []accessCheck {
 			_, err := id.cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 			return err
 		}},
-		{"list ConfigMaps in ferry-system", func(ctx context.Context, id *identity) error {
-			_, err := id.cs.CoreV1().ConfigMaps(systemNamespace).List(ctx, metav1.ListOptions{})
+		// It reads them (config-observability), and may not change them.
+		{"create a ConfigMap in ferry-system", func(ctx context.Context, id *identity) error {
+			_, err := id.cs.CoreV1().ConfigMaps(systemNamespace).Create(ctx,
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "config-observability-not-ferry"}}, dryRun)
 			return err
 		}},
 		{"create a Lease in " + ns + " (its replica Leases live in " + gatewayLeaseNamespace + ")", func(ctx context.Context, id *identity) error {

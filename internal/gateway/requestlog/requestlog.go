@@ -57,7 +57,12 @@ type settings struct {
 	source string
 	tmpl   *template.Template
 	probes bool
+	// knative says the template is Knative's default, rendered without the engine.
+	knative bool
 }
+
+// buffers are the lines being rendered, reused.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // New returns a Logger writing to out, off until Apply turns it on.
 func New(out io.Writer) *Logger { return &Logger{out: out} }
@@ -72,7 +77,9 @@ func (l *Logger) Apply(o *config.Observability) {
 	}
 	if cur := l.settings.Load(); cur != nil && cur.source == o.RequestLogTemplate {
 		if cur.probes != o.EnableProbeRequestLog {
-			l.settings.Store(&settings{source: cur.source, tmpl: cur.tmpl, probes: o.EnableProbeRequestLog})
+			next := *cur
+			next.probes = o.EnableProbeRequestLog
+			l.settings.Store(&next)
 		}
 		return
 	}
@@ -80,7 +87,8 @@ func (l *Logger) Apply(o *config.Observability) {
 	if err != nil {
 		return
 	}
-	l.settings.Store(&settings{source: o.RequestLogTemplate, tmpl: tmpl, probes: o.EnableProbeRequestLog})
+	l.settings.Store(&settings{source: o.RequestLogTemplate, tmpl: tmpl, probes: o.EnableProbeRequestLog,
+		knative: o.RequestLogTemplate == config.DefaultRequestLogTemplate})
 }
 
 // Start begins the log line of a request arriving at start: it returns the writer to
@@ -124,17 +132,28 @@ func (e *Entry) Finish(r *http.Request) {
 		Revision: e.Revision,
 		TraceID:  traceID(r),
 	}
-	var buf bytes.Buffer
-	if err := e.settings.tmpl.Execute(&buf, in); err != nil {
-		buf.Reset()
-		buf.WriteString(invalidTemplateLine + "method, response code, latency, url\n")
-	}
-	if b := buf.Bytes(); len(b) == 0 || b[len(b)-1] != '\n' {
-		buf.WriteByte('\n')
+	bp := buffers.Get().(*[]byte)
+	b := e.settings.render((*bp)[:0], &in)
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		b = append(b, '\n')
 	}
 	e.logger.mu.Lock()
-	defer e.logger.mu.Unlock()
-	_, _ = e.logger.out.Write(buf.Bytes())
+	_, _ = e.logger.out.Write(b)
+	e.logger.mu.Unlock()
+	*bp = b
+	buffers.Put(bp)
+}
+
+// render appends the line of in to b.
+func (s *settings) render(b []byte, in *input) []byte {
+	if s.knative {
+		return appendKnativeDefault(b, in)
+	}
+	buf := bytes.NewBuffer(b)
+	if err := s.tmpl.Execute(buf, in); err != nil {
+		return append(b[:0], invalidTemplateLine+"method, response code, latency, url\n"...)
+	}
+	return buf.Bytes()
 }
 
 // traceID is the request's W3C trace ID: the gateway's own span when it traces the

@@ -3,10 +3,12 @@ package requestlog
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -155,5 +157,65 @@ func TestAppliedTemplateChangesLive(t *testing.T) {
 	})
 	if first != "a\n" || second != "b 404\n" {
 		t.Errorf("got %q then %q", first, second)
+	}
+}
+
+// TestKnativeDefaultRenderedAsTheTemplate: the default template's direct rendering
+// is byte for byte what text/template makes of it, for awkward values too.
+func TestKnativeDefaultRenderedAsTheTemplate(t *testing.T) {
+	tmpl := template.Must(template.New("requestLog").Parse(config.DefaultRequestLogTemplate))
+	for i, c := range []struct {
+		uri, ua, remote, referer, proto, podIP, traceID string
+		length                                          int64
+		code, size                                      int
+		latency                                         float64
+	}{
+		{uri: "/", ua: "curl/8", remote: "10.0.0.1:5", proto: "HTTP/1.1", podIP: "10.1.1.1", code: 200, size: 5, latency: 0.000412},
+		{uri: `/a?b="c"&d=<e>&f='g'\h`, ua: "Mozilla/5.0 (X11; \"quoted\") é ü 日本", remote: "[::1]:443", referer: "http://x/?a=1&b=</script>",
+			proto: "HTTP/2.0", length: -1, code: 503, size: 0, latency: 1e-05, traceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{uri: "/\n\r\t\u2028\u2029", ua: "\x00\x1f", remote: "", proto: "HTTP/1.0", length: 123456789, code: 101, latency: 123456789.125},
+		{uri: "/x", latency: 2e21, code: 200},
+		{uri: "/y", latency: 0, code: 404, size: 1 << 40},
+		{uri: "/z", latency: 1.5, code: 200},
+	} {
+		r := httptest.NewRequest(http.MethodPatch, "/", nil)
+		r.RequestURI, r.RemoteAddr, r.Proto, r.ContentLength = c.uri, c.remote, c.proto, c.length
+		r.Header.Set("User-Agent", c.ua)
+		if c.referer != "" {
+			r.Header.Set("Referer", c.referer)
+		}
+		in := input{Request: r, Response: Response{Code: c.code, Size: c.size, Latency: c.latency},
+			Revision: Revision{PodIP: c.podIP}, TraceID: c.traceID}
+		var want bytes.Buffer
+		if err := tmpl.Execute(&want, in); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(appendKnativeDefault(nil, &in)); got != want.String() {
+			t.Errorf("case %d:\n got %s\nwant %s", i, got, want.String())
+		}
+	}
+}
+
+// BenchmarkRequestLog is one logged request's cost, to io.Discard: Knative's default
+// template (rendered directly) and the same template through text/template.
+func BenchmarkRequestLog(b *testing.B) {
+	for _, bc := range []struct{ name, template string }{
+		{"knative-default", config.DefaultRequestLogTemplate},
+		{"text-template", " " + config.DefaultRequestLogTemplate},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			l := New(io.Discard)
+			l.Apply(on(bc.template, false))
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Header.Set("User-Agent", "wrk")
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				rw, e := l.Start(w, r, time.Now())
+				rw.Write([]byte("hello"))
+				e.Revision = Revision{Name: "hello-00001", Namespace: "default", PodIP: "10.244.0.5"}
+				e.Finish(r)
+			}
+		})
 	}
 }
