@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,5 +142,63 @@ func TestUnsampledAndProbes(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if spans := rcv.Spans(); len(spans) != 0 {
 		t.Errorf("rate 0 and a probe recorded %+v", spans)
+	}
+}
+
+// lockedBuffer is a request log's writer that a test reads while requests write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The request log, inside the server span, names the request's trace: the caller's
+// when it sent one, the trace the gateway started when it did not, sampled or not
+// (unsampled, it comes from the traceparent the pod is sent).
+func TestRequestLogNamesTheTrace(t *testing.T) {
+	for _, rate := range []float64{1, 0} {
+		t.Run(fmt.Sprint("rate ", rate), func(t *testing.T) {
+			t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+			rcv := otlptest.Start(t)
+			tel := telemetry.New(telemetry.Options{ServiceName: "ferry-gateway"})
+			t.Cleanup(tel.Shutdown)
+			if err := tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: rcv.Endpoint(), SamplingRate: rate}}); err != nil {
+				t.Fatal(err)
+			}
+			log := &lockedBuffer{}
+			g := startGateway(t, Options{Stats: &recordingSink{}, Telemetry: tel, RequestLog: log})
+			c := config.Default()
+			c.Observability = config.DefaultObservability()
+			c.Observability.EnableRequestLog = true
+			g.applyConfig(c)
+			backend := newEchoBackend(t, "logged-1")
+			g.serveRevision(revisionService("logged-1", 0, 0), backend)
+			g.route("logged.example.com", "logged-1")
+
+			_, _, e := get(t, g.externalURL("/"), "logged.example.com", http.Header{"Traceparent": {inboundTraceparent}})
+			_, _, fresh := get(t, g.externalURL("/fresh"), "logged.example.com", nil)
+			started := strings.Split(fresh.Header.Get("Traceparent"), "-")
+			if e == nil || len(started) != 4 {
+				t.Fatalf("the pod got traceparents %v and %v", e, started)
+			}
+			eventually(t, "two request log lines", func() bool { return strings.Count(log.String(), "\n") == 2 })
+			// Either line may come first: each is written once its handler returns.
+			for _, want := range []string{inboundTrace, started[1]} {
+				if !strings.Contains(log.String(), `"traceId": "`+want+`"`) {
+					t.Errorf("request log %q has no line with traceId %s", log.String(), want)
+				}
+			}
+		})
 	}
 }
