@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -224,5 +225,44 @@ func TestErrorLogIsRateLimited(t *testing.T) {
 	e.log(errors.New("unreachable"))
 	if len(lines) != 2 || !strings.Contains(lines[1], `"notLoggedSince"=4`) {
 		t.Errorf("after the interval: %q, want a second line counting 4 not logged", lines)
+	}
+}
+
+// An endpoint with nothing behind it stops nothing, and its failures are logged.
+func TestUnreachableEndpointIsLogged(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "300") // ms per export, retries included
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	var mu sync.Mutex
+	var lines []string
+	tel := New(Options{Logger: funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})})
+	t.Cleanup(tel.Shutdown)
+	tel.Apply(&config.Observability{Tracing: config.Tracing{Protocol: config.ProtocolGRPC, Endpoint: closed, SamplingRate: 1}})
+	for range 3 {
+		_, s := tel.Tracer().Start(context.Background(), "lost")
+		s.End()
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		logged := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "OpenTelemetry reported an error") })
+		mu.Unlock()
+		if logged {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error logged for an unreachable endpoint: %q", lines)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
