@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -200,5 +202,47 @@ func TestRequestLogNamesTheTrace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An upgraded connection goes through the server span's response recorder: the
+// hijack reaches the connection, and the span ends with 101 when it closes.
+func TestTracedUpgrade(t *testing.T) {
+	g, rcv := startTracedGateway(t, 1)
+	backend := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		rw.Flush()
+		if line, err := rw.ReadString('\n'); err == nil {
+			rw.WriteString("echo " + line)
+			rw.Flush()
+		}
+	})
+	g.serveRevision(revisionService("ws-1", 0, 0), backend)
+	g.route("ws.example.com", "ws-1")
+	conn, err := net.Dial("tcp", g.ExternalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /chat HTTP/1.1\r\nHost: ws.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", res, err)
+	}
+	fmt.Fprintln(conn, "hello")
+	if got, err := br.ReadString('\n'); err != nil || got != "echo hello\n" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	conn.Close() // the upgraded exchange ends when both sides have
+	spans := waitSpans(t, rcv, 3)
+	if server := spans["GET"]; server.Attributes["http.response.status_code"] != "101" || server.StatusCode == 2 {
+		t.Errorf("server span %+v, want 101 without error", server)
 	}
 }

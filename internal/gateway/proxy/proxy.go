@@ -112,8 +112,9 @@ type routedRequest struct {
 	timer requestTimer
 	// code is the status returned to the client, for metrics.
 	code int
-	// upstreamSpan is the call to the pod's span while tracing, which finish ends.
-	upstreamSpan trace.Span
+	// upstreamSpan is the call to the pod's span while tracing, which finish ends;
+	// serverSpan is the request's.
+	upstreamSpan, serverSpan trace.Span
 }
 
 type routedRequestKey struct{}

@@ -117,7 +117,8 @@ type statusRecorder struct {
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.code == 0 && code >= 200 {
+	// Of the informational codes, only 101 is the answer: the rest precede it.
+	if s.code == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		s.code = code
 	}
 	s.ResponseWriter.WriteHeader(code)
@@ -176,6 +177,7 @@ func traceActivation(tr trace.Tracer, ctx context.Context, start time.Time, rr *
 // in the request's traceparent (and tracestate, baggage), replacing the caller's:
 // both the direct path and ReverseProxy send r's headers. finish ends the span.
 func startUpstream(tr trace.Tracer, ctx context.Context, r *http.Request, rr *routedRequest) context.Context {
+	rr.serverSpan = trace.SpanFromContext(ctx)
 	ctx, rr.upstreamSpan = tr.Start(ctx, spanUpstream, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("http.request.method", r.Method),
 		attribute.String("server.address", rr.target.IP),
@@ -187,11 +189,15 @@ func startUpstream(tr trace.Tracer, ctx context.Context, r *http.Request, rr *ro
 	return ctx
 }
 
-// endUpstream ends the call's span with the status the client got.
+// endUpstream ends the call's span with the status the client got, and gives it to
+// the server span too: an upgrade's 101 goes out on the hijacked connection, where
+// Traced's recorder does not see it (what the recorder saw is set after, and wins).
 func endUpstream(rr *routedRequest) {
 	span := rr.upstreamSpan
 	if rr.code != 0 {
-		span.SetAttributes(attribute.Int("http.response.status_code", rr.code))
+		code := attribute.Int("http.response.status_code", rr.code)
+		span.SetAttributes(code)
+		rr.serverSpan.SetAttributes(code)
 	}
 	// A client span is in error from 400 on (OpenTelemetry's HTTP conventions).
 	if rr.code >= 400 || rr.code == 0 {
