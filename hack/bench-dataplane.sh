@@ -7,6 +7,10 @@
 #              activator in the path, containerConcurrency 100, a 300 s timeout)
 #   gateway-log  the same with config-observability's request log on (Knative's
 #              default template), written to a file
+#   gateway-trace0, gateway-trace1
+#              the same with tracing on (tracing-protocol grpc to hack/benchotlp, a
+#              real OTLP receiver on this machine) at tracing-sampling-rate 0, the
+#              default, and 1: every request a trace of three spans, exported
 #   nginx      nginx alone, 2 workers, upstream keepalive
 #   knative    nginx standing in for Envoy (Kourier) in front of Knative's own
 #              queue-proxy (knative.dev/serving cmd/queue, CONTAINER_CONCURRENCY 100,
@@ -26,7 +30,7 @@
 #                                               # the nginx and direct ones they are held against)
 #   hack/bench-dataplane.sh --profile /tmp/gw.prof  # CPU profile of the gateway at c=64
 #
-# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19085-19097
+# Needs root for apt-get on a machine without nginx, wrk or h2load. Ports 19080-19097
 # on 127.0.0.1, and queue-proxy's fixed :8022 and :9090, must be free.
 set -euo pipefail
 
@@ -45,6 +49,9 @@ GATEWAY=127.0.0.1:19092
 GATEWAY_HTTPS=127.0.0.1:19093
 GATEWAY_LOG=127.0.0.1:19083       # the gateway with request logs on
 GATEWAY_LOG_HTTPS=127.0.0.1:19084
+GATEWAY_TRACE0=127.0.0.1:19080    # the gateway, tracing at rate 0
+GATEWAY_TRACE1=127.0.0.1:19081    # the gateway, tracing at rate 1
+OTLP=127.0.0.1:19082              # benchotlp, the OTLP/gRPC receiver of both
 QUEUE_PORT=19094
 NGINX=127.0.0.1:19090             # nginx → backend
 NGINX_KNATIVE=127.0.0.1:19095     # nginx → queue-proxy → backend
@@ -76,7 +83,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 NGINX_BIN=$(command -v nginx)
 
-for port in 19083 19084 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
+for port in 19080 19081 19082 19083 19084 19085 19086 19088 19089 19090 19091 19092 19093 19094 19095 19096 19097 8022 9090; do
   if ss -Hltn "sport = :$port" | grep -q .; then die "port $port is taken"; fi
 done
 
@@ -86,6 +93,7 @@ mkdir -p bin
 echo "building" >&2
 go build -o bin/benchbackend ./hack/benchbackend || die "build of hack/benchbackend failed"
 go build -o bin/benchgoproxy ./hack/benchgoproxy || die "build of hack/benchgoproxy failed"
+go build -o bin/benchotlp ./hack/benchotlp || die "build of hack/benchotlp failed"
 go test -c -o bin/gateway.test ./internal/gateway || die "build of the gateway's test binary failed"
 if [ -z "$PROFILE" ]; then
   (cd test/knative && go build -o ../../bin/queue-proxy knative.dev/serving/cmd/queue) || die "build of queue-proxy failed"
@@ -151,6 +159,14 @@ start gateway-log env FERRY_BENCH_SERVE=$GATEWAY_LOG FERRY_BENCH_HTTPS=$GATEWAY_
   bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
 ready gateway-log "http://$GATEWAY_LOG/" -H "Host: $HOST"
 grep -q '"requestMethod": "GET"' "$WORK/requests.log" || die "the gateway with request logs on wrote no line"
+start otlp bin/benchotlp -addr $OTLP
+for rate in 0 1; do
+  addr=GATEWAY_TRACE$rate
+  start gateway-trace$rate env FERRY_BENCH_SERVE=${!addr} FERRY_BENCH_BACKEND=$BACKEND \
+    FERRY_BENCH_OBSERVABILITY="{\"tracing-protocol\": \"grpc\", \"tracing-endpoint\": \"http://$OTLP\", \"tracing-sampling-rate\": \"$rate\"}" \
+    bin/gateway.test -test.run '^TestBenchServe$' -test.timeout 0 -test.v
+  ready gateway-trace$rate "http://${!addr}/" -H "Host: $HOST"
+done
 
 if [ -n "$PROFILE" ]; then
   # Only the gateway at c=64, so that the profile is of that.
@@ -235,6 +251,8 @@ TARGETS=(
   "direct|wrk|http://$BACKEND/|$HOST"
   "gateway|wrk|http://$GATEWAY/|$HOST"
   "gateway-log|wrk|http://$GATEWAY_LOG/|$HOST"
+  "gateway-trace0|wrk|http://$GATEWAY_TRACE0/|$HOST"
+  "gateway-trace1|wrk|http://$GATEWAY_TRACE1/|$HOST"
   "nginx|wrk|http://$NGINX/|$HOST"
   "knative|wrk|http://$NGINX_KNATIVE/|$HOST"
   "go-tcp|wrk|http://$GO_TCP/|$HOST"
@@ -300,6 +318,9 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+kill "${PID[otlp]}"
+wait "${PID[otlp]}" 2> /dev/null || true
+SPANS=$(cat "$WORK/otlp.log")
 
 # median NAME CONNS FIELD: of the rounds (field 3 req/s, 4 latency).
 median() {
@@ -320,7 +341,8 @@ echo
 echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load average $LOAD_BEFORE before, $LOAD_AFTER after;" \
   "median of $ROUNDS rounds of ${DURATION}s; one client thread"
 echo "HTTP/1.1 rows: wrk, p50. -h2c and -tls rows: h2load (HTTP/2, one stream per connection), mean."
-printf '%-12s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
+echo "gateway-trace rows: ${SPANS:-benchotlp printed nothing}"
+printf '%-14s %11s %9s %11s %15s %9s %12s %14s\n' target "c=1 req/s" "c=1 lat" "c=64 req/s" "(rounds' range)" "c=64 lat" "c=64 / nginx" "c=1 added lat"
 for t in "${TARGETS[@]}"; do
   IFS='|' read -r name _ <<< "$t"
   selected "$name" || continue
@@ -333,5 +355,5 @@ for t in "${TARGETS[@]}"; do
   fi
   range=$(awk -v n="$name" '$1 == n && $2 == 64 { v = $3 + 0; if (!lo || v < lo) lo = v; if (v > hi) hi = v }
     END { printf "%.0f-%.0f", lo, hi }' "$RESULTS")
-  printf '%-12s %11.0f %6.0f us %11.0f %15s %6.0f us %12s %14s\n' "$name" "$r1" "$l1" "$r64" "$range" "$l64" "$ratio" "$added"
+  printf '%-14s %11.0f %6.0f us %11.0f %15s %6.0f us %12s %14s\n' "$name" "$r1" "$l1" "$r64" "$range" "$l64" "$ratio" "$added"
 done

@@ -26,6 +26,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
 	"github.com/ferry-serving/ferry/internal/gateway/proxy"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -215,7 +216,8 @@ func benchObservability(t *testing.T, data string) *config.Config {
 // given in the same run; load reports on, as in BenchmarkProxy. FERRY_BENCH_HTTPS
 // with FERRY_BENCH_CERT and FERRY_BENCH_KEY (PEM files) adds the HTTPS listener, the
 // certificate serving both hosts. FERRY_BENCH_OBSERVABILITY sets config-observability
-// (benchObservability), FERRY_BENCH_REQUEST_LOG the file request logs go to. A clean exit on the signal lets -test.cpuprofile
+// (benchObservability): request logs, and tracing; FERRY_BENCH_REQUEST_LOG the file
+// request logs go to. A clean exit on the signal lets -test.cpuprofile
 // write the profile of what ran.
 func TestBenchServe(t *testing.T) {
 	addr := os.Getenv("FERRY_BENCH_SERVE")
@@ -243,9 +245,22 @@ func TestBenchServe(t *testing.T) {
 		defer f.Close()
 		opts.RequestLog = f
 	}
-	g := startGateway(t, opts)
+	var observability *config.Config
 	if data := os.Getenv("FERRY_BENCH_OBSERVABILITY"); data != "" {
-		g.applyConfig(benchObservability(t, data))
+		observability = benchObservability(t, data)
+		// Only a row that traces has Telemetry, so that the others' request path is
+		// the same as without it.
+		if observability.Observability.Tracing.Protocol != config.ProtocolNone {
+			opts.Telemetry = telemetry.New(telemetry.Options{ServiceName: "ferry-gateway"})
+			defer opts.Telemetry.Shutdown()
+			if err := opts.Telemetry.Apply(observability.Observability); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	g := startGateway(t, opts)
+	if observability != nil {
+		g.applyConfig(observability)
 	}
 	for _, r := range []struct{ name, portName, host string }{
 		{"bench-1", "", "bench.example.com"},

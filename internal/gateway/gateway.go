@@ -77,6 +77,7 @@ func New(opts Options) *Gateway {
 		IdleTimeout:    opts.IdleTimeout,
 		DialTimeout:    opts.DialTimeout,
 		DialContext:    opts.DialContext,
+		Telemetry:      opts.Telemetry,
 		RequestLog:     g.requestLog,
 	}, programmer.Table, m, active)
 	return g
@@ -201,7 +202,12 @@ func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway listener: %w", err)
 	}
-	return &listener{ln: ln, server: g.newServer(g.proxy.Handler(external))}, nil
+	h := g.proxy.Handler(external)
+	if g.opts.Telemetry != nil {
+		// Outermost, so that everything within sees the request's trace.
+		h = proxy.Traced(g.opts.Telemetry, h)
+	}
+	return &listener{ln: ln, server: g.newServer(h)}, nil
 }
 
 func (g *Gateway) newServer(h http.Handler) *http.Server {

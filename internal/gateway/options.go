@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 )
 
 // Options configure a Gateway. The zero value is usable: every field has a default.
@@ -108,6 +109,9 @@ type Options struct {
 	// Registry receives the gateway's metrics. Default: controller-runtime's
 	// metrics.Registry, served by the manager's metrics endpoint.
 	Registry prometheus.Registerer
+	// Telemetry traces requests while config-observability turns tracing on
+	// (proxy/tracing.go); nil: never.
+	Telemetry *telemetry.Telemetry
 }
 
 func (o Options) withDefaults() Options {

@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -75,7 +76,10 @@ type Options struct {
 type Ferry struct {
 	// Config is the live configuration from Knative's ConfigMaps in ferry-system, set
 	// when the reconcilers, admission or the gateway run.
-	Config      *config.Store
+	Config *config.Store
+	// Telemetry is the tracer and meter providers that follow config-observability,
+	// set with Config.
+	Telemetry   *telemetry.Telemetry
 	mgr         ctrl.Manager
 	Gateway     *gateway.Gateway
 	Controllers *reconciler.Controllers
@@ -127,6 +131,12 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		report := opts.Reconcilers || opts.Admission != nil
 		if f.Config, err = addConfigStore(mgr, stopping, report); err != nil {
 			return nil, err
+		}
+		if f.Telemetry, err = addTelemetry(mgr, f.Config, opts); err != nil {
+			return nil, err
+		}
+		if opts.ReconcilerOptions.Telemetry == nil {
+			opts.ReconcilerOptions.Telemetry = f.Telemetry
 		}
 		if opts.ReconcilerOptions.Config == nil {
 			opts.ReconcilerOptions.Config, opts.ReconcilerOptions.OnConfigChange = f.Config.Load, f.Config.OnChange
@@ -201,6 +211,9 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		}
 		if gopts.Config == nil {
 			gopts.Config, gopts.OnConfigChange = f.Config.Load, f.Config.OnChange
+		}
+		if gopts.Telemetry == nil {
+			gopts.Telemetry = f.Telemetry
 		}
 		f.Gateway = gateway.New(gopts)
 		if err := f.Gateway.SetupWithManager(mgr); err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
 	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/telemetry"
 	"github.com/ferry-serving/ferry/internal/tracker"
 )
 
@@ -106,6 +107,9 @@ type Options struct {
 	// AfterRead, if set, runs in every reconcile between reading the object and
 	// acting on it; tests use it to widen races.
 	AfterRead func()
+	// Telemetry traces each reconcile while config-observability turns tracing on
+	// (tracing.go); nil: never.
+	Telemetry *telemetry.Telemetry
 }
 
 // Controllers is what SetupWithManager started.
@@ -260,10 +264,12 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	dm := &domainmapping.Reconciler{Base: owner(status("domainmapping-controller", "DomainMapping")),
 		DefaultCertificateClass: opts.CertificateClass, Recorder: d.Recorder("domainmapping-controller")}
 	states := &routingstate.Reconciler{Base: base.Base{Client: c, Clock: clk}, Recorder: d.Recorder("routingstate-controller")}
+	tel := opts.Telemetry
 	return &Set{Tracker: t, Autoscaler: as,
-		Service: svc.Controller(d.Owners), Configuration: cfg.Controller(d.Owners), Revision: rev.Controller(d.Owners),
-		PodAutoscaler: pa.Controller(d.Owners), Route: rt.Controller(d.Owners, t.Handler()), GC: collector.Controller(),
-		DomainMapping: dm.Controller(d.Owners), RoutingState: states.Controller()}
+		Service: traced(tel, "Service", svc.Controller(d.Owners)), Configuration: traced(tel, "Configuration", cfg.Controller(d.Owners)),
+		Revision: traced(tel, "Revision", rev.Controller(d.Owners)), PodAutoscaler: traced(tel, "PodAutoscaler", pa.Controller(d.Owners)),
+		Route: traced(tel, "Route", rt.Controller(d.Owners, t.Handler())), GC: traced(tel, "Configuration", collector.Controller()),
+		DomainMapping: traced(tel, "DomainMapping", dm.Controller(d.Owners)), RoutingState: traced(tel, "Configuration", states.Controller())}
 }
 
 func closed(c <-chan struct{}) bool {

@@ -161,6 +161,14 @@ func programsUpArgs(t *testing.T, dir, program string, extra ...string) (args []
 func startFerryUp(t *testing.T, name string, args []string) (*process, client.Client, *kubernetes.Clientset) {
 	t.Helper()
 	up := startProcess(t, name, nil, args...)
+	c, cs := waitFerryUp(t, name, up)
+	return up, c, cs
+}
+
+// waitFerryUp waits until the ferry up process up says it is up, and returns clients
+// for its cluster.
+func waitFerryUp(t *testing.T, name string, up *process) (client.Client, *kubernetes.Clientset) {
+	t.Helper()
 	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		if up.Exited() {
@@ -176,7 +184,7 @@ func startFerryUp(t *testing.T, name string, args []string) (*process, client.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	return up, c, kubernetes.NewForConfigOrDie(cfg)
+	return c, kubernetes.NewForConfigOrDie(cfg)
 }
 
 // stopFerryUp stops ferry up with SIGTERM and checks that no process of program

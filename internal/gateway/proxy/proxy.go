@@ -17,6 +17,8 @@ import (
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"github.com/ferry-serving/ferry/internal/gateway/requestlog"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
+	"github.com/ferry-serving/ferry/internal/telemetry"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is what the request path takes from the gateway's Options.
@@ -33,6 +35,8 @@ type Config struct {
 	// DialTimeout bounds connecting to an endpoint; DialContext connects.
 	DialTimeout time.Duration
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Telemetry gives the tracer while tracing is on (tracing.go); nil: never.
+	Telemetry *telemetry.Telemetry
 	// RequestLog writes a line per request while config-observability turns it on;
 	// nil: never.
 	RequestLog *requestlog.Logger
@@ -45,6 +49,7 @@ type Proxy struct {
 	forwarder *forwarder
 	activator *activator
 	metrics   *Metrics
+	telemetry *telemetry.Telemetry
 	log       *requestlog.Logger
 }
 
@@ -54,7 +59,7 @@ type Proxy struct {
 func New(cfg Config, table func() *routing.Table, m *Metrics, active *backends.ActiveSet) *Proxy {
 	a := newActivator(cfg, m)
 	a.active = active
-	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m, log: cfg.RequestLog}
+	return &Proxy{table: table, forwarder: newForwarder(cfg, m), activator: a, metrics: m, log: cfg.RequestLog, telemetry: cfg.Telemetry}
 }
 
 // Handler is one listener's handler; the external one serves ExternalIP routes only.
@@ -66,6 +71,7 @@ func (p *Proxy) Handler(external bool) http.Handler {
 		forwarder: p.forwarder,
 		activator: p.activator,
 		metrics:   p.metrics,
+		telemetry: p.telemetry,
 		log:       p.log,
 	}
 }
@@ -88,6 +94,7 @@ type listenerHandler struct {
 	forwarder *forwarder
 	activator *activator
 	metrics   *Metrics
+	telemetry *telemetry.Telemetry
 	log       *requestlog.Logger
 }
 
@@ -105,12 +112,16 @@ type routedRequest struct {
 	timer requestTimer
 	// code is the status returned to the client, for metrics.
 	code int
+	// upstreamSpan is the call to the pod's span while tracing, which finish ends;
+	// serverSpan is the request's.
+	upstreamSpan, serverSpan trace.Span
 }
 
 type routedRequestKey struct{}
 
 func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	tr := p.requestTracer(r)
 	w, logged := p.log.Start(w, r, start)
 	if logged != nil {
 		defer logged.Finish(r)
@@ -145,11 +156,27 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		logged.Revision = revisionOf(svc, se, rr)
 	}
 	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
+	if tr != nil {
+		traceRouted(tr, ctx, start, rr, se)
+	}
 	targets := se.Targets(sp.Port)
 	if rr.target = targets.Acquire(se.Limit(), p.activator.replicas.Members()); rr.target != nil {
 		rr.target.Pod.Began(backends.Micros(start))
-	} else if rr.target = p.activator.hold(w, r.WithContext(ctx), rr, targets.Empty()); rr.target == nil {
-		return
+	} else {
+		cold, held := targets.Empty(), time.Time{}
+		if tr != nil {
+			held = time.Now()
+		}
+		rr.target = p.activator.hold(w, r.WithContext(ctx), rr, cold)
+		if tr != nil {
+			traceActivation(tr, ctx, held, rr, cold)
+		}
+		if rr.target == nil {
+			return
+		}
+	}
+	if tr != nil {
+		ctx = startUpstream(tr, ctx, r, rr)
 	}
 	if logged != nil {
 		logged.Revision.PodName, logged.Revision.PodIP = rr.target.Pod.Name(), rr.target.IP
@@ -184,6 +211,9 @@ func (p *listenerHandler) finish(svc *backends.Service, host string, rr *routedR
 	}
 	svc.Load.End(end)
 	p.metrics.countRequest(svc, host, rr.code, rr.revision)
+	if rr.upstreamSpan != nil {
+		endUpstream(rr)
+	}
 }
 
 // revisionOf names, for the request log, the revision a request is routed to; the
