@@ -43,6 +43,12 @@
         series.push({ label: r, stroke: palette[i % palette.length], width: 2,
           paths: uPlot.paths.stepped({ align: 1 }), value: function (u, v) { return v == null ? "" : v + "%"; } });
       });
+      // What the chart shows now, in the DOM: the share of each Revision at the
+      // last point, and how many points (the browser tests read them).
+      var latest = {};
+      c.revisions.forEach(function (r, i) { latest[r] = c.columns[i + 1][c.columns[i + 1].length - 1]; });
+      el.setAttribute("data-latest", JSON.stringify(latest));
+      el.setAttribute("data-points", String(c.columns[0].length));
       if (plot && plot.series.length === series.length) { plot.setData(c.columns); return; }
       if (plot) plot.destroy();
       el.textContent = "";
