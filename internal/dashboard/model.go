@@ -9,13 +9,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/api/scheme"
@@ -23,7 +26,7 @@ import (
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 )
 
-// watched are the kinds the dashboard keeps: the Knative objects it lists, and what
+// watched are the kinds the dashboard keeps (probe lists the same): the Knative objects it lists, and what
 // explain reads along a Service's chain, so that the explain line of every Service
 // comes from memory. One informer (one list and one watch) each.
 var watched = []client.Object{
@@ -84,8 +87,13 @@ func NewModel(cfg *rest.Config) (*Model, error) {
 		return nil, err
 	}
 	ofRevisions = ofRevisions.Add(*req)
+	mapper, err := restMapper(s)
+	if err != nil {
+		return nil, err
+	}
 	c, err := cache.New(cfg, cache.Options{
 		Scheme:           s,
+		Mapper:           mapper,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:        {Label: ofRevisions},
@@ -98,11 +106,30 @@ func NewModel(cfg *rest.Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	direct, err := client.New(cfg, client.Options{Scheme: s})
+	direct, err := client.New(cfg, client.Options{Scheme: s, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	return &Model{cache: c, direct: direct, changes: newNotifier(), traffic: map[types.NamespacedName][]Split{}}, nil
+}
+
+// restMapper knows the watched kinds without asking the API server: discovery with
+// expired or forbidden credentials would fail before any page could say why, and
+// the kinds are fixed.
+func restMapper(s *runtime.Scheme) (meta.RESTMapper, error) {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, obj := range watched {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return nil, err
+		}
+		scope := meta.RESTScopeNamespace
+		if _, ok := obj.(*netv1alpha1.ClusterDomainClaim); ok {
+			scope = meta.RESTScopeRoot
+		}
+		m.Add(gvk, scope)
+	}
+	return m, nil
 }
 
 // Start runs the informers until ctx ends. Until they sync, it asks the API server
@@ -146,7 +173,7 @@ func (m *Model) probeUntilSynced(ctx context.Context) {
 	t := time.NewTicker(3 * time.Second)
 	defer t.Stop()
 	for {
-		err := m.direct.List(ctx, &v1.ServiceList{}, client.Limit(1))
+		err := m.probe(ctx)
 		m.mu.Lock()
 		m.reachErr = ""
 		if err != nil {
@@ -166,6 +193,21 @@ func (m *Model) probeUntilSynced(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// probe lists one object of each watched kind: the first refusal is why the cache
+// does not sync (a user may list Services but not Pods, say).
+func (m *Model) probe(ctx context.Context) error {
+	for _, l := range []client.ObjectList{
+		&v1.ServiceList{}, &v1.ConfigurationList{}, &v1.RevisionList{}, &v1.RouteList{}, &v1beta1.DomainMappingList{},
+		&netv1alpha1.IngressList{}, &netv1alpha1.ClusterDomainClaimList{},
+		&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.EventList{},
+	} {
+		if err := m.direct.List(ctx, l, client.Limit(1)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // State says whether pages can be drawn: the cache has synced, or why not (the API
