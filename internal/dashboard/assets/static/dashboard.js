@@ -14,6 +14,11 @@
       es.addEventListener(name, function (e) { handlers[name](e.data); });
     });
     es.addEventListener("gone", function (e) { say(e.data); es.close(); });
+    // A browser allows six connections to one host over HTTP/1.1: a page left for
+    // another (or kept in the back-forward cache) must give its stream back, or the
+    // seventh page waits.
+    window.addEventListener("pagehide", function () { es.close(); });
+    window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
     return es;
   }
 
