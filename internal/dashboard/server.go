@@ -57,22 +57,20 @@ func New(cfg *rest.Config, numbers NumbersSource) (*Dashboard, error) {
 	return &Dashboard{model: m, sampler: newSampler(numbers), pages: pages, requests: counter}, nil
 }
 
-// Serve runs the watches and serves the pages on ln until ctx ends.
+// Serve runs the watches and serves the pages on ln until ctx ends (or the watches
+// fail to start: the pages need them).
 func (d *Dashboard) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	modelErr := make(chan error, 1)
-	go func() { modelErr <- d.model.Start(ctx) }()
+	go func() {
+		modelErr <- d.model.Start(ctx)
+		cancel()
+	}()
 	go d.sampler.run(ctx)
 	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
-		select {
-		case <-ctx.Done():
-		case err := <-modelErr:
-			if err != nil {
-				modelErr <- err
-			}
-		}
+		<-ctx.Done()
 		shutdown, stop := context.WithTimeout(context.Background(), 2*time.Second)
 		defer stop()
 		_ = srv.Shutdown(shutdown)
@@ -80,12 +78,8 @@ func (d *Dashboard) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	select {
-	case err := <-modelErr:
-		return err
-	default:
-		return nil
-	}
+	cancel()
+	return <-modelErr
 }
 
 // Handler serves the pages, their live streams and the embedded assets.
