@@ -267,3 +267,50 @@ func screenshotDir(t *testing.T) string {
 	abs, _ := filepath.Abs(dir)
 	return abs
 }
+
+// ferry dashboard against a cluster where ferry controller and ferry gateway run as
+// their own processes (as after ferry up --cluster-only): the same pages, with the
+// autoscaler's numbers from the controller's metrics listener.
+func TestDashboardOnSeparateProcesses(t *testing.T) {
+	ns := testNamespace(t)
+	stats, metrics, dash := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
+	gw := startGatewayProcess(t, "ferry gateway", stats, ns)
+	startProcess(t, "ferry controller", nil, "controller", "--kubeconfig", testCluster.KubeconfigPath(),
+		"--metrics-addr", metrics, "--health-addr", "0", "--stats-addr", stats)
+	d := startProcess(t, "ferry dashboard", nil, "dashboard", "--kubeconfig", testCluster.KubeconfigPath(),
+		"--addr", dash, "--autoscaler-url", "http://"+metrics)
+	base := "http://" + dash
+	page := func(path string) (int, string) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	svc := ksvc(ns, "hello", "ferry.test/hello")
+	if err := testClient.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, testClient, svc, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
+	rev := svc.Status.LatestReadyRevisionName
+	expect := func(path, want string) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() (bool, string) {
+			if d.Exited() {
+				t.Fatalf("ferry dashboard exited:\n%s", d.Output())
+			}
+			code, body := page(path)
+			return code == http.StatusOK && strings.Contains(body, want), fmt.Sprintf("GET %s: %d, without %q:\n%s", path, code, want, body)
+		})
+	}
+	expect("/?namespace="+ns, fmt.Sprintf(`data-service="%s/hello" data-ready="True"`, ns))
+	expect("/services/"+ns+"/hello", fmt.Sprintf(`data-revision="%s" data-percent="100"`, rev))
+	// One request through the gateway, so that the autoscaler has load to show.
+	if code, _ := getHost(t, gw, "hello."+ns+".example.com"); code != http.StatusOK {
+		t.Fatalf("the gateway answered %d", code)
+	}
+	expect("/revisions/"+ns+"/"+rev, `id="numbers"`)
+}
