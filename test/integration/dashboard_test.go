@@ -22,6 +22,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/localcluster"
 )
 
 // requireBrowserEnv makes a missing Chromium a failure: CI sets it (.ci/run), so
@@ -140,11 +141,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		const l = JSON.parse(el.dataset.latest || '{}'); return Number(el.dataset.points) > %d && l[%q] === 50 && l[%q] === 50; })()`, points, first, second), 30*time.Second)
 	shot("service")
 
-	// A Revision under ferry load: pods rise, then fall to zero once the load stops.
+	// A Revision under ferry load (through its tag, all of it to this Revision): pods
+	// rise, then fall to zero once the load stops.
 	rev := "/revisions/default/" + second
 	run("open the Revision", chromedp.Navigate(base+rev), chromedp.WaitVisible("#load-chart"))
 	poll("the autoscaler's numbers", `document.getElementById('numbers') !== null`, 15*time.Second)
-	load := startProcess(t, "ferry load", nil, "load", "http://"+gw+"/?sleep=500", "--host", "shop.default.example.com", "-c", "12", "-d", "15s")
+	load := startProcess(t, "ferry load", nil, "load", "http://"+gw+"/?sleep=500", "--host", "candidate-shop.default.example.com", "-c", "12", "-d", "15s")
 	poll("pods rising under load", `Number((document.getElementById('ready') || {}).textContent) >= 2`, 60*time.Second)
 	shot("revision")
 	select {
@@ -156,7 +158,26 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("ferry load: %s", load.Output())
 	}
 	poll("pods falling to zero", `document.getElementById('pods').textContent === '0' && document.getElementById('desired').textContent === '0'`, 90*time.Second)
-	shot("revision-at-zero")
+	// One request to its tag (the split would send half elsewhere) wakes it: the page
+	// counts the activation and its wait.
+	if code, body := getHost(t, gw, "candidate-shop.default.example.com"); code != http.StatusOK {
+		t.Fatalf("waking the Revision: %d %s", code, body)
+	}
+	poll("the wake-up counted", `(document.getElementById('activations') || {}).textContent === '1'`, 30*time.Second)
+	shot("revision-woken")
+
+	// A Service that cannot become Ready: the list says why in explain's words, and
+	// its page shows explain's chain.
+	broken := ksvc("default", "broken", localcluster.ImagePullErrorImage)
+	if err := c.Create(context.Background(), broken); err != nil {
+		t.Fatal(err)
+	}
+	run("open the list", chromedp.Navigate(base+"/"), chromedp.WaitVisible("#services"))
+	poll("why broken is not Ready", `(() => { const w = document.querySelector('tr[data-service="default/broken"] .why');
+		return w !== null && w.textContent.includes('image-pull-error'); })()`, 60*time.Second)
+	run("open broken", chromedp.Navigate(base+"/services/default/broken"), chromedp.WaitVisible(".explain"))
+	poll("explain's chain", `document.querySelectorAll('.explain .chain li').length >= 3 && document.querySelector('.explain').textContent.includes('cannot be pulled')`, 30*time.Second)
+	shot("service-not-ready")
 
 	checkDashboardHTTP(t, base)
 }

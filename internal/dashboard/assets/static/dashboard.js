@@ -39,7 +39,7 @@
   function trafficChart(el) {
     var plot = null;
     function draw(c) {
-      if (!c.columns || !c.columns[0] || c.columns[0].length === 0) {
+      if (!c.revisions || c.revisions.length === 0) {
         el.textContent = "No traffic recorded yet.";
         return;
       }
