@@ -208,8 +208,8 @@ type event struct {
 }
 
 // stream sends the events next returns at once and after each change that wake
-// signals, at most every streamInterval, until the page closes; an event whose data
-// did not change since it was last sent is not sent again.
+// signals, at most every streamInterval (or twice the render's time), until the page
+// closes; an event whose data did not change since it was last sent is not sent again.
 func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request, wake func() <-chan struct{}, next func(context.Context) ([]event, error)) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -222,7 +222,12 @@ func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request, wake func() <
 	sent := map[string]string{}
 	for {
 		changed := wake()
+		began := time.Now()
 		evs, err := next(ctx)
+		// A page that takes long to render (a list of thousands while they churn) is
+		// rendered at most a third of the time: each open page costs the server a
+		// bounded share of a core.
+		pause := max(streamInterval, 2*time.Since(began))
 		if err != nil {
 			evs = []event{{name: "gone", data: err.Error()}}
 		}
@@ -245,7 +250,7 @@ func (d *Dashboard) stream(w http.ResponseWriter, r *http.Request, wake func() <
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(streamInterval):
+		case <-time.After(pause):
 		}
 	}
 }
