@@ -101,12 +101,16 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		opts.PprofAddr = "0"
 	}
 	stopping, stop := context.WithCancel(context.Background())
-	f := &Ferry{stop: stop}
+	// self is the Ferry New returns: the handler below reads it once the manager
+	// serves, which is after New.
+	var self *Ferry
 	metrics := metricsserver.Options{BindAddress: opts.MetricsAddr}
 	if opts.Reconcilers {
 		// The dashboard's autoscaler numbers, beside /metrics and behind the same
 		// filter: who may read the autoscaler's metrics may read these.
-		metrics.ExtraHandlers = map[string]http.Handler{dashboard.NumbersPath: dashboard.NumbersHandler(f.autoscaler)}
+		metrics.ExtraHandlers = map[string]http.Handler{dashboard.NumbersPath: dashboard.NumbersHandler(func() *autoscaler.Autoscaler {
+			return self.autoscaler()
+		})}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
@@ -130,7 +134,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		stop()
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
-	f.mgr = mgr
+	f := &Ferry{mgr: mgr, stop: stop}
 	if opts.Reconcilers || opts.Admission != nil {
 		if f.Config, err = addConfigStore(mgr, stopping); err != nil {
 			return nil, err
@@ -216,6 +220,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 			return nil, fmt.Errorf("adding health probes: %w", err)
 		}
 	}
+	self = f
 	return f, nil
 }
 
@@ -262,10 +267,9 @@ func leaseFraction(d time.Duration, num, den int64) *time.Duration {
 	return &f
 }
 
-// autoscaler is the reconcilers' Autoscaler, nil before they are set up (or without
-// them).
+// autoscaler is the reconcilers' Autoscaler, nil without them.
 func (f *Ferry) autoscaler() *autoscaler.Autoscaler {
-	if f.Controllers == nil {
+	if f == nil || f.Controllers == nil {
 		return nil
 	}
 	return f.Controllers.Autoscaler
