@@ -19,7 +19,7 @@ import (
 const defaultDashboardAddr = "127.0.0.1:8090"
 
 func newDashboardCommand() *cobra.Command {
-	var kubeconfig, kubeContext, addr, numbersURL string
+	var kubeconfig, kubeContext, namespace, addr, numbersURL string
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve Ferry's web dashboard for the cluster of your kubeconfig, read-only",
@@ -28,7 +28,8 @@ why not, its traffic split over time, and a Revision's autoscaler at work, live.
 
 Like kubectl proxy, it reads the cluster with your kubeconfig's credentials and
 grants nothing more: whoever reaches its address reads what you may read. It never
-writes. It listens on loopback unless --addr says otherwise.
+writes. It listens on loopback unless --addr says otherwise. With --namespace it
+watches that namespace only, for credentials that may read no other.
 
 A Revision's autoscaler numbers come from the controller that leads, on its metrics
 listener (--autoscaler-url): ferry controller's --metrics-addr as a URL, or on a
@@ -47,7 +48,7 @@ kubeconfig's server is asked with its credentials).`,
 			if err != nil {
 				return err
 			}
-			d, err := dashboard.New(cfg, numbers)
+			d, err := dashboard.New(cfg, namespace, numbers)
 			if err != nil {
 				return err
 			}
@@ -62,6 +63,7 @@ kubeconfig's server is asked with its credentials).`,
 	fl := cmd.Flags()
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)")
 	fl.StringVar(&kubeContext, "context", "", "the kubeconfig context to use")
+	fl.StringVarP(&namespace, "namespace", "n", "", "show this namespace only (default: every namespace), for credentials that may read no more")
 	fl.StringVar(&addr, "addr", defaultDashboardAddr, "where to serve the dashboard; an address other than loopback lets others read the cluster with your credentials")
 	fl.StringVar(&numbersURL, "autoscaler-url", "http://127.0.0.1:9090", "the leading controller's metrics listener, for a Revision's autoscaler numbers")
 	return cmd

@@ -199,7 +199,7 @@ func serveDashboard(ferry *inProcessFerry, cfg *rest.Config, addr string, warn i
 	if addr == "0" {
 		return "", nil
 	}
-	d, err := dashboard.New(cfg, ferry.Numbers())
+	d, err := dashboard.New(cfg, "", ferry.Numbers())
 	if err != nil {
 		return "", err
 	}

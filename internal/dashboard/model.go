@@ -26,13 +26,30 @@ import (
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 )
 
-// watched are the kinds the dashboard keeps (probe lists the same): the Knative objects it lists, and what
+// kind is one kind the dashboard keeps, with its list type for the probe.
+type kind struct {
+	obj  client.Object
+	list client.ObjectList
+	// cluster is a cluster-scoped kind: not watched when the dashboard is scoped
+	// to a namespace (whose users may not list it).
+	cluster bool
+}
+
+// watched are the kinds the dashboard keeps: the Knative objects it lists, and what
 // explain reads along a Service's chain, so that the explain line of every Service
 // comes from memory. One informer (one list and one watch) each.
-var watched = []client.Object{
-	&v1.Service{}, &v1.Configuration{}, &v1.Revision{}, &v1.Route{}, &v1beta1.DomainMapping{},
-	&netv1alpha1.Ingress{}, &netv1alpha1.ClusterDomainClaim{},
-	&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &corev1.Event{},
+var watched = []kind{
+	{obj: &v1.Service{}, list: &v1.ServiceList{}},
+	{obj: &v1.Configuration{}, list: &v1.ConfigurationList{}},
+	{obj: &v1.Revision{}, list: &v1.RevisionList{}},
+	{obj: &v1.Route{}, list: &v1.RouteList{}},
+	{obj: &v1beta1.DomainMapping{}, list: &v1beta1.DomainMappingList{}},
+	{obj: &netv1alpha1.Ingress{}, list: &netv1alpha1.IngressList{}},
+	{obj: &netv1alpha1.ClusterDomainClaim{}, list: &netv1alpha1.ClusterDomainClaimList{}, cluster: true},
+	{obj: &appsv1.Deployment{}, list: &appsv1.DeploymentList{}},
+	{obj: &appsv1.ReplicaSet{}, list: &appsv1.ReplicaSetList{}},
+	{obj: &corev1.Pod{}, list: &corev1.PodList{}},
+	{obj: &corev1.Event{}, list: &corev1.EventList{}},
 }
 
 // eventObjectName is the index explain's Event reads use (the API server's field
@@ -47,9 +64,12 @@ const historyLength = 500
 // kinds, and what the cache cannot tell afterwards, each Service's traffic split over
 // time since the dashboard started.
 type Model struct {
-	cache   cache.Cache
-	direct  client.Reader
-	changes *notifier
+	cache  cache.Cache
+	direct client.Reader
+	// namespace, when set, is the only one watched; kinds are the kinds watched.
+	namespace string
+	kinds     []kind
+	changes   *notifier
 
 	mu      sync.Mutex
 	traffic map[types.NamespacedName][]Split
@@ -74,8 +94,9 @@ type SplitTarget struct {
 	URL      string `json:"url,omitempty"`
 }
 
-// NewModel builds the cache on cfg; nothing is read before Start.
-func NewModel(cfg *rest.Config) (*Model, error) {
+// NewModel builds the cache on cfg, of every namespace or of namespace alone;
+// nothing is read before Start.
+func NewModel(cfg *rest.Config, namespace string) (*Model, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "ferry-dashboard"
 	s := scheme.New()
@@ -91,10 +112,17 @@ func NewModel(cfg *rest.Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	var namespaces map[string]cache.Config
+	kinds := watched
+	if namespace != "" {
+		namespaces = map[string]cache.Config{namespace: {}}
+		kinds = slices.DeleteFunc(slices.Clone(watched), func(k kind) bool { return k.cluster })
+	}
 	c, err := cache.New(cfg, cache.Options{
-		Scheme:           s,
-		Mapper:           mapper,
-		DefaultTransform: cache.TransformStripManagedFields(),
+		Scheme:            s,
+		DefaultNamespaces: namespaces,
+		Mapper:            mapper,
+		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:        {Label: ofRevisions},
 			&appsv1.ReplicaSet{}: {Label: ofRevisions},
@@ -110,7 +138,8 @@ func NewModel(cfg *rest.Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	return &Model{cache: c, direct: direct, changes: newNotifier(), traffic: map[types.NamespacedName][]Split{}}, nil
+	return &Model{cache: c, direct: direct, namespace: namespace, kinds: kinds, changes: newNotifier(),
+		traffic: map[types.NamespacedName][]Split{}}, nil
 }
 
 // restMapper knows the watched kinds without asking the API server: discovery with
@@ -118,16 +147,18 @@ func NewModel(cfg *rest.Config) (*Model, error) {
 // the kinds are fixed.
 func restMapper(s *runtime.Scheme) (meta.RESTMapper, error) {
 	m := meta.NewDefaultRESTMapper(nil)
-	for _, obj := range watched {
-		gvk, err := apiutil.GVKForObject(obj, s)
+	for _, k := range watched {
+		gvk, err := apiutil.GVKForObject(k.obj, s)
 		if err != nil {
 			return nil, err
 		}
 		scope := meta.RESTScopeNamespace
-		if _, ok := obj.(*netv1alpha1.ClusterDomainClaim); ok {
+		if k.cluster {
 			scope = meta.RESTScopeRoot
 		}
 		m.Add(gvk, scope)
+		// A cache scoped to a namespace asks the scope of the list type too.
+		m.Add(gvk.GroupVersion().WithKind(gvk.Kind+"List"), scope)
 	}
 	return m, nil
 }
@@ -140,7 +171,8 @@ func (m *Model) Start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	for _, obj := range watched {
+	for _, k := range m.kinds {
+		obj := k.obj
 		inf, err := m.cache.GetInformer(ctx, obj)
 		if err != nil {
 			return err
@@ -198,12 +230,8 @@ func (m *Model) probeUntilSynced(ctx context.Context) {
 // probe lists one object of each watched kind: the first refusal is why the cache
 // does not sync (a user may list Services but not Pods, say).
 func (m *Model) probe(ctx context.Context) error {
-	for _, l := range []client.ObjectList{
-		&v1.ServiceList{}, &v1.ConfigurationList{}, &v1.RevisionList{}, &v1.RouteList{}, &v1beta1.DomainMappingList{},
-		&netv1alpha1.IngressList{}, &netv1alpha1.ClusterDomainClaimList{},
-		&appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.EventList{},
-	} {
-		if err := m.direct.List(ctx, l, client.Limit(1)); err != nil {
+	for _, k := range m.kinds {
+		if err := m.direct.List(ctx, k.list.DeepCopyObject().(client.ObjectList), client.InNamespace(m.namespace), client.Limit(1)); err != nil {
 			return err
 		}
 	}

@@ -40,13 +40,13 @@ type Dashboard struct {
 }
 
 // New builds a dashboard that reads the cluster with cfg (only ever get, list and
-// watch: any other request is refused before it leaves the process) and a
-// Revision's autoscaler numbers from numbers.
-func New(cfg *rest.Config, numbers NumbersSource) (*Dashboard, error) {
+// watch: any other request is refused before it leaves the process), every
+// namespace or namespace alone, and a Revision's autoscaler numbers from numbers.
+func New(cfg *rest.Config, namespace string, numbers NumbersSource) (*Dashboard, error) {
 	cfg = rest.CopyConfig(cfg)
 	counter := &requestCounter{}
 	cfg.Wrap(counter.wrap)
-	m, err := NewModel(cfg)
+	m, err := NewModel(cfg, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (d *Dashboard) ready(w http.ResponseWriter) bool {
 		return true
 	case reachErr != "":
 		d.render(w, http.StatusBadGateway, "error", errorPage{Title: "The API server refused", Message: reachErr,
-			Hint: "The dashboard reads the cluster with your kubeconfig's credentials: they may have expired, or not allow listing Knative Services."})
+			Hint: "The dashboard reads the cluster with your kubeconfig's credentials: they may have expired, or not allow reading what it shows in every namespace (then ferry dashboard --namespace NS shows one)."})
 	default:
 		d.render(w, http.StatusServiceUnavailable, "error", errorPage{Title: "Reading the cluster …", Message: "The dashboard is still listing the cluster's objects.", Refresh: true})
 	}
