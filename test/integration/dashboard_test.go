@@ -17,6 +17,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -334,4 +336,74 @@ func TestDashboardOnSeparateProcesses(t *testing.T) {
 		t.Fatalf("the gateway answered %d", code)
 	}
 	expect("/revisions/"+ns+"/"+rev, `id="numbers"`)
+}
+
+// ferry dashboard with a user's own rights: credentials the API server refuses show
+// its message, and rights in one namespace show that namespace with --namespace.
+func TestDashboardWithTheUsersRights(t *testing.T) {
+	ctx := context.Background()
+	ns := testNamespace(t)
+	// serviceAccountKubeconfig's ServiceAccounts live in ferry-system, which this
+	// test may be the first to need.
+	ensureNamespace(t, systemNamespace)
+	sa := "dashboard-viewer-" + ns
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: sa}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard-viewer"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"serving.knative.dev"}, Resources: []string{"services", "configurations", "revisions", "routes", "domainmappings"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"networking.internal.knative.dev"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "events"}, Verbs: []string{"get", "list", "watch"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dashboard-viewer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "dashboard-viewer"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: systemNamespace, Name: sa}}},
+		ksvc(ns, "hello", "ferry.test/hello"),
+	}
+	for _, o := range objs {
+		if err := testClient.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = testClient.Delete(ctx, objs[0]) })
+	viewer := serviceAccountKubeconfig(t, sa)
+	expired := filepath.Join(t.TempDir(), "expired.kubeconfig")
+	kc, err := os.ReadFile(viewer.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenLine := regexp.MustCompile(`token: \S+`)
+	if err := os.WriteFile(expired, tokenLine.ReplaceAll(kc, []byte("token: expired")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"expired credentials", []string{"--kubeconfig", expired}, http.StatusBadGateway, "Unauthorized"},
+		{"rights in one namespace, every namespace asked", []string{"--kubeconfig", viewer.path}, http.StatusBadGateway, "cannot list resource"},
+		{"rights in one namespace, that namespace asked", []string{"--kubeconfig", viewer.path, "--namespace", ns}, http.StatusOK,
+			fmt.Sprintf(`data-service="%s/hello"`, ns)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := freeLoopbackAddr(t)
+			d := startProcess(t, "ferry dashboard", nil, append([]string{"dashboard", "--addr", addr}, tc.args...)...)
+			eventually(t, 30*time.Second, func() (bool, string) {
+				if d.Exited() {
+					t.Fatalf("ferry dashboard exited:\n%s", d.Output())
+				}
+				resp, err := http.Get("http://" + addr + "/")
+				if err != nil {
+					return false, err.Error()
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode == tc.code && strings.Contains(string(body), tc.want),
+					fmt.Sprintf("GET /: %d, want %d with %q:\n%s", resp.StatusCode, tc.code, tc.want, body)
+			})
+		})
+	}
 }
