@@ -81,3 +81,16 @@ simulate:
 .PHONY: conformance
 conformance: build
 	./hack/conformance.sh
+
+# The dashboard's chart library (internal/dashboard/assets/static/uplot), embedded in
+# the binary because a user's machine may have no internet: uPlot from npm's registry,
+# this version, this tarball's sha256 (npm pack uplot@$(UPLOT_VERSION)).
+UPLOT_VERSION := 1.6.32
+UPLOT_SHA256 := 4b8a8191e425658e3ea8c8c1314b0fc679c861ee3a1af2b20c7b16ba50b5133d
+.PHONY: dashboard-assets
+dashboard-assets:
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	curl -fsSL -o "$$tmp/uplot.tgz" https://registry.npmjs.org/uplot/-/uplot-$(UPLOT_VERSION).tgz && \
+	echo "$(UPLOT_SHA256)  $$tmp/uplot.tgz" | sha256sum -c - && \
+	tar -xzf "$$tmp/uplot.tgz" -C "$$tmp" && \
+	cp "$$tmp/package/dist/uPlot.iife.min.js" "$$tmp/package/dist/uPlot.min.css" "$$tmp/package/LICENSE" internal/dashboard/assets/static/uplot/

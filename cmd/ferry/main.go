@@ -3,6 +3,7 @@
 //	ferry up          a local cluster with Ferry inside, for trying it out
 //	ferry controller  Ferry's reconcilers against a cluster
 //	ferry gateway     Ferry's gateway against a cluster
+//	ferry dashboard   a web dashboard for the cluster of a kubeconfig (ferry up serves one)
 //	ferry explain     why a Knative object is not Ready or routed (also kubectl ferry explain)
 //	ferry load        steady load against a local gateway, with latency percentiles
 //	ferry version
@@ -28,7 +29,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newScaleCommand(), newVersionCommand())
-	root.AddCommand(newExplainCommand(), newLoadCommand())
+	root.AddCommand(newExplainCommand(), newLoadCommand(), newDashboardCommand())
 	asKubectlPlugin(root)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)

@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/dashboard"
 	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
 
 func newUpCommand() *cobra.Command {
-	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr, isolation string
+	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr, isolation, dashboardAddr string
 	var port, inProgressLimit int
 	var clusterOnly bool
 	var localImages []string
@@ -111,6 +113,11 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 
 			cluster.DrainWith(ferry.Gateway.InFlightTo)
+			dashboardURL, err := serveDashboard(ferry, cluster.RESTConfig(), dashboardAddr, cmd.ErrOrStderr())
+			if err != nil {
+				_ = ferry.Stop()
+				return fmt.Errorf("%w (--dashboard-addr picks another port, 0 none)", err)
+			}
 			gw := ferry.Gateway.ExternalAddr()
 			fmt.Fprintf(out, `Ferry is up (%.1fs). Logs: %s, %s
 
@@ -122,9 +129,9 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 Gateway: %s (external), %s (cluster-local), %s (HTTPS, with external-domain-tls:
 Enabled in config-network; trust %s).
 %s
-Ctrl-C stops it.
+%sCtrl-C stops it.
 `, time.Since(start).Seconds(), filepath.Join(dataDir, "control-plane.log"), logFile.Name(),
-				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr(), ferry.Gateway.HTTPSAddr(), filepath.Join(dataDir, localca.CertFile), pods)
+				cluster.KubeconfigPath(), gw, gw, ferry.Gateway.LocalAddr(), ferry.Gateway.HTTPSAddr(), filepath.Join(dataDir, localca.CertFile), pods, dashboardURL)
 			<-ferry.Context().Done()
 			fmt.Fprintln(out, "Stopping ...")
 			if err := ferry.Stop(); err != nil {
@@ -143,6 +150,7 @@ Ctrl-C stops it.
 	cmd.Flags().StringVar(&pprofAddr, "pprof-addr", "0", "where Go's profiles of the whole process are served (/debug/pprof/); 0 turns them off")
 	cmd.Flags().StringArrayVar(&localImages, "local-image", nil, "IMAGE=EXECUTABLE: containers of this image (as written in the Revision) run EXECUTABLE, a path or ko://IMPORT/PATH (repeatable; see --program-isolation)")
 	cmd.Flags().StringVar(&isolation, "program-isolation", "auto", "how node ferry-programs runs pods: runc (a runc container and network namespace each: Linux, root, runc), none (plain processes of the host, each with its own PORT, without isolation: what does not hold is printed at start-up), or auto (runc where it can run, else none)")
+	cmd.Flags().StringVar(&dashboardAddr, "dashboard-addr", defaultDashboardAddr, "where the web dashboard is served (docs/dashboard.md); 0 turns it off")
 	cmd.Flags().BoolVar(&clusterOnly, "cluster-only", false, "run the cluster with Ferry's CRDs but not Ferry: print how to start ferry controller and ferry gateway against it")
 	return cmd
 }
@@ -177,9 +185,32 @@ then:
 
   kubectl apply -f config/samples/hello-world.yaml
   curl -H 'Host: %s' http://%s
+  %s dashboard --kubeconfig %s
 
 No admission webhooks: objects are neither validated nor defaulted. %s
 Ctrl-C stops it.
 `, took.Seconds(), filepath.Join(dataDir, "control-plane.log"), kubeconfig,
-		ferry, kubeconfig, controllerDomain, ferry, kubeconfig, externalAddr, localAddr, simulated, host, externalAddr, pods)
+		ferry, kubeconfig, controllerDomain, ferry, kubeconfig, externalAddr, localAddr, simulated, host, externalAddr, ferry, kubeconfig, pods)
+}
+
+// serveDashboard serves the dashboard on addr for as long as ferry runs, with the
+// autoscaler's numbers read in-process, and says where ("" for addr 0).
+func serveDashboard(ferry *inProcessFerry, cfg *rest.Config, addr string, warn io.Writer) (string, error) {
+	if addr == "0" {
+		return "", nil
+	}
+	d, err := dashboard.New(cfg, "", ferry.Numbers())
+	if err != nil {
+		return "", err
+	}
+	ln, err := listenDashboard(addr, warn)
+	if err != nil {
+		return "", err
+	}
+	go func() {
+		if err := d.Serve(ferry.Context(), ln); err != nil {
+			fmt.Fprintln(warn, "ferry: the dashboard stopped:", err)
+		}
+	}()
+	return fmt.Sprintf("Dashboard: http://%s/\n", ln.Addr()), nil
 }

@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +30,8 @@ type Autoscaler struct {
 
 	mu   sync.Mutex
 	revs map[types.NamespacedName]*revision
+	// leading is set while Start runs: only the leader's numbers move (see Numbers).
+	leading atomic.Bool
 }
 
 // revision is one Revision's history. Its load is recorded whether or not a
@@ -51,6 +54,10 @@ type revision struct {
 	seen time.Time
 	// poked is when the first poke of a wake-up came, until the wake's scale write.
 	poked time.Time
+	// wakes counts the wake-ups from zero (Woken) and lastWake is the latest one's
+	// wait from poke to scale write, for the dashboard.
+	wakes    int64
+	lastWake time.Duration
 	// pokeCounted: a poke recorded one request that the next report counts again.
 	pokeCounted bool
 	// pods are the latest per-pod loads of the Revision, by gateway replica
@@ -279,6 +286,8 @@ func (a *Autoscaler) Woken(key types.NamespacedName) (time.Duration, bool) {
 	}
 	d := now.Sub(rev.poked)
 	rev.poked = time.Time{}
+	rev.wakes++
+	rev.lastWake = d
 	return d, true
 }
 
@@ -336,6 +345,8 @@ func (a *Autoscaler) decideLocked(rev *revision, now time.Time) (changed, lower 
 // Start ticks until ctx ends. It runs on the leader only (NeedLeaderElection): its
 // results wake the leader's reconciler.
 func (a *Autoscaler) Start(ctx context.Context) error {
+	a.leading.Store(true)
+	defer a.leading.Store(false)
 	t := time.NewTicker(a.tick)
 	defer t.Stop()
 	for {
@@ -381,4 +392,55 @@ func (a *Autoscaler) DecideAll() []Change {
 		}
 	}
 	return changed
+}
+
+// Numbers is what the Autoscaler holds of one Revision at one moment: the dashboard
+// charts a series of them.
+type Numbers struct {
+	Namespace string `json:"namespace"`
+	Revision  string `json:"revision"`
+	// RequestsPerSecond and Concurrency are averaged over the panic window: the
+	// load as the decider sees a burst.
+	RequestsPerSecond float64 `json:"requestsPerSecond"`
+	Concurrency       float64 `json:"concurrency"`
+	// Metric is what the decider scales on (concurrency or rps) and Target the
+	// per-pod value it aims for.
+	Metric string  `json:"metric"`
+	Target float64 `json:"target"`
+	// DesiredPods is the latest decision (NoDecision while nothing is known), before
+	// min/max-scale; ReadyPods what the Deployment had ready at the last reconcile.
+	DesiredPods int32 `json:"desiredPods"`
+	ReadyPods   int32 `json:"readyPods"`
+	Panicking   bool  `json:"panicking"`
+	// Waking: a request waits for a Revision at zero. Activations counts the
+	// wake-ups and LastActivationWait is the latest one's seconds from the poke to
+	// the scale write that asked for the first pod.
+	Waking             bool    `json:"waking"`
+	Activations        int64   `json:"activations"`
+	LastActivationWait float64 `json:"lastActivationWaitSeconds"`
+}
+
+// Leading reports whether this Autoscaler ticks (its replica leads): a standby takes
+// the same reports but decides nothing, so its desired pods stand still.
+func (a *Autoscaler) Leading() bool { return a.leading.Load() }
+
+// Numbers returns the numbers of the watched Revision key, if any.
+func (a *Autoscaler) Numbers(key types.NamespacedName) (Numbers, bool) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rev, ok := a.revs[key]
+	if !ok || !rev.watched {
+		return Numbers{}, false
+	}
+	n := Numbers{Namespace: key.Namespace, Revision: key.Name, Metric: rev.settings.Metric, Target: rev.settings.Target,
+		DesiredPods: NoDecision, ReadyPods: rev.ready, Waking: !rev.poked.IsZero(), Activations: rev.wakes,
+		LastActivationWait: rev.lastWake.Seconds()}
+	if w := rev.settings.PanicWindow; w > 0 {
+		n.RequestsPerSecond, n.Concurrency = rev.rps.Average(now, w), rev.concurrency.Average(now, w)
+	}
+	if rev.decided {
+		n.DesiredPods, n.Panicking = rev.last.DesiredPods, rev.last.Panicking
+	}
+	return n, true
 }

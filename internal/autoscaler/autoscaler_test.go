@@ -292,3 +292,34 @@ func TestPodLoadsSumTheReplicasLatest(t *testing.T) {
 		t.Errorf("a forgotten Revision's pods: %+v", loads)
 	}
 }
+
+// Numbers show the dashboard the decider's view: the load, the decision and a
+// wake-up from zero with its wait.
+func TestNumbersFollowLoadAndWakeUps(t *testing.T) {
+	a, _, now, s := testAutoscaler()
+	if _, ok := a.Numbers(key); ok {
+		t.Fatal("numbers for a Revision no PodAutoscaler watches")
+	}
+	a.Watch(key, s, 0, true)
+	*now = now.Add(7 * time.Second)
+	a.DecideAll()
+	a.Poke(key.Namespace, key.Name)
+	if n, _ := a.Numbers(key); !n.Waking || n.DesiredPods < 1 {
+		t.Fatalf("after a poke: %+v, want waking with a pod desired", n)
+	}
+	*now = now.Add(300 * time.Millisecond)
+	a.Woken(key)
+	a.Watch(key, s, 1, true)
+	for range 6 {
+		*now = now.Add(time.Second)
+		a.Report(report(*now, 25))
+	}
+	a.DecideAll()
+	n, ok := a.Numbers(key)
+	if !ok || n.Waking || n.Activations != 1 || n.LastActivationWait != 0.3 {
+		t.Errorf("after the wake-up: %+v, want one activation of 0.3 s, not waking", n)
+	}
+	if n.Concurrency != 25 || n.DesiredPods != 3 || n.ReadyPods != 1 || n.Target != 10 {
+		t.Errorf("under 25 in flight at target 10: %+v, want concurrency 25, 3 desired, 1 ready", n)
+	}
+}

@@ -6,15 +6,18 @@ package manager
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/ferry-serving/ferry/api/scheme"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/admission"
+	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/backpressure"
 	"github.com/ferry-serving/ferry/internal/certmanager"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/dashboard"
 	"github.com/ferry-serving/ferry/internal/gateway"
 	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -102,9 +105,20 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 		opts.PprofAddr = "0"
 	}
 	stopping, stop := context.WithCancel(context.Background())
+	// self is the Ferry New returns: the handler below reads it once the manager
+	// serves, which is after New.
+	var self *Ferry
+	metrics := metricsserver.Options{BindAddress: opts.MetricsAddr}
+	if opts.Reconcilers {
+		// The dashboard's autoscaler numbers, beside /metrics and behind the same
+		// filter: who may read the autoscaler's metrics may read these.
+		metrics.ExtraHandlers = map[string]http.Handler{dashboard.NumbersPath: dashboard.NumbersHandler(func() *autoscaler.Autoscaler {
+			return self.autoscaler()
+		})}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme.New(),
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  opts.HealthAddr,
 		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
@@ -225,6 +239,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 			return nil, fmt.Errorf("adding health probes: %w", err)
 		}
 	}
+	self = f
 	return f, nil
 }
 
@@ -270,6 +285,17 @@ func leaseFraction(d time.Duration, num, den int64) *time.Duration {
 	f := d * time.Duration(num) / time.Duration(den)
 	return &f
 }
+
+// autoscaler is the reconcilers' Autoscaler, nil without them.
+func (f *Ferry) autoscaler() *autoscaler.Autoscaler {
+	if f == nil || f.Controllers == nil {
+		return nil
+	}
+	return f.Controllers.Autoscaler
+}
+
+// Numbers reads the autoscaler's numbers in this process, for a dashboard beside it.
+func (f *Ferry) Numbers() dashboard.NumbersSource { return dashboard.InProcess(f.autoscaler) }
 
 // Start runs everything until ctx is cancelled.
 func (f *Ferry) Start(ctx context.Context) error {
