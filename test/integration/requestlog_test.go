@@ -1,13 +1,11 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -177,16 +175,7 @@ func TestRequestLogs(t *testing.T) {
 }
 
 // lineBuffer collects what the gateway writes, a line per Write.
-type lineBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lineBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type lineBuffer struct{ syncBuffer }
 
 // take returns the whole lines written since the last take, without their newlines.
 func (b *lineBuffer) take() []string {
