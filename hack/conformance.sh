@@ -98,7 +98,7 @@ echo "Starting ferry up in $data (gateway 127.0.0.1:$gw_port) ..."
 # exec: $! is ferry up itself, which the trap stops.
 ( exec "$ferry" up --data-dir "$data" \
     --gateway-addr "127.0.0.1:$gw_port" --gateway-local-addr "127.0.0.1:$gw_local_port" \
-    --gateway-https-addr "127.0.0.1:$gw_https_port" "${local_images[@]}" ) >"$data/up.log" 2>&1 &
+    --gateway-https-addr "127.0.0.1:$gw_https_port" --dashboard-addr 0 "${local_images[@]}" ) >"$data/up.log" 2>&1 &
 up_pid=$!
 for i in $(seq 300); do
   grep -q "Ferry is up" "$data/up.log" && break

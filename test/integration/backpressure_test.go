@@ -27,7 +27,7 @@ import (
 func TestAdmissionBackPressure(t *testing.T) {
 	addrs := loopbackAddrs(t, 2)
 	up := startProcess(t, "ferry up", nil, "up", "--data-dir", t.TempDir(),
-		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--admission-in-progress-limit", "1")
+		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--dashboard-addr", "0", "--admission-in-progress-limit", "1")
 	kubeconfig := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
 	eventually(t, 2*time.Minute, func() (bool, string) {
 		if up.Exited() {

@@ -146,14 +146,14 @@ func buildHello(t *testing.T, dir string) string {
 }
 
 // programsUpArgs are ferry up's arguments for a data directory in dir, gateways on
-// loopback addresses of their own, and program for the image example.com/real:1, then
+// loopback addresses of their own, no dashboard (its port is one for all), and program for the image example.com/real:1, then
 // extra; gateway is the external gateway's address.
 func programsUpArgs(t *testing.T, dir, program string, extra ...string) (args []string, gateway string) {
 	t.Helper()
 	addrs := loopbackAddrs(t, 3)
 	return append([]string{"up", "--data-dir", filepath.Join(dir, "data"),
 		"--gateway-addr", addrs[0], "--gateway-local-addr", addrs[1], "--gateway-https-addr", addrs[2],
-		"--local-image", "example.com/real:1=" + program}, extra...), addrs[0]
+		"--dashboard-addr", "0", "--local-image", "example.com/real:1=" + program}, extra...), addrs[0]
 }
 
 // startFerryUp starts ferry up with args, waits until it says it is up, and returns
