@@ -66,6 +66,19 @@ var noEffectKeys = map[string][]noEffect{
 	},
 }
 
+// noEffectWith are keys without effect only beside another key's value: the rules
+// above look at one key at a time.
+var noEffectWith = map[string]func(data map[string]string) []string{
+	ObservabilityConfigName: func(data map[string]string) []string {
+		endpoint := strings.TrimSpace(data["metrics-endpoint"])
+		if strings.TrimSpace(data["metrics-protocol"]) != ProtocolPrometheus || endpoint == "" {
+			return nil
+		}
+		return []string{fmt.Sprintf("metrics-endpoint: %q has no effect with metrics-protocol prometheus: "+
+			"Ferry serves /metrics where its --metrics-addr flag says", endpoint)}
+	},
+}
+
 // NoEffect returns one line for each key of the named ConfigMap's data that Ferry
 // takes without acting on, sorted by key, or nil.
 func NoEffect(name string, data map[string]string) []string {
@@ -74,6 +87,9 @@ func NoEffect(name string, data map[string]string) []string {
 		return nil
 	}
 	var lines []string
+	if with := noEffectWith[name]; with != nil {
+		lines = with(data)
+	}
 	for key, value := range data {
 		i := slices.IndexFunc(rules, func(r noEffect) bool {
 			if prefix, ok := strings.CutSuffix(r.key, "*"); ok {

@@ -76,4 +76,17 @@ func TestObservabilityNoEffect(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("NoEffect = %q, want %q", got, want)
 	}
+	for _, tc := range []struct {
+		data map[string]string
+		want []string
+	}{
+		{map[string]string{"metrics-protocol": "prometheus", "metrics-endpoint": "0.0.0.0:9091"},
+			[]string{`metrics-endpoint: "0.0.0.0:9091" has no effect with metrics-protocol prometheus: Ferry serves /metrics where its --metrics-addr flag says`}},
+		{map[string]string{"metrics-protocol": "prometheus"}, nil},
+		{map[string]string{"metrics-protocol": "grpc", "metrics-endpoint": "c:4317"}, nil},
+	} {
+		if got := NoEffect(ObservabilityConfigName, tc.data); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("NoEffect(%v) = %q, want %q", tc.data, got, tc.want)
+		}
+	}
 }
