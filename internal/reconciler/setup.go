@@ -40,8 +40,10 @@ import (
 )
 
 // DefaultGatewayHost is where Routes' placeholder Services point unless told otherwise:
-// the in-cluster name of Ferry's gateway.
-const DefaultGatewayHost = "ferry-gateway.ferry-system.svc.cluster.local"
+// the in-cluster name of Ferry's gateway's cluster-local listener, which serves both
+// public and cluster-local Routes by their cluster names, as Knative points them at
+// its KIngress's private load balancer (knative-local-gateway).
+const DefaultGatewayHost = "ferry-gateway-local.ferry-system.svc.cluster.local"
 
 // DefaultWorkers is each controller's number of concurrent reconciles. Reconciles
 // mostly wait on the API server: with 200 Services created at once, 4 workers left keys
