@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 
@@ -19,6 +20,11 @@ type localCluster interface {
 	// DrainWith tells the node of local programs, if there is one, how many requests
 	// the gateway has in flight to a pod's IP.
 	DrainWith(inFlight func(ip string) int64)
+	// PodHostAddr is where the program node's pods reach the host, "" when they share
+	// its network or there is no such node.
+	PodHostAddr() string
+	// ServeToPods makes a Service without a selector lead to port on PodHostAddr.
+	ServeToPods(ctx context.Context, namespace, name string, port int) error
 	Stop() error
 }
 

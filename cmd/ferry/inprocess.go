@@ -25,8 +25,9 @@ type inProcessOptions struct {
 	log             io.Writer // Ferry's log
 	reconciler      reconciler.Options
 	inProgressLimit int
-	// The gateway's listeners.
-	gatewayAddr, gatewayLocalAddr, gatewayHTTPSAddr string
+	// The gateway's listeners; gatewayLocalAddrForPods is the cluster-local one's
+	// second address, where the program node's pods reach it ("": none).
+	gatewayAddr, gatewayLocalAddr, gatewayHTTPSAddr, gatewayLocalAddrForPods string
 	// localCADir, if set, runs the local CA with its CA there, and makes its class
 	// the default of Routes' Certificates.
 	localCADir string
@@ -71,7 +72,8 @@ func startFerry(ctx context.Context, cluster localCluster, o inProcessOptions) (
 		Admission: &admission.Options{InProgressLimit: o.inProgressLimit, ControllerUser: cluster.ControllerUser()},
 		// kwok simulates every pod but the program node's: the gateway answers for
 		// them instead of dialing.
-		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, HTTPSAddr: o.gatewayHTTPSAddr, SimulatedPods: !o.programs,
+		Gateway: &gateway.Options{ExternalAddr: o.gatewayAddr, LocalAddr: o.gatewayLocalAddr, HTTPSAddr: o.gatewayHTTPSAddr,
+			LocalAddrForPods: o.gatewayLocalAddrForPods, SimulatedPods: !o.programs,
 			LeaseNamespace: o.leaseNamespace},
 		// The whole process's profiles: the control plane's as much as Ferry's.
 		PprofAddr: o.pprofAddr,

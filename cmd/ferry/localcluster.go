@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/spf13/cobra"
 
 	"github.com/ferry-serving/ferry/internal/localcluster"
 	"github.com/ferry-serving/ferry/internal/programs"
@@ -33,6 +34,12 @@ const localClusterGCPercent = 200
 // machine's): past it the collector runs more often again, so that a burst of
 // thousands does not run out of memory where GOGC 100 would not have.
 const localClusterMemoryShare = 0.6
+
+// localClusterCommands are the commands ferry up runs of its own binary: kube-proxy,
+// in the program node's network namespace (internal/localcluster).
+func localClusterCommands() []*cobra.Command {
+	return []*cobra.Command{localcluster.KubeProxyCommand()}
+}
 
 func startLocalCluster(ctx context.Context, opts localClusterOptions) (localCluster, error) {
 	tuneCollector()

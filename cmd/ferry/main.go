@@ -30,6 +30,7 @@ func main() {
 	}
 	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newScaleCommand(), newVersionCommand())
 	root.AddCommand(newExplainCommand(), newLoadCommand(), newDashboardCommand())
+	root.AddCommand(localClusterCommands()...)
 	asKubectlPlugin(root)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ferry:", err)

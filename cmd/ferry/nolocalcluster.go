@@ -2,7 +2,11 @@
 
 package main
 
-import "context"
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+)
 
 const withLocalCluster = false
 
@@ -11,3 +15,5 @@ func startLocalCluster(context.Context, localClusterOptions) (localCluster, erro
 }
 
 func programsMode(string) (bool, error, string, error) { return false, nil, "", errNoLocalCluster }
+
+func localClusterCommands() []*cobra.Command { return nil }

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,10 @@ import (
 	"github.com/ferry-serving/ferry/internal/localca"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
+
+// gatewayLocalService is the in-cluster Service of the gateway's cluster-local
+// listener, which Routes' placeholder Services name (reconciler.DefaultGatewayHost).
+const gatewayLocalService = "ferry-gateway-local"
 
 func newUpCommand() *cobra.Command {
 	var dataDir, externalAddr, localAddr, httpsAddr, domain, pprofAddr, isolation, dashboardAddr string
@@ -80,6 +86,9 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			defer cluster.Stop()
+			if host := cluster.PodHostAddr(); host != "" {
+				pods += fmt.Sprintf("\nPods reach Services, cluster DNS and the API server as on a cluster; this host is %s from them.", host)
+			}
 			// Knative's ConfigMaps (config-domain, ...) go in ferry-system, with their
 			// _example blocks as kubectl apply -k config/ installs them on a real cluster:
 			// kubectl edit finds them. Before Ferry starts, with --cluster-only too.
@@ -101,9 +110,16 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 				return err
 			}
 			defer logFile.Close()
+			// Pods in namespaces of their own reach the cluster-local listener at the
+			// host's address for them, through the Service that Routes' placeholders name.
+			var localAddrForPods string
+			if host := cluster.PodHostAddr(); host != "" {
+				localAddrForPods = net.JoinHostPort(host, "0")
+			}
 			ferry, err := startFerry(ctx, cluster, inProcessOptions{log: logFile, reconciler: reconciler.Options{Overrides: config.Overrides{Domain: domain}},
 				inProgressLimit: inProgressLimit, gatewayAddr: externalAddr, gatewayLocalAddr: localAddr, gatewayHTTPSAddr: httpsAddr,
-				localCADir: dataDir, pprofAddr: pprofAddr, leaseNamespace: config.SystemNamespace, programs: programsErr == nil})
+				gatewayLocalAddrForPods: localAddrForPods,
+				localCADir:              dataDir, pprofAddr: pprofAddr, leaseNamespace: config.SystemNamespace, programs: programsErr == nil})
 			switch {
 			case ctx.Err() != nil: // Ctrl-C while Ferry started
 				fmt.Fprintln(out, "Stopping ...")
@@ -113,6 +129,14 @@ start ferry controller and ferry gateway against the kubeconfig, as separate pro
 			}
 
 			cluster.DrainWith(ferry.Gateway.InFlightTo)
+			if addr := ferry.Gateway.LocalAddrForPods(); addr != "" {
+				_, port, _ := net.SplitHostPort(addr)
+				p, _ := strconv.Atoi(port)
+				if err := cluster.ServeToPods(ctx, config.SystemNamespace, gatewayLocalService, p); err != nil {
+					_ = ferry.Stop()
+					return fmt.Errorf("the gateway's Service for pods: %w", err)
+				}
+			}
 			dashboardURL, err := serveDashboard(ferry, cluster.RESTConfig(), dashboardAddr, cmd.ErrOrStderr())
 			if err != nil {
 				_ = ferry.Stop()

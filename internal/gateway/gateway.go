@@ -42,6 +42,8 @@ type Gateway struct {
 	reporter *backends.Reporter
 	external *listener
 	local    *listener
+	// localForPods serves what local serves at Options.LocalAddrForPods; nil without.
+	localForPods *listener
 	// https serves spec.tls with the certificates in tlsStore; nil without
 	// Options.HTTPSAddr.
 	https    *listener
@@ -168,6 +170,14 @@ func (g *Gateway) bind() error {
 		g.https.close()
 		return err
 	}
+	if g.opts.LocalAddrForPods != "" {
+		if g.localForPods, err = g.listen(g.opts.LocalAddrForPods, false); err != nil {
+			g.local.close()
+			g.external.close()
+			g.https.close()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -176,6 +186,9 @@ func (g *Gateway) servers() *listeners {
 	all := []*listener{g.external, g.local}
 	if g.https != nil {
 		all = append(all, g.https)
+	}
+	if g.localForPods != nil {
+		all = append(all, g.localForPods)
 	}
 	return &listeners{all: all, drainTimeout: g.opts.DrainTimeout, onDrain: g.proxy.Drain}
 }
@@ -191,6 +204,10 @@ func (g *Gateway) HTTPSAddr() string { return g.https.addr() }
 // LocalAddr is the address the cluster-local listener is bound to, or "" before
 // SetupWithManager.
 func (g *Gateway) LocalAddr() string { return g.local.addr() }
+
+// LocalAddrForPods is the address the cluster-local listener is bound to for pods, or
+// "" before SetupWithManager or without Options.LocalAddrForPods.
+func (g *Gateway) LocalAddrForPods() string { return g.localForPods.addr() }
 
 // InFlightTo is how many requests this gateway has in flight to a pod's IP, or to
 // IP:port for pods that share one IP: a kubelet in the same process (ferry up's

@@ -24,6 +24,10 @@ type Options struct {
 	// LocalAddr is where the cluster-local listener binds; it serves both ExternalIP
 	// and ClusterLocal rules. Default 127.0.0.1:8081.
 	LocalAddr string
+	// LocalAddrForPods, if set, is a second address of the cluster-local listener:
+	// where ferry up's pods reach the host (clusternet), which the in-cluster Service
+	// ferry-gateway-local names. LocalAddrForPods() reports it.
+	LocalAddrForPods string
 	// HTTPSAddr, if set, is where the HTTPS listener binds: it serves the ExternalIP
 	// rules of the hosts that a KIngress's spec.tls gives a certificate, picked by SNI,
 	// HTTP/2 or HTTP/1.1 by ALPN (proxy/tls.go). It needs Secrets in the cache (get, list,

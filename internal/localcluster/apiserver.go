@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -22,19 +23,25 @@ var apiServerInstances atomic.Int64
 // runAPIServer runs kube-apiserver on ln until ctx is cancelled. It is built from the
 // command's options rather than its cobra command, which would re-apply process-wide
 // logging settings and parse os.Args.
-func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *credentials, extraFlags []string) error {
+//
+// With a valid advertise address (the host's address for pods, where ln also accepts),
+// the API server keeps the kubernetes Service's endpoints there, as on a cluster, so
+// that a pod's in-cluster client reaches it; without one, the kubernetes Service has
+// none (its endpoint reconciler refuses a loopback address).
+func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *credentials, advertise netip.Addr, extraFlags []string) error {
 	s := apiserveroptions.NewServerRunOptions()
 	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
 	for _, f := range s.Flags().FlagSets {
 		fs.AddFlagSet(f)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	err := fs.Parse(append([]string{
+	endpoints := []string{"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"}
+	if advertise.IsValid() {
+		endpoints = []string{"--advertise-address=" + advertise.String(), "--endpoint-reconciler-type=lease"}
+	}
+	err := fs.Parse(append(append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		// The endpoint reconciler refuses a loopback advertise address.
-		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + creds.servingCertFile,
 		"--tls-private-key-file=" + creds.servingKeyFile,
@@ -45,7 +52,7 @@ func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *c
 		"--service-account-signing-key-file=" + creds.saKeyFile,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--profiling=false",
-	}, extraFlags...))
+	}, endpoints...), extraFlags...))
 	if err != nil {
 		return err
 	}

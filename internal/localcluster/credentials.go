@@ -30,7 +30,16 @@ type credentials struct {
 	caFile          string // the CA alone, for clients
 }
 
-func loadOrCreateCredentials(dir string) (*credentials, error) {
+// servingNames are the API server's names in its certificate: a pod's client-go dials
+// kubernetes.default.svc, or the kubernetes Service's ClusterIP.
+var servingNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+	"kubernetes.default.svc.cluster.local"}
+
+// loadOrCreateCredentials loads the credentials kept in dir, creating what is missing.
+// The API server's certificate covers 127.0.0.1 and ips; one that does not (made by an
+// older ferry up, or before pods reached the API server) is made again.
+func loadOrCreateCredentials(dir string, ips ...net.IP) (*credentials, error) {
+	ips = append([]net.IP{net.ParseIP("127.0.0.1")}, ips...)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
@@ -73,8 +82,8 @@ func loadOrCreateCredentials(dir string) (*credentials, error) {
 			return nil, err
 		}
 	}
-	if _, err := os.Stat(c.servingCertFile); errors.Is(err, os.ErrNotExist) {
-		cert, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost", "kubernetes.default.svc"})
+	if !servingCertCovers(c.servingCertFile, ips, servingNames) {
+		cert, key, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", ips, servingNames)
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +111,33 @@ func loadOrCreateCredentials(dir string) (*credentials, error) {
 		}
 	}
 	return c, nil
+}
+
+// servingCertCovers says whether the certificate in file is valid for every IP and name.
+func servingCertCovers(file string, ips []net.IP, names []string) bool {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false
+	}
+	for _, ip := range ips {
+		if cert.VerifyHostname(ip.String()) != nil {
+			return false
+		}
+	}
+	for _, name := range names {
+		if cert.VerifyHostname(name) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // newToken returns a random bearer token.

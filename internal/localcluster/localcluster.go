@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"sync"
 	"time"
 
+	"github.com/ferry-serving/ferry/internal/clusternet"
 	"github.com/ferry-serving/ferry/internal/programs"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -59,6 +61,8 @@ type Cluster struct {
 
 	// programs is the node of local programs, if Options.Programs asked for one.
 	programs *programs.Node
+	// network is that node's cluster network, when its pods are isolated.
+	network *clusternet.Plan
 
 	cancel  context.CancelFunc
 	stop    sync.Once
@@ -99,7 +103,21 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	c.closers = append(c.closers, closeLogs)
 	silenceKlog(logs)
 
-	creds, err := loadOrCreateCredentials(filepath.Join(c.dir, "pki"))
+	// Pods in network namespaces of their own get a cluster's network; plain
+	// processes share the host's.
+	if opts.Programs != nil && !opts.ProgramProcesses {
+		plan := clusternet.PlanFor(filepath.Join(c.dir, "programs"))
+		if err := clusternet.SetUp(ctx, plan); err != nil {
+			return fmt.Errorf("the program node's network: %w", err)
+		}
+		c.closers = append(c.closers, func() { _ = clusternet.Remove(context.Background(), plan) })
+		c.network = &plan
+	}
+	certIPs := []net.IP{net.IP(clusternet.APIServerClusterIP.AsSlice())}
+	if c.network != nil {
+		certIPs = append(certIPs, net.IP(c.network.HostAddr.AsSlice()))
+	}
+	creds, err := loadOrCreateCredentials(filepath.Join(c.dir, "pki"), certIPs...)
 	if err != nil {
 		return err
 	}
@@ -116,7 +134,24 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("kube-apiserver cannot listen on 127.0.0.1:%d: %w", opts.APIServerPort, err)
 	}
-	c.run(ctx, "kube-apiserver", func() error { return runAPIServer(ctx, ln, etcdURL, creds, opts.APIServerFlags) })
+	kubelet, err := newKubeletClient(filepath.Join(c.dir, "pki"))
+	if err != nil {
+		return err
+	}
+	apiServerFlags := append([]string{"--kubelet-client-certificate=" + kubelet.certFile, "--kubelet-client-key=" + kubelet.keyFile},
+		opts.APIServerFlags...)
+	var advertise netip.Addr
+	if c.network != nil {
+		advertise = c.network.HostAddr
+		port := ln.Addr().(*net.TCPAddr).Port
+		forPods, err := net.Listen("tcp", netip.AddrPortFrom(advertise, uint16(port)).String())
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("kube-apiserver cannot listen for pods: %w", err)
+		}
+		ln = joinListeners(ln, forPods)
+	}
+	c.run(ctx, "kube-apiserver", func() error { return runAPIServer(ctx, ln, etcdURL, creds, advertise, apiServerFlags) })
 
 	c.restConfig = &rest.Config{
 		Host:            "https://" + ln.Addr().String(),
@@ -146,12 +181,18 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		}
 		labelled(ctx, "programs", func(ctx context.Context) {
 			c.programs, err = programs.Start(ctx, programs.Options{Client: cs, Images: opts.Programs, Dir: filepath.Join(c.dir, "programs"),
-				Processes: opts.ProgramProcesses})
+				Processes: opts.ProgramProcesses, Network: c.network, ClientCAFile: kubelet.caFile})
 		})
 		if err != nil {
 			return err
 		}
 		c.closers = append(c.closers, c.programs.Stop)
+		// After the node: kube-proxy is healthy only once its Node exists.
+		if c.network != nil {
+			if err := c.startPodNetwork(ctx, cs, logs); err != nil {
+				return err
+			}
+		}
 	}
 	if err := installCRDs(ctx, c.restConfig); err != nil {
 		return err

@@ -8,8 +8,11 @@
 // node, NodeName, and every other pod to kwok's, so nothing simulated today moves.
 //
 // How: virtual-kubelet serves the Node, its Lease, pod sync and the kubelet API
-// (kubectl logs); this package is its provider. Each pod gets a network namespace of
-// its own with an IP from the node's /24 that the host routes (network.go): the
+// (kubectl logs, exec, attach, port-forward: exec.go), to the API server's client
+// certificate alone; this package is its provider. Each pod gets a network namespace of
+// its own with an IP from the node's /24, joined to the node's namespace that
+// internal/clusternet makes (network.go), where kube-proxy's rules lead ClusterIPs to
+// their endpoints; its resolv.conf names the cluster's DNS (resolvconf.go). The
 // gateway dials podIP:port as on a cluster, and two pods of one Revision may both
 // listen on :8080, as Knative's test images and many apps do whatever PORT says. Each
 // container is a runc container (spec.go, runc.go): its own mount, PID, IPC and UTS
@@ -30,8 +33,8 @@
 // success, the probe runs every 100 ms, as Knative's queue-proxy probes a new pod:
 // Ferry has no queue-proxy.
 //
-// Isolation needs Linux, root and runc (Debian's package); Supported says what is
-// missing. Without them (macOS, not root), or when ferry up is asked to
+// Isolation needs Linux, root, runc, iproute2 and nftables (Debian's packages);
+// Supported says what is missing. Without them (macOS, not root), or when ferry up is asked to
 // (--program-isolation=none, ChooseMode), the node runs each container as a plain
 // process of the host instead (processes.go): every pod at 127.0.0.1, its serving
 // container with a free port of its own in PORT, recorded on the pod for the gateway

@@ -2,15 +2,13 @@ package programs
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +36,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/cri-client/pkg/logs"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/ferry-serving/ferry/internal/clusternet"
 )
 
 // NodeName is the node whose pods run programs.
@@ -62,6 +62,13 @@ type Options struct {
 	// runc container, every pod at 127.0.0.1 with a PORT of its own: the fallback where
 	// runc cannot run (ChooseMode). See ProcessesCaveats for what does not hold.
 	Processes bool
+	// Network is the node's network, made (clusternet.SetUp) before the node starts:
+	// each pod's namespace joins it. Required unless Processes.
+	Network *clusternet.Plan
+	// ClientCAFile holds the CA of the API server's client certificate
+	// (--kubelet-client-certificate): the kubelet API (logs, exec, attach,
+	// port-forward) serves no client without a certificate it signed.
+	ClientCAFile string
 }
 
 // Node is a running node of programs.
@@ -88,7 +95,8 @@ type Node struct {
 }
 
 // Supported says why the node cannot isolate pods in runc containers on this machine,
-// or nil: it needs Linux, root (network namespaces, cgroups) and runc. Without them it
+// or nil: it needs Linux, root (network namespaces, cgroups), runc, and what the pods'
+// cluster network needs (clusternet.Supported: ip, nft). Without them it
 // can still run pods as plain processes (ChooseMode).
 func Supported(runcPath string) error {
 	if goruntime.GOOS != "linux" {
@@ -100,10 +108,7 @@ func Supported(runcPath string) error {
 	if _, err := exec.LookPath(runcPath); err != nil {
 		return fmt.Errorf("isolating programs needs runc (apt-get install runc): %w", err)
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return fmt.Errorf("isolating programs needs iproute2's ip: %w", err)
-	}
-	return nil
+	return clusternet.Supported()
 }
 
 // Start registers the node and runs it until ctx ends, when it stops every pod's
@@ -117,14 +122,13 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Processes {
 		support = ProcessesSupported()
 	}
+	if support == nil && !opts.Processes && opts.Network == nil {
+		support = errors.New("isolated pods need the node's network (Options.Network)")
+	}
 	if support != nil {
 		return nil, support
 	}
-	// One data directory, one prefix and pod network: two ferry ups on one machine
-	// keep apart unless their directories hash alike in a byte.
-	sum := sha256.Sum256([]byte(opts.Dir))
-	n := &Node{ctx: ctx, client: opts.Client, images: opts.Images, dir: opts.Dir,
-		prefix: "fp" + hex.EncodeToString(sum[:2])[:4] + "-", pods: map[types.NamespacedName]*podRunner{}}
+	n := &Node{ctx: ctx, client: opts.Client, images: opts.Images, dir: opts.Dir, pods: map[types.NamespacedName]*podRunner{}}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "pods"), 0o700); err != nil {
 		return nil, err
 	}
@@ -132,13 +136,12 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.procs = newProcesses()
 		n.containers = n.procs
 	} else {
+		// The containers' cgroups are named after the node's prefix too.
+		n.prefix = opts.Network.Prefix
 		n.runc = &runc{binary: runcPath, root: filepath.Join(opts.Dir, "runc")}
 		n.containers = n.runc
-		n.network = newNetwork(n.prefix, netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 245, sum[2], 0}), 24))
+		n.network = newNetwork(*opts.Network)
 		if err := n.runc.removeStale(ctx); err != nil {
-			return nil, err
-		}
-		if err := n.network.removeStale(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -156,6 +159,14 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	clientCA, err := os.ReadFile(opts.ClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("the kubelet API's client CA: %w", err)
+	}
+	clientCAs := x509.NewCertPool()
+	if !clientCAs.AppendCertsFromPEM(clientCA) {
+		return nil, fmt.Errorf("the kubelet API's client CA %s holds no certificate", opts.ClientCAFile)
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Client.CoreV1().Events("")})
 	n.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: NodeName})
@@ -165,11 +176,13 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return (*provider)(n), nil, nil
 	}, nodeutil.WithClient(opts.Client), nodeutil.AttachProviderRoutes(mux),
 		func(cfg *nodeutil.NodeConfig) error {
-			// The API server's calls for kubectl logs come over loopback; it presents no
-			// client certificate, so none is asked for.
+			// Only the API server, by its client certificate, as a kubelet with
+			// --client-ca-file serves it: the CA is its alone, so the certificate is
+			// the whole authorization.
 			cfg.HTTPListenAddr = net.JoinHostPort(nodeIP, strconv.Itoa(port))
 			cfg.Handler = mux
-			cfg.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+			cfg.TLSConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+				ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs}
 			cfg.EventRecorder = n.events
 			cfg.NumWorkers = 4
 			return nil
@@ -291,7 +304,9 @@ func freePort() (int, error) {
 type containers interface {
 	kill(ctx context.Context, id string, sig syscall.Signal) error
 	remove(ctx context.Context, id string) error
-	exec(ctx context.Context, id string, args []string, out io.Writer) error
+	// command is args run beside the container's process (an exec probe, kubectl
+	// exec), on a terminal given as its stdio with tty.
+	command(ctx context.Context, id string, args []string, tty bool) (*exec.Cmd, error)
 }
 
 // provider is the Node as virtual-kubelet sees it: the pod lifecycle, and the kubelet
@@ -429,22 +444,10 @@ func (p *provider) GetContainerLogs(ctx context.Context, namespace, podName, con
 
 var errNotServed = errdefs.InvalidInput("not served by Ferry's program node")
 
-func (p *provider) RunInContainer(context.Context, string, string, string, []string, vkapi.AttachIO) error {
-	return errNotServed
-}
-
-func (p *provider) AttachToContainer(context.Context, string, string, string, vkapi.AttachIO) error {
-	return errNotServed
-}
-
 func (p *provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
 	return nil, errNotServed
 }
 
 func (p *provider) GetMetricsResource(context.Context) ([]*dto.MetricFamily, error) {
 	return nil, errNotServed
-}
-
-func (p *provider) PortForward(context.Context, string, string, int32, io.ReadWriteCloser) error {
-	return errNotServed
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/cri-client/pkg/logs"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
+	"github.com/ferry-serving/ferry/internal/clusternet"
 )
 
 // Reasons a container waits with, beside the kubelet's own (ContainerCreating,
@@ -173,7 +174,7 @@ func (r *podRunner) makeSandbox() error {
 		r.sandbox = sb
 		r.mu.Unlock()
 	}
-	if err := podFiles(r.ctx, r.n.client, r.pod, sb.ip.String(), r.dir); err != nil {
+	if err := podFiles(r.ctx, r.n.client, r.pod, sb.ip.String(), r.dir, clusternet.DNSClusterIP); err != nil {
 		r.setAllWaiting("CreateContainerConfigError", err.Error())
 		return err
 	}
@@ -530,7 +531,12 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 			p, ctr = retarget(p, ctr, userPort, int32(port))
 		}
 		return probeOnce(ctx, p, ctr, ip, purpose, func(ctx context.Context, args []string, out *bytes.Buffer) error {
-			return r.n.containers.exec(ctx, id, args, out)
+			cmd, err := r.n.containers.command(ctx, id, args, false)
+			if err != nil {
+				return err
+			}
+			cmd.Stdout, cmd.Stderr = out, out
+			return cmd.Run()
 		})
 	}
 	if p := c.spec.StartupProbe; p != nil {

@@ -86,7 +86,9 @@ const ProcessesCaveats = `every pod is at 127.0.0.1 with its own PORT: a program
 listens on a fixed port is never ready (two pods of it would collide anyway);
 volumes are refused (the pod waits with NeedsIsolation); runAsUser, memory and CPU
 limits, a read-only root and a private /dev are not applied: the programs run as
-ferry up's user and see the host's files and processes (docs/programs.md).`
+ferry up's user and see the host's files and processes; they share the host's
+network, so Service ClusterIPs, cluster DNS and the in-cluster API server are not
+reachable from them (docs/programs.md).`
 
 // errPermanent marks what fails a pod for good: no retry can make it run.
 var errPermanent = errors.New("permanent")
@@ -322,15 +324,16 @@ func (p *processes) remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// exec runs an exec probe's command as a process beside the container's, with its
-// environment and working directory.
-func (p *processes) exec(ctx context.Context, id string, args []string, out io.Writer) error {
+// command is args run as a process beside the container's, with its environment and
+// working directory, in a process group of its own (a session, on a terminal, with
+// tty: runOnTerminal starts it so).
+func (p *processes) command(ctx context.Context, id string, args []string, _ bool) (*exec.Cmd, error) {
 	proc := p.get(id)
 	if proc == nil {
-		return fmt.Errorf("no process %s", id)
+		return nil, fmt.Errorf("no process %s", id)
 	}
 	if len(args) == 0 {
-		return errors.New("an exec probe without a command")
+		return nil, errors.New("no command")
 	}
 	env := map[string]string{}
 	for _, kv := range proc.env {
@@ -339,14 +342,14 @@ func (p *processes) exec(ctx context.Context, id string, args []string, out io.W
 	}
 	path, err := lookPath(args[0], env["PATH"])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, path, args[1:]...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = proc.env, proc.dir, out, out
+	cmd.Env, cmd.Dir = proc.env, proc.dir
 	cmd.SysProcAttr = processAttr()
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	return cmd.Run()
+	return cmd, nil
 }
 
 // start starts one run of a container: a runc container of bundle, or a process.

@@ -57,9 +57,14 @@ func (r *runc) remove(ctx context.Context, id string) error {
 	return r.run(ctx, nil, "delete", "--force", id)
 }
 
-// exec runs a command in the running container, for an exec probe.
-func (r *runc) exec(ctx context.Context, id string, args []string, out io.Writer) error {
-	return r.run(ctx, out, append([]string{"exec", id}, args...)...)
+// command is args run in the running container (runc exec), on a terminal given as
+// its stdio with tty.
+func (r *runc) command(ctx context.Context, id string, args []string, tty bool) (*exec.Cmd, error) {
+	runcArgs := []string{"--root", r.root, "exec"}
+	if tty {
+		runcArgs = append(runcArgs, "--tty")
+	}
+	return exec.CommandContext(ctx, r.binary, append(append(runcArgs, id), args...)...), nil
 }
 
 // removeStale deletes every container of this node's state directory.

@@ -3,6 +3,7 @@ package programs
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,19 +18,21 @@ import (
 // podFiles writes what a pod's containers mount: its /etc/hosts, /etc/hostname and
 // /etc/resolv.conf, and its volumes (emptyDir, configMap, secret, projected: the kinds
 // Knative allows), under dir/volumes/<name>.
-func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip, dir string) error {
+//
+// Its resolv.conf names clusterDNS as a kubelet's --cluster-dns (resolvConf).
+func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip, dir string, clusterDNS netip.Addr) error {
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return err
 	}
-	resolv, err := os.ReadFile("/etc/resolv.conf")
+	host, err := os.ReadFile("/etc/resolv.conf")
 	if err != nil {
-		resolv = nil // a machine without one: the pod gets an empty file
+		host = nil // a machine without one: no resolver of the host's
 	}
 	for name, content := range map[string]string{
 		"hosts":       fmt.Sprintf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", ip, pod.Name),
 		"hostname":    pod.Name + "\n",
-		"resolv.conf": string(resolv),
+		"resolv.conf": resolvConf(pod, string(host), clusterDNS),
 	} {
 		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
 			return err

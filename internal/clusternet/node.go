@@ -1,0 +1,115 @@
+package clusternet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Supported says why this machine cannot give pods a cluster's network, or nil: the
+// node's namespace and links need root and iproute2's ip, kube-proxy's rules need
+// nftables' nft.
+func Supported() error {
+	for _, tool := range []struct{ name, pkg string }{{"ip", "iproute2"}, {"nft", "nftables"}} {
+		if _, err := exec.LookPath(tool.name); err != nil {
+			return fmt.Errorf("pod networking needs %s's %s (apt-get install %s): %w", tool.pkg, tool.name, tool.pkg, err)
+		}
+	}
+	return nil
+}
+
+// SetUp makes the node's network namespace and its link to the host, removing first
+// what an earlier run of the same plan left (its pods' namespaces too). The host gets
+// routes to the pods and to ServiceCIDR through the node, and forwards nothing that
+// comes from it; the node forwards, and refuses what is sent to a ClusterIP that
+// kube-proxy has no rule for.
+func SetUp(ctx context.Context, p Plan) error {
+	if err := RemoveStale(ctx, p); err != nil {
+		return err
+	}
+	node, host, link := p.NodeNamespace(), p.hostLink(), p.nodeLink()
+	hostAddr, nodeAddr := p.HostAddr.String(), p.NodeAddr.String()
+	steps := [][]string{
+		{"netns", "add", node},
+		{"link", "add", host, "type", "veth", "peer", "name", link, "netns", node},
+		{"-n", node, "link", "set", "lo", "up"},
+		{"-n", node, "addr", "add", nodeAddr + "/32", "dev", link},
+		{"-n", node, "link", "set", link, "up"},
+		{"-n", node, "route", "add", hostAddr, "dev", link},
+		{"-n", node, "route", "add", "default", "via", hostAddr},
+		{"-n", node, "route", "add", "unreachable", ServiceCIDR.String()},
+		{"addr", "add", hostAddr + "/32", "dev", host},
+		{"link", "set", host, "up"},
+		{"route", "add", nodeAddr, "dev", host, "src", hostAddr},
+		{"route", "add", p.PodCIDR.String(), "via", nodeAddr, "dev", host},
+	}
+	for _, args := range steps {
+		if err := IP(ctx, args...); err != nil {
+			_ = Remove(context.WithoutCancel(ctx), p)
+			return err
+		}
+	}
+	// The node routes between its pods and the host as a node does; the host itself
+	// is left as it is.
+	if err := sysctl(ctx, node, "net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0"); err != nil {
+		_ = Remove(context.WithoutCancel(ctx), p)
+		return err
+	}
+	// Nothing a pod sends is forwarded by the host, even where the host forwards
+	// (ip_forward 1): a packet for an address outside the machine ends here.
+	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+host+"/forwarding", []byte("0"), 0o644); err != nil {
+		_ = Remove(context.WithoutCancel(ctx), p)
+		return fmt.Errorf("turning off forwarding from the node: %w", err)
+	}
+	// The host reaches ClusterIPs through the node too, where kube-proxy's rules are.
+	// A second ferry up on the machine finds the route taken: its pods still reach
+	// their Services, the host reaches the first one's.
+	if err := IP(ctx, "route", "add", ServiceCIDR.String(), "via", nodeAddr, "dev", host); err != nil && !strings.Contains(err.Error(), "File exists") {
+		_ = Remove(context.WithoutCancel(ctx), p)
+		return err
+	}
+	return nil
+}
+
+// Remove deletes the node's namespace, which takes the link, its routes and
+// kube-proxy's rules with it.
+func Remove(ctx context.Context, p Plan) error {
+	return IP(ctx, "netns", "delete", p.NodeNamespace())
+}
+
+// RemoveStale deletes every namespace of this plan that an earlier run left: the
+// node's and its pods'.
+func RemoveStale(ctx context.Context, p Plan) error {
+	out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output()
+	if err != nil {
+		return fmt.Errorf("ip netns list: %w", err)
+	}
+	var errs []error
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		if strings.HasPrefix(name, p.Prefix) {
+			errs = append(errs, IP(ctx, "netns", "delete", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IP runs iproute2's ip with args.
+func IP(ctx context.Context, args ...string) error {
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// sysctl sets kernel settings of the namespace ns.
+func sysctl(ctx context.Context, ns string, settings ...string) error {
+	return IP(ctx, append([]string{"netns", "exec", ns, "sysctl", "-qw"}, settings...)...)
+}
