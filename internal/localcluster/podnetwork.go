@@ -23,7 +23,8 @@ const hostResolvConf = "/etc/resolv.conf"
 // startPodNetwork runs what gives the program node's pods a cluster's network: CoreDNS
 // on the host's address for pods with the kube-dns Service leading there, and
 // kube-proxy in the node's namespace, which the API server's kubernetes Service and
-// every other Service reach through. It returns once kube-proxy has its rules.
+// every other Service reach through. It runs after the node has registered, since
+// kube-proxy is healthy only once its Node exists, and returns once it is.
 func (c *Cluster) startPodNetwork(ctx context.Context, cs kubernetes.Interface, logs io.Writer) error {
 	p := *c.network
 	// kube-proxy, in the node's namespace, reaches the API server at the host's address.

@@ -155,9 +155,13 @@ func TestProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var probe bytes.Buffer
-	if err := p.exec(context.Background(), "c1", []string{"sh", "-c", "echo $PORT"}, &probe); err != nil || strings.TrimSpace(probe.String()) != strconv.Itoa(a) {
-		t.Errorf("exec: %v %q, want the container's PORT", err, probe.String())
+	beside, err := p.command(context.Background(), "c1", []string{"sh", "-c", "echo $PORT"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := beside.Output()
+	if err != nil || strings.TrimSpace(string(probe)) != strconv.Itoa(a) {
+		t.Errorf("a command beside the container: %v %q, want the container's PORT", err, probe)
 	}
 	time.Sleep(200 * time.Millisecond)
 	if err := p.kill(context.Background(), "c1", syscall.SIGTERM); err != nil {
