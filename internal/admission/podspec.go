@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"reflect"
+	"strings"
 
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -384,6 +385,7 @@ func validateProbe(p *corev1.Probe, port *corev1.ContainerPort) *FieldError {
 		handlers = append(handlers, "httpGet")
 		errs = errs.Also(disallowed(h, "host", "path", "scheme", "httpHeaders", "port").ViaField("httpGet"))
 		checkPort("httpGet.port", h.Port.StrVal, h.Port.IntVal)
+		errs = errs.Also(validateHTTPGet(h).ViaField("httpGet"))
 	}
 	if t := p.TCPSocket; t != nil {
 		handlers = append(handlers, "tcpSocket")
@@ -393,15 +395,37 @@ func validateProbe(p *corev1.Probe, port *corev1.ContainerPort) *FieldError {
 	if e := p.Exec; e != nil {
 		handlers = append(handlers, "exec")
 		errs = errs.Also(disallowed(e, "command").ViaField("exec"))
+		// Knative takes an empty command, and the API server refuses the Deployment.
+		if len(e.Command) == 0 {
+			errs = errs.Also(ErrMissingField("exec.command"))
+		}
 	}
-	if p.GRPC != nil {
+	if g := p.GRPC; g != nil {
 		handlers = append(handlers, "gRPC")
+		errs = errs.Also(disallowed(g, "port", "service").ViaField("grpc"))
 	}
 	switch {
 	case len(handlers) == 0:
 		errs = errs.Also(ErrMissingOneOf("httpGet", "tcpSocket", "exec", "grpc"))
 	case len(handlers) > 1:
 		errs = errs.Also(ErrMultipleOneOf(handlers...))
+	}
+	return errs
+}
+
+// validateHTTPGet refuses what Knative takes but no prober can use, and the API
+// server would refuse in the Deployment (the kubelet probes in Ferry): a scheme other
+// than HTTP or HTTPS (in any case: the Deployment gets it in upper case) and a header
+// name that is not one.
+func validateHTTPGet(h *corev1.HTTPGetAction) *FieldError {
+	var errs *FieldError
+	if s := strings.ToUpper(string(h.Scheme)); s != "" && s != string(corev1.URISchemeHTTP) && s != string(corev1.URISchemeHTTPS) {
+		errs = errs.Also(ErrInvalidValue(h.Scheme, "scheme", "Probe scheme must be HTTP or HTTPS"))
+	}
+	for i, hdr := range h.HTTPHeaders {
+		if msgs := validation.IsHTTPHeaderName(hdr.Name); len(msgs) != 0 {
+			errs = errs.Also(ErrInvalidValue(hdr.Name, "name", msgs...).ViaFieldIndex("httpHeaders", i))
+		}
 	}
 	return errs
 }

@@ -196,6 +196,24 @@ func TestValidateService(t *testing.T) {
 		{"probe port mismatch", nil, service(func(s *servingv1.Service) {
 			ctr(s).ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("other")}}}
 		}), []string{"invalid value: other: spec.template.spec.containers[0].readinessProbe.httpGet.port"}},
+		{"probe scheme in lower case", nil, service(func(s *servingv1.Service) {
+			ctr(s).ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Scheme: "http"}}}
+			ctr(s).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Scheme: "Https"}}}
+		}), nil},
+		{"probe scheme neither HTTP nor HTTPS", nil, service(func(s *servingv1.Service) {
+			ctr(s).ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Scheme: "ftp"}}}
+		}), []string{"invalid value: ftp: spec.template.spec.containers[0].readinessProbe.httpGet.scheme"}},
+		{"probe header name", nil, service(func(s *servingv1.Service) {
+			ctr(s).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Ok", Value: "1"}, {Name: "not a header", Value: "1"}}}}}
+		}), []string{"invalid value: not a header: spec.template.spec.containers[0].livenessProbe.httpGet.httpHeaders[1].name"}},
+		{"exec probe without a command", nil, service(func(s *servingv1.Service) {
+			ctr(s).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{}}}
+		}), []string{"missing field(s): spec.template.spec.containers[0].livenessProbe.exec.command"}},
+		{"grpc probe mode", nil, service(func(s *servingv1.Service) {
+			mode := corev1.GRPCProbeModeTLS
+			ctr(s).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 8080, Mode: &mode}}}
+		}), []string{"must not set the field(s): spec.template.spec.containers[0].livenessProbe.grpc.mode"}},
 		{"probe with two handlers", nil, service(func(s *servingv1.Service) {
 			ctr(s).LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 				HTTPGet: &corev1.HTTPGetAction{}, TCPSocket: &corev1.TCPSocketAction{}}}

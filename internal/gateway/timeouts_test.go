@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -158,4 +160,139 @@ func TestRevisionTimeouts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpgradedConnectionTimeouts: as in Knative, whose timeout handler never sees an
+// upgraded connection's 101 or bytes, timeoutSeconds and responseStartTimeoutSeconds
+// close a WebSocket, counted from its arrival, however much it talks; the idle
+// timeout closes only one that falls silent.
+func TestUpgradedConnectionTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec servingv1.RevisionSpec
+		// talk is how long the client talks before it falls silent.
+		talk     time.Duration
+		min, max time.Duration
+		kind     string
+	}{{
+		name: "timeoutSeconds closes a busy connection", spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](1)},
+		talk: 10 * time.Second, min: 900 * time.Millisecond, max: 3 * time.Second, kind: "timeoutSeconds",
+	}, {
+		name: "responseStartTimeoutSeconds closes a busy connection",
+		spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), ResponseStartTimeoutSeconds: ptr.To[int64](1)},
+		talk: 10 * time.Second, min: 900 * time.Millisecond, max: 3 * time.Second, kind: "responseStartTimeoutSeconds",
+	}, {
+		name: "idleTimeoutSeconds closes a silent connection only",
+		spec: servingv1.RevisionSpec{TimeoutSeconds: ptr.To[int64](10), IdleTimeoutSeconds: ptr.To[int64](1)},
+		talk: 2 * time.Second, min: 2500 * time.Millisecond, max: 5 * time.Second, kind: "idleTimeoutSeconds",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := startGateway(t, Options{})
+			g.serveRevisionSpec("rev-1", tc.spec, newBackend(t, echoLinesAfterUpgrade(t)))
+			g.route("rev.example.com", "rev-1")
+
+			start := time.Now()
+			conn, br := upgrade(t, g.ExternalAddr(), "rev.example.com")
+			closed := talkUntilClosed(t, conn, br, tc.talk)
+			if took := closed.Sub(start); took < tc.min || took > tc.max {
+				t.Errorf("closed after %v; want %v to %v", took, tc.min, tc.max)
+			}
+			for _, kind := range []string{"timeoutSeconds", "responseStartTimeoutSeconds", "idleTimeoutSeconds"} {
+				want := 0.0
+				if kind == tc.kind {
+					want = 1
+				}
+				eventually(t, "the timeout counted", func() bool {
+					return testutil.ToFloat64(g.metrics.Timeouts.WithLabelValues(kind)) == want
+				})
+			}
+		})
+	}
+}
+
+// echoLinesAfterUpgrade switches protocols and echoes lines until the connection
+// closes.
+func echoLinesAfterUpgrade(t *testing.T) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "upgrade expected", http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		rw.Flush()
+		for {
+			line, err := rw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			rw.WriteString("echo " + line)
+			rw.Flush()
+		}
+	}
+}
+
+// upgrade opens an upgraded connection through the gateway at addr for host.
+func upgrade(t *testing.T, addr, host string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /chat HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", host)
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d", res.StatusCode)
+	}
+	return conn, br
+}
+
+// talkUntilClosed sends a line every 200ms for talk, each echoed, then waits in
+// silence; it returns when the gateway closed the connection. It fails the test if an
+// echo is wrong or the connection outlives 5s of silence.
+func talkUntilClosed(t *testing.T, conn net.Conn, br *bufio.Reader, talk time.Duration) time.Time {
+	t.Helper()
+	end := time.Now().Add(talk)
+	for i := 0; time.Now().Before(end); i++ {
+		msg := fmt.Sprintf("message %d\n", i)
+		if _, err := io.WriteString(conn, msg); err != nil {
+			return time.Now()
+		}
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := br.ReadString('\n')
+		if err != nil {
+			return closedBy(t, err)
+		}
+		if got != "echo "+msg {
+			t.Fatalf("echo %q, want %q", got, "echo "+msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := br.ReadString('\n')
+	if err == nil {
+		t.Fatalf("read %q from a silent connection", got)
+	}
+	return closedBy(t, err)
+}
+
+// closedBy is when a read ended by err: now, unless the test's own deadline ended it.
+func closedBy(t *testing.T, err error) time.Time {
+	t.Helper()
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection is still open: %v", err)
+	}
+	return time.Now()
 }

@@ -354,10 +354,16 @@ func (f *forwarder) received(res *http.Response) error {
 }
 
 // receivedBy notes the response headers' arrival for rr and wraps the body for the
-// idle timeout.
+// idle timeout. A 101 does not start the response as the timeouts count it: an
+// upgraded connection stays bounded by timeoutSeconds and responseStartTimeoutSeconds
+// from its arrival, as in Knative (timeouts.go).
 func (f *forwarder) receivedBy(rr *routedRequest, res *http.Response) {
 	rr.code = res.StatusCode
-	rr.timer.responseStarted()
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		rr.timer.touch()
+	} else {
+		rr.timer.responseStarted()
+	}
 	if rr.timer.limits.Idle > 0 {
 		if rwc, ok := res.Body.(io.ReadWriteCloser); ok && res.StatusCode == http.StatusSwitchingProtocols {
 			res.Body = &activeConn{ReadWriteCloser: rwc, rt: &rr.timer}

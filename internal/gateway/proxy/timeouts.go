@@ -16,11 +16,20 @@ import (
 //   - timeoutSeconds bounds the wait for the response to start, as Knative's handler
 //     times a request out only while nothing was written (its conformance test
 //     RevisionTimeout streams for 15 s under a 10 s timeout and wants a 200); a
-//     response under way, a stream, an upgraded connection, is bounded by
-//     idleTimeoutSeconds alone;
+//     response under way, a stream, is bounded by idleTimeoutSeconds alone;
 //   - responseStartTimeoutSeconds bounds the wait for the response headers;
 //   - idleTimeoutSeconds bounds a stretch without a byte either way (Knative counts
 //     only what the pod writes; a WebSocket whose client alone talks is not idle here).
+//
+// An upgraded connection (a WebSocket) is the exception. Knative's reverse proxy
+// writes the 101 and every byte after it on the hijacked connection, around the
+// timeout handler's writer, so the handler times it as a request that never
+// answered: when timeoutSeconds or responseStartTimeoutSeconds passes it returns,
+// its context ends, and the proxy closes both connections, however busy they are
+// (knative/serving issues 16169, 16638). The same holds here: a 101 does not count as
+// the response's start, and either timeout closes the connection, counted from the
+// arrival. The idle timeout stays Ferry's, counting bytes both ways: Knative's, which
+// sees none of them, closes every upgraded connection at idleTimeoutSeconds.
 //
 // One timer per request, an AfterFunc with no goroutine of its own, enforces them:
 // it fires at the earliest deadline, and if that one no longer holds (the response

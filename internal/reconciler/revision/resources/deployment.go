@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ferry-serving/ferry/api/defaulting"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -151,7 +150,8 @@ func timeoutSeconds(rev *v1.Revision) int64 {
 // makePodSpec is the Revision's PodSpec with what Knative adds around the serving
 // container: its port (8080 unless named), PORT in its environment (and K_REVISION,
 // K_CONFIGURATION, K_SERVICE in every container's), a TCP readiness
-// probe on it unless the user gave one, probes' port 0 resolved to it, and logs as the
+// probe on it unless the user gave one, the probes in the kubelet's terms
+// (kubeletProbe), and logs as the
 // termination message fallback so that a crash explains itself in the Revision's status.
 // Every container drains before SIGTERM (PreStopSleepSeconds) within the pod's
 // TerminationGracePeriodSeconds. As in Knative, these replace what the PodSpec says:
@@ -187,10 +187,9 @@ func makePodSpec(rev *v1.Revision) corev1.PodSpec {
 		if c.TerminationMessagePolicy == "" {
 			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}
-		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe, c.StartupProbe} {
-			servingPortProbe(p, port)
-			defaultProbe(p)
-		}
+		kubeletProbe(c.ReadinessProbe, port, true)
+		kubeletProbe(c.LivenessProbe, port, false)
+		kubeletProbe(c.StartupProbe, port, false)
 	}
 	return spec
 }
@@ -220,53 +219,6 @@ func knativeEnv(rev *v1.Revision) []corev1.EnvVar {
 		{Name: "K_REVISION", Value: rev.Name},
 		{Name: "K_CONFIGURATION", Value: rev.Labels[v1.ConfigurationLabelKey]},
 		{Name: "K_SERVICE", Value: rev.Labels[v1.ServiceLabelKey]},
-	}
-}
-
-// servingPortProbe gives a probe Knative's meaning for what the API server would
-// refuse: a probe without a handler checks the serving port over TCP, and port 0 (or no
-// port) in a tcpSocket, httpGet or grpc probe means the serving port. Knative's webhook
-// writes `readinessProbe: {tcpSocket: {port: 0}}` into every Revision, and its
-// queue-proxy resolves the 0; in Ferry the kubelet probes, so the port is resolved here.
-func servingPortProbe(p *corev1.Probe, port int32) {
-	if p == nil {
-		return
-	}
-	h := &p.ProbeHandler
-	if h.Exec == nil && h.HTTPGet == nil && h.TCPSocket == nil && h.GRPC == nil {
-		h.TCPSocket = &corev1.TCPSocketAction{}
-	}
-	switch {
-	case h.TCPSocket != nil && unsetPort(h.TCPSocket.Port):
-		h.TCPSocket.Port = intstr.FromInt32(port)
-	case h.HTTPGet != nil && unsetPort(h.HTTPGet.Port):
-		h.HTTPGet.Port = intstr.FromInt32(port)
-	case h.GRPC != nil && h.GRPC.Port == 0:
-		h.GRPC.Port = port
-	}
-}
-
-func unsetPort(p intstr.IntOrString) bool {
-	if p.Type == intstr.String {
-		return p.StrVal == ""
-	}
-	return p.IntVal == 0
-}
-
-// defaultProbe fills in the API server's defaults for a probe's numbers. The reconciler
-// compares Deployments with DeepDerivative, which skips unset pointers and strings but
-// not zero integers: without these every comparison would see a change.
-func defaultProbe(p *corev1.Probe) {
-	if p == nil {
-		return
-	}
-	for _, f := range []struct {
-		field *int32
-		value int32
-	}{{&p.TimeoutSeconds, 1}, {&p.PeriodSeconds, 10}, {&p.SuccessThreshold, 1}, {&p.FailureThreshold, 3}} {
-		if *f.field == 0 {
-			*f.field = f.value
-		}
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
@@ -55,59 +54,6 @@ func TestMakeDeployment(t *testing.T) {
 			}
 			if rev.Spec.Containers[0].Env != nil {
 				t.Error("MakeDeployment changed the Revision")
-			}
-		})
-	}
-}
-
-// TestProbePorts: what Knative's webhook writes (port 0 meaning the serving port, a
-// probe without a handler) becomes a probe the API server accepts, on the serving port.
-func TestProbePorts(t *testing.T) {
-	servingPort := []corev1.ContainerPort{{ContainerPort: 9000}}
-	tests := []struct {
-		name  string
-		ports []corev1.ContainerPort
-		probe *corev1.Probe
-		check func(*corev1.Probe) bool
-	}{
-		{"Knative's default: tcpSocket port 0", servingPort,
-			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}, SuccessThreshold: 1},
-			func(p *corev1.Probe) bool { return p.TCPSocket.Port.IntValue() == 9000 && p.SuccessThreshold == 1 }},
-		{"httpGet port 0", servingPort,
-			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}},
-			func(p *corev1.Probe) bool { return p.HTTPGet.Port.IntValue() == 9000 && p.HTTPGet.Path == "/healthz" }},
-		{"grpc port 0", nil,
-			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{}}},
-			func(p *corev1.Probe) bool { return p.GRPC.Port == 8080 }},
-		{"no handler: tcp on the serving port", servingPort,
-			&corev1.Probe{PeriodSeconds: 3},
-			func(p *corev1.Probe) bool { return p.TCPSocket.Port.IntValue() == 9000 && p.PeriodSeconds == 3 }},
-		{"an explicit port is kept", servingPort,
-			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(9001)}}},
-			func(p *corev1.Probe) bool { return p.HTTPGet.Port.IntValue() == 9001 }},
-		{"exec is left alone", servingPort,
-			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}},
-			func(p *corev1.Probe) bool { return p.TCPSocket == nil && p.Exec != nil }},
-		{"containerPort 0 is the default port", []corev1.ContainerPort{{Name: "http1"}},
-			&corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}},
-			func(p *corev1.Probe) bool { return p.TCPSocket.Port.IntValue() == 8080 }},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			rev := revision(nil, tc.ports...)
-			c := &rev.Spec.Containers[0]
-			c.ReadinessProbe, c.LivenessProbe = tc.probe.DeepCopy(), tc.probe.DeepCopy()
-			got := MakeDeployment(rev, 600, 1).Spec.Template.Spec.Containers[0]
-			for _, p := range []*corev1.Probe{got.ReadinessProbe, got.LivenessProbe} {
-				if !tc.check(p) {
-					t.Errorf("probe = %+v", p)
-				}
-			}
-			if got.Ports[0].ContainerPort == 0 {
-				t.Errorf("ports = %+v", got.Ports)
-			}
-			if c.ReadinessProbe.TCPSocket != nil && c.ReadinessProbe.TCPSocket.Port.IntValue() != 0 && tc.probe.TCPSocket != nil && tc.probe.TCPSocket.Port.IntValue() == 0 {
-				t.Error("MakeDeployment changed the Revision's probe")
 			}
 		})
 	}
