@@ -25,8 +25,10 @@ func Supported() error {
 // SetUp makes the node's network namespace and its link to the host, removing first
 // what an earlier run of the same plan left (its pods' namespaces too). The host gets
 // routes to the pods and to ServiceCIDR through the node, and forwards nothing that
-// comes from it; the node forwards, and refuses what is sent to a ClusterIP that
-// kube-proxy has no rule for.
+// comes from it; the node forwards, through kube-proxy's rules, which refuse a
+// Service without a ready endpoint and drop what is sent to an address of ServiceCIDR
+// that no Service has (a route of the node that refused ServiceCIDR would come first,
+// before the forward hook where kube-proxy refuses).
 func SetUp(ctx context.Context, p Plan) error {
 	if err := RemoveStale(ctx, p); err != nil {
 		return err
@@ -41,7 +43,6 @@ func SetUp(ctx context.Context, p Plan) error {
 		{"-n", node, "link", "set", link, "up"},
 		{"-n", node, "route", "add", hostAddr, "dev", link},
 		{"-n", node, "route", "add", "default", "via", hostAddr},
-		{"-n", node, "route", "add", "unreachable", ServiceCIDR.String()},
 		{"addr", "add", hostAddr + "/32", "dev", host},
 		{"link", "set", host, "up"},
 		{"route", "add", nodeAddr, "dev", host, "src", hostAddr},

@@ -104,8 +104,10 @@ func TestPodNetwork(t *testing.T) {
 		t.Errorf("a name of no Service resolves in the pod: %d %q", code, body)
 	}
 
-	// Service to service through the gateway, by the cluster names.
-	for _, url := range []string{"http://backend.default.svc.cluster.local/", "http://backend/"} {
+	// Service to service through the gateway, by the cluster names the Route's
+	// KIngress routes, as Knative's (<name>.<ns> and the full name; a bare <name> is
+	// not one of its hosts).
+	for _, url := range []string{"http://backend.default.svc.cluster.local/", "http://backend.default/"} {
 		if code, body := ask("/call?url=" + url); code != http.StatusOK || !strings.HasPrefix(body, "200 Revision backend-00001") {
 			t.Errorf("the front end's call of %s: %d %q", url, code, body)
 		}
