@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 )
 
@@ -82,21 +83,44 @@ func Remove(ctx context.Context, p Plan) error {
 	return IP(ctx, "netns", "delete", p.NodeNamespace())
 }
 
-// RemoveStale deletes every namespace of this plan that an earlier run left: the
-// node's and its pods'.
+// RemoveStale deletes every namespace of this plan that an earlier run left, the
+// node's and its pods', and those of other data directories' ferry ups that were
+// killed (their node's namespace has no process left: a running one's has kube-proxy),
+// whose routes would hold the service CIDR's.
 func RemoveStale(ctx context.Context, p Plan) error {
 	out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output()
 	if err != nil {
 		return fmt.Errorf("ip netns list: %w", err)
 	}
-	var errs []error
+	var names []string
 	for _, line := range strings.Split(string(out), "\n") {
 		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		if strings.HasPrefix(name, p.Prefix) {
-			errs = append(errs, IP(ctx, "netns", "delete", name))
+		names = append(names, name)
+	}
+	stale := []string{p.Prefix}
+	for _, name := range names {
+		if prefix, ok := strings.CutSuffix(name, "node"); ok && nodeNamespace.MatchString(name) && prefix != p.Prefix && empty(ctx, name) {
+			stale = append(stale, prefix)
+		}
+	}
+	var errs []error
+	for _, name := range names {
+		for _, prefix := range stale {
+			if strings.HasPrefix(name, prefix) && (prefix == p.Prefix || empty(ctx, name)) {
+				errs = append(errs, IP(ctx, "netns", "delete", name))
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// nodeNamespace is the name of any plan's node namespace.
+var nodeNamespace = regexp.MustCompile(`^fp[0-9a-f]{4}-node$`)
+
+// empty says whether no process is in the namespace name.
+func empty(ctx context.Context, name string) bool {
+	out, err := exec.CommandContext(ctx, "ip", "netns", "pids", name).Output()
+	return err == nil && len(strings.TrimSpace(string(out))) == 0
 }
 
 // IP runs iproute2's ip with args.
