@@ -39,7 +39,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ -z "${FERRY_SKIPPED_FILE:-}" ] || $required; then
     echo "conformance: cannot run: $why" >&2; exit 1
   fi
-  echo "Knative's conformance suite — $why" >>"$FERRY_SKIPPED_FILE"
+  echo "Knative's conformance suite (make conformance): $why" >>"$FERRY_SKIPPED_FILE"
   echo "conformance: skipped, not run: $why"
   exit 0
 fi
