@@ -89,6 +89,8 @@ trap stop_ferry EXIT
 trap 'exit 130' INT TERM
 
 cd "$root/test/knative"
+# go list -m gives no Dir for a module not yet in the module cache (a fresh machine).
+go mod download knative.dev/serving
 serving_dir=$(go list -m -f '{{.Dir}}' knative.dev/serving)
 
 # Knative's test images, as the suite names them (-dockerrepo=ko.local, -tag=latest:
