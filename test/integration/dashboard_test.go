@@ -7,10 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +24,6 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/localcluster"
 )
-
-// requireBrowserEnv makes a missing Chromium a failure: CI sets it (.ci/run), so
-// that the browser tests cannot pass by skipping there.
-const requireBrowserEnv = "FERRY_REQUIRE_BROWSER"
 
 // screenshotDirEnv is where the browser tests keep a screenshot of each page
 // (default bin/dashboard-screenshots in the repository).
@@ -261,21 +255,6 @@ func checkDashboardHTTP(t *testing.T, base string) {
 			t.Errorf("%d× %s: the dashboard reads objects one by one, want watches", n, k)
 		}
 	}
-}
-
-// browser is Chromium's path. Without it the test skips, unless CI requires it.
-func browser(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if req, _ := strconv.ParseBool(os.Getenv(requireBrowserEnv)); req {
-		t.Fatalf("no chromium on PATH, and %s is set: install Debian's chromium (apt-get install chromium)", requireBrowserEnv)
-	}
-	t.Skipf("no chromium on PATH (CI sets %s and installs it)", requireBrowserEnv)
-	return ""
 }
 
 func screenshotDir(t *testing.T) string {

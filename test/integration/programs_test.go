@@ -30,19 +30,16 @@ import (
 // by two processes that see K_REVISION and their env; kubectl logs shows what the
 // program printed; scaled to zero it stays Ready and a request starts it; stopping
 // ferry up stops every process and starting it again runs them again; deleting the Service leaves no process of it; a program that exits
-// 1 at start fails its Revision with the exit code. It needs what the program node
-// needs (Linux, root, runc: .ci/run installs runc).
+// 1 at start fails its Revision with the exit code. It needs runc containers
+// (needIsolation): --program-isolation=runc makes ferry up refuse rather than fall
+// back to plain processes.
 func TestProgramsOnFerryUp(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the program node needs root (network namespaces, cgroups)")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		t.Skip("the program node needs runc (apt-get install runc)")
-	}
+	needIsolation(t)
 	t.Parallel()
 	dir := t.TempDir()
 	program := buildHello(t, dir)
-	upArgs, gateway := programsUpArgs(t, dir, program, "--local-image", "example.com/crash:1=/bin/false")
+	upArgs, gateway := programsUpArgs(t, dir, program, "--local-image", "example.com/crash:1=/bin/false",
+		"--program-isolation", "runc")
 	up, c, cs := startFerryUp(t, "ferry up", upArgs)
 	if !strings.Contains(up.Output(), "run as processes on node ferry-programs") {
 		t.Errorf("ferry up does not say that programs run:\n%s", up.Output())
