@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -36,14 +35,7 @@ import (
 // ready endpoint refuses the connection and a name that does not exist does not
 // resolve. Stopping ferry up leaves no namespace of the node behind.
 func TestPodNetwork(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the program node needs root (network namespaces, cgroups)")
-	}
-	for _, tool := range []string{"runc", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the program node's pods need %s (apt-get install runc nftables)", tool)
-		}
-	}
+	needIsolation(t)
 	t.Parallel()
 	dir := t.TempDir()
 	program := filepath.Join(dir, "ferry-it-netprobe")
