@@ -187,9 +187,11 @@ spec:
 	if err := testClient.Create(ctx, good); err != nil {
 		t.Fatal(err)
 	}
-	bad := svc("good", "enabled", "&InvalidValue")
-	bad.SetResourceVersion(good.GetResourceVersion())
-	refused("an update with enabled", testClient.Update(ctx, bad))
+	if err := unstructured.SetNestedSlice(good.Object, []any{map[string]any{"name": "&InvalidValue", "image": "example.com/app"}},
+		"spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	refused("an update with enabled", testClient.Update(ctx, good))
 
 	// Without the annotation (kubernetes.podspec-dryrun is Allowed by default) the
 	// check is not made, as in Knative: the Service is admitted.

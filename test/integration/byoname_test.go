@@ -62,8 +62,11 @@ func waitServing(t *testing.T, svc *v1.Service, name string) {
 	eventually(t, readyTimeout, func() (bool, string) {
 		get(t, testClient, svc.Namespace, svc.Name, svc)
 		ready := condition(&svc.Status.Status, v1.ServiceConditionReady)
-		settled := svc.Status.ObservedGeneration == svc.Generation && ready.Status != corev1.ConditionUnknown &&
-			(ready.Status == corev1.ConditionFalse || len(svc.Status.Traffic) == 1 && svc.Status.Traffic[0].RevisionName == name)
+		// Settled: serving name, or the Configuration's verdict is a failure (the
+		// Route's own may be False for a moment while the Configuration is made).
+		settled := svc.Status.ObservedGeneration == svc.Generation &&
+			(ready.Status == corev1.ConditionTrue && len(svc.Status.Traffic) == 1 && svc.Status.Traffic[0].RevisionName == name ||
+				condition(&svc.Status.Status, v1.ServiceConditionConfigurationsReady).Status == corev1.ConditionFalse)
 		return settled, fmt.Sprintf("Service %s: observedGeneration %d/%d, Ready %+v, traffic %+v",
 			svc.Name, svc.Status.ObservedGeneration, svc.Generation, ready, svc.Status.Traffic)
 	})
