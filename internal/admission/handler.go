@@ -26,8 +26,9 @@ const (
 type Mutator struct{ Config func() *config.Config }
 
 // Validator is the validating webhook: Knative's Validate for the four kinds. With a
-// Client, a server-side dry run of a Service or an unowned Configuration also has the
-// API server judge the Pod it would run (dryRunPodSpec).
+// Client, a Service or an unowned Configuration that passes may also have the API
+// server judge the Pod it would run (dryRunPodSpec, Knative's validation callback):
+// on a server-side dry run, or when the podspec-dryrun annotation or flag asks.
 type Validator struct {
 	Config func() *config.Config
 	Client kubernetes.Interface
@@ -125,23 +126,35 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("")
 	}
 	cfg := current(v.Config)
-	var errs *FieldError
+	// callback is the Pod dry run's refusal, which comes only after validation passed.
+	var errs, callback *FieldError
 	var err error
 	switch req.Kind.Kind {
 	case "Service":
 		var s, old *servingv1.Service
 		if s, old, err = decode[servingv1.Service](req); err == nil {
 			errs = ValidateService(cfg, s, old)
-			if dryRun(req) && errs.Errors() == nil {
-				errs = dryRunPodSpec(ctx, v.Client, cfg.Features, req.Namespace, &s.Spec.Template)
+			if errs.Errors() == nil {
+				var was *servingv1.RevisionTemplateSpec
+				if old != nil {
+					was = &old.Spec.Template
+				}
+				mode := dryRunModeOf(cfg.Features, s.Annotations, dryRun(req))
+				callback = dryRunPodSpec(ctx, v.Client, mode, req.Namespace, &s.Spec.Template, was)
 			}
 		}
 	case "Configuration":
 		var c, old *servingv1.Configuration
 		if c, old, err = decode[servingv1.Configuration](req); err == nil {
 			errs = ValidateConfiguration(cfg, c, old)
-			if dryRun(req) && errs.Errors() == nil && c.Labels[servingv1.ServiceLabelKey] == "" {
-				errs = dryRunPodSpec(ctx, v.Client, cfg.Features, req.Namespace, &c.Spec.Template)
+			// A Service's Configuration was checked as the Service.
+			if errs.Errors() == nil && c.Labels[servingv1.ServiceLabelKey] == "" {
+				var was *servingv1.RevisionTemplateSpec
+				if old != nil {
+					was = &old.Spec.Template
+				}
+				mode := dryRunModeOf(cfg.Features, c.Annotations, dryRun(req))
+				callback = dryRunPodSpec(ctx, v.Client, mode, req.Namespace, &c.Spec.Template, was)
 			}
 		}
 	case "Revision":
@@ -169,28 +182,36 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	return response(errs)
+	return response(errs, callback)
 }
 
-// response turns diagnostics into an admission response: errors deny, warnings are
+// response turns diagnostics into an admission response: errors deny, and so does a
+// refusal of the validation callback, with knative.dev/pkg's prefixes; warnings are
 // passed on to the client (kubectl prints them).
-func response(errs *FieldError) admission.Response {
+func response(errs, callback *FieldError) admission.Response {
 	var resp admission.Response
-	if e := errs.Errors(); e != nil {
-		resp = admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-			Allowed: false,
-			Result: &metav1.Status{
-				Status:  metav1.StatusFailure,
-				Code:    http.StatusBadRequest,
-				Reason:  metav1.StatusReasonBadRequest,
-				Message: "validation failed: " + e.Error(),
-			},
-		}}
-	} else {
+	switch e := errs.Errors(); {
+	case e != nil:
+		resp = denied("validation failed: " + e.Error())
+	case callback != nil:
+		resp = denied("validation callback failed: " + callback.Error())
+	default:
 		resp = admission.Allowed("")
 	}
 	resp.Warnings = errs.Warnings().Lines()
 	return resp
+}
+
+func denied(message string) admission.Response {
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed: false,
+		Result: &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusBadRequest,
+			Reason:  metav1.StatusReasonBadRequest,
+			Message: message,
+		},
+	}}
 }
 
 func dryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }

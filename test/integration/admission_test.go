@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -136,8 +137,67 @@ spec:
         resources: {requests: {cpu: "2"}, limits: {cpu: "1"}}`)
 	pod.SetNamespace(ns)
 	err = testClient.Create(ctx, pod, client.DryRunAll)
-	if err == nil || !strings.Contains(err.Error(), "dry run failed with") || !strings.Contains(err.Error(), "spec.template") {
+	if err == nil || !strings.Contains(err.Error(), "validation callback failed: dry run failed with") || !strings.Contains(err.Error(), "spec.template") {
 		t.Errorf("dry run of a Pod the API server refuses: %v", err)
+	}
+}
+
+// TestAdmissionPodSpecDryRunAnnotation: features.knative.dev/podspec-dryrun "enabled"
+// or "strict" on a Service has admission create its Pod as a dry run on every create
+// and update that changes the template, as Knative did up to v1.19: a container name
+// Kubernetes refuses is refused at once, not at the Deployment.
+func TestAdmissionPodSpecDryRunAnnotation(t *testing.T) {
+	ns := testNamespace(t)
+	ctx := context.Background()
+	svc := func(name, annotation, container string) *unstructured.Unstructured {
+		o := manifest(t, fmt.Sprintf(`
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata:
+  name: %s
+  annotations: {features.knative.dev/podspec-dryrun: %q}
+spec:
+  template:
+    spec:
+      containers: [{name: %q, image: example.com/app}]`, name, annotation, container))
+		o.SetNamespace(ns)
+		return o
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Errorf("%s: admitted", what)
+			return
+		}
+		for _, want := range []string{"validation callback failed: dry run failed with", "&InvalidValue", "spec.template"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v; want it to contain %q", what, err, want)
+			}
+		}
+	}
+	for _, mode := range []string{"enabled", "strict"} {
+		refused("a create with "+mode, testClient.Create(ctx, svc("bad-"+mode, mode, "&InvalidValue")))
+		if err := testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bad-" + mode}, &servingv1.Service{}); err == nil {
+			t.Errorf("the refused Service bad-%s was stored", mode)
+		}
+	}
+
+	// An update that brings the bad name in is refused too.
+	good := svc("good", "enabled", "app")
+	if err := testClient.Create(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(good.Object, []any{map[string]any{"name": "&InvalidValue", "image": "example.com/app"}},
+		"spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	refused("an update with enabled", testClient.Update(ctx, good))
+
+	// Without the annotation (kubernetes.podspec-dryrun is Allowed by default) the
+	// check is not made, as in Knative: the Service is admitted.
+	plain := svc("plain", "", "&InvalidValue")
+	if err := testClient.Create(ctx, plain); err != nil {
+		t.Errorf("without the annotation: %v", err)
 	}
 }
 

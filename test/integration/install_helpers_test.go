@@ -269,6 +269,13 @@ var controllerMay = []accessCheck{
 	{"update the ValidatingWebhookConfiguration validation.webhook.serving.ferry.dev", func(ctx context.Context, id *identity) error {
 		return updateAsIs(ctx, id, &admissionregv1.ValidatingWebhookConfiguration{}, types.NamespacedName{Name: "validation.webhook.serving.ferry.dev"})
 	}},
+	// Admission's Pod dry run (features.knative.dev/podspec-dryrun).
+	{"create a Pod as a dry run in default", func(ctx context.Context, id *identity) error {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "dry-run-validation-"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}}}
+		_, err := id.cs.CoreV1().Pods("default").Create(ctx, pod, dryRun)
+		return err
+	}},
 	{"ask who it is (SelfSubjectReview)", func(ctx context.Context, id *identity) error {
 		r, err := id.cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 		if err == nil && r.Status.UserInfo.Username != id.name {
@@ -304,8 +311,8 @@ var gatewayMay = []accessCheck{
 var dryRun = metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 
 // controllerMayNot are requests the controller's code never makes and that would widen
-// what its token gives: reading Secrets, granting rights, running Pods, deleting what
-// garbage collection deletes, changing its own configuration.
+// what its token gives: reading Secrets, granting rights, deleting what garbage
+// collection deletes, changing its own configuration.
 func controllerMayNot(ns string) []accessCheck {
 	return []accessCheck{
 		{"list Secrets in " + ns, func(ctx context.Context, id *identity) error {
@@ -330,12 +337,6 @@ func controllerMayNot(ns string) []accessCheck {
 			b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "not-ferry"}, Subjects: saSubject(),
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"}}
 			_, err := id.cs.RbacV1().RoleBindings(ns).Create(ctx, b, dryRun)
-			return err
-		}},
-		{"create a Pod in " + ns, func(ctx context.Context, id *identity) error {
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ferry"},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}}}
-			_, err := id.cs.CoreV1().Pods(ns).Create(ctx, pod, dryRun)
 			return err
 		}},
 		{"delete Deployments in " + ns, func(ctx context.Context, id *identity) error {

@@ -23,10 +23,11 @@ func (cs *ConfigurationStatus) MarkRevisionCreationFailed(message string) {
 		"Revision creation failed with message: %s.", message)
 }
 
-// MarkRevisionNameTaken says the Revision's name is another's.
-func (cs *ConfigurationStatus) MarkRevisionNameTaken(name string, generation int64) {
+// MarkRevisionNameTaken says the Revision's name is another's: a Revision this
+// Configuration does not control, or one whose spec is not the template's.
+func (cs *ConfigurationStatus) MarkRevisionNameTaken(name string) {
 	ConfigurationConditions.Manage(&cs.Status).MarkFalse(ConfigurationConditionReady, ReasonRevisionNameTaken,
-		"The revision name %q is taken by a Revision that is not generation %d of this Configuration.", name, generation)
+		"The revision name %q is taken by a Revision that is not this Configuration's or whose spec is not its template's.", name)
 }
 
 // MarkInvalidRevisionName says the template names its Revision without the

@@ -18,7 +18,11 @@ const (
 	RoutingStateModifiedAnnotation  = "serving.knative.dev/routingStateModified"
 	ProgressDeadlineAnnotationKey   = "serving.knative.dev/progress-deadline"
 	VisibilityLabelKey              = "networking.knative.dev/visibility"
-	VisibilityClusterLocal          = "cluster-local"
+	// PodSpecDryRunAnnotationKey, on a Service or a Configuration, asks admission to
+	// check the Pod its Revision would run by a dry-run create: "enabled" or "strict"
+	// (Knative's features.knative.dev/podspec-dryrun, up to v1.19).
+	PodSpecDryRunAnnotationKey = "features.knative.dev/podspec-dryrun"
+	VisibilityClusterLocal     = "cluster-local"
 
 	// DefaultUserContainerName is the name given to an unnamed user container.
 	DefaultUserContainerName = "user-container"

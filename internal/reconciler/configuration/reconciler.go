@@ -92,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status.LatestCreatedRevisionName = latest.Name
 
-	ready, err := r.latestReady(ctx, cfg, status.LatestReadyRevisionName)
+	ready, err := r.latestReady(ctx, cfg, status.LatestReadyRevisionName, latest)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -132,10 +132,10 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 		return nil, &problem{mark: func(s *v1.ConfigurationStatus) { s.MarkInvalidRevisionName(err.Error()) }}, nil
 	}
 	key := client.ObjectKey{Namespace: cfg.Namespace, Name: resources.RevisionName(cfg)}
+	desired := resources.MakeRevision(config.ToContextFrom(ctx, r.Config), cfg)
 	rev := &v1.Revision{}
 	err := r.Children.Get(ctx, key, rev, cfg.UID)
 	if apierrors.IsNotFound(err) {
-		desired := resources.MakeRevision(config.ToContextFrom(ctx, r.Config), cfg)
 		err = r.Refused.Create(desired, func() error { return r.Children.Create(ctx, r.Client, desired) })
 		refused, isRefused := refusal.As(err)
 		switch {
@@ -153,25 +153,31 @@ func (r *Reconciler) latestCreated(ctx context.Context, cfg *v1.Configuration) (
 	if err != nil {
 		return nil, nil, err
 	}
-	if !metav1.IsControlledBy(rev, cfg) || resources.Generation(rev) != cfg.Generation {
-		return nil, &problem{mark: func(s *v1.ConfigurationStatus) { s.MarkRevisionNameTaken(key.Name, cfg.Generation) }}, nil
+	if !resources.IsLatestCreated(rev, desired, cfg) {
+		return nil, &problem{mark: func(s *v1.ConfigurationStatus) { s.MarkRevisionNameTaken(key.Name) }}, nil
 	}
 	return rev, nil, nil
 }
 
-// latestReady is the newest Ready Revision of the Configuration. It never moves back
-// to an older Revision while the current one exists: a Revision that was ready and
-// stops being so keeps its traffic, as in Knative.
-func (r *Reconciler) latestReady(ctx context.Context, cfg *v1.Configuration, current string) (string, error) {
+// latestReady is the latest created Revision when it is Ready, else the newest Ready
+// Revision of the Configuration. It never moves back to an older Revision while the
+// current one exists: a Revision that was ready and stops being so keeps its traffic,
+// as in Knative.
+func (r *Reconciler) latestReady(ctx context.Context, cfg *v1.Configuration, current string, latest *v1.Revision) (string, error) {
 	revs := &v1.RevisionList{}
 	if err := r.Client.List(ctx, revs, client.InNamespace(cfg.Namespace),
 		client.MatchingFields{index.RevisionsByConfiguration: cfg.Name}); err != nil {
 		return "", err
 	}
-	return pickLatestReady(cfg, revs.Items, current), nil
+	return pickLatestReady(cfg, revs.Items, current, latest), nil
 }
 
-func pickLatestReady(cfg *v1.Configuration, revs []v1.Revision, current string) string {
+func pickLatestReady(cfg *v1.Configuration, revs []v1.Revision, current string, latest *v1.Revision) string {
+	// Knative sorts the template's named Revision first: one taken back by a rollback
+	// is older than the Revision it replaces, and serves as soon as it is Ready.
+	if latest.IsReady() {
+		return latest.Name
+	}
 	best, bestGen := "", int64(-1)
 	for i := range revs {
 		rev := &revs[i]

@@ -31,21 +31,28 @@ func TestPickLatestReady(t *testing.T) {
 	cfg := cfgAt(3)
 	stranger := rev(cfgAt(3), 3, corev1.ConditionTrue)
 	stranger.OwnerReferences[0].UID = "other"
+	named := func(r v1.Revision, name string) v1.Revision { r.Name = name; return r }
+	blue, green := named(rev(cfg, 1, corev1.ConditionTrue), "hello-blue"), named(rev(cfg, 2, corev1.ConditionTrue), "hello-green")
+	blueOnItsWay := named(rev(cfg, 1, corev1.ConditionUnknown), "hello-blue")
 	tests := []struct {
 		name    string
 		revs    []v1.Revision
 		current string
-		want    string
+		// latest is the latest created Revision: the last of revs.
+		want string
 	}{
 		{"none ready", []v1.Revision{rev(cfg, 1, corev1.ConditionUnknown)}, "", ""},
 		{"newest ready", []v1.Revision{rev(cfg, 1, corev1.ConditionTrue), rev(cfg, 2, corev1.ConditionTrue), rev(cfg, 3, corev1.ConditionUnknown)}, "hello-00001", "hello-00002"},
 		{"newest failed keeps the older", []v1.Revision{rev(cfg, 1, corev1.ConditionTrue), rev(cfg, 2, corev1.ConditionFalse)}, "hello-00001", "hello-00001"},
 		{"never moves back", []v1.Revision{rev(cfg, 1, corev1.ConditionTrue), rev(cfg, 2, corev1.ConditionFalse)}, "hello-00002", "hello-00002"},
-		{"not ours", []v1.Revision{rev(cfg, 1, corev1.ConditionTrue), stranger}, "", "hello-00001"},
+		{"not ours", []v1.Revision{stranger, rev(cfg, 1, corev1.ConditionTrue), rev(cfg, 2, corev1.ConditionUnknown)}, "", "hello-00001"},
+		// A template applied again under its name takes back its older Revision.
+		{"rolled back to a ready Revision", []v1.Revision{green, blue}, "hello-green", "hello-blue"},
+		{"rolled back to a Revision not ready", []v1.Revision{green, blueOnItsWay}, "hello-green", "hello-green"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pickLatestReady(cfg, tc.revs, tc.current); got != tc.want {
+			if got := pickLatestReady(cfg, tc.revs, tc.current, &tc.revs[len(tc.revs)-1]); got != tc.want {
 				t.Errorf("pickLatestReady = %q, want %q", got, tc.want)
 			}
 		})

@@ -1,6 +1,7 @@
 package configuration_test
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
+	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
 	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 )
@@ -101,7 +103,25 @@ func build(env *rt.Env) reconcile.Reconciler {
 
 func TestReconcileTable(t *testing.T) {
 	refusedMsg := `revisions.serving.knative.dev "hello-00001" is forbidden: exceeded quota: count/revisions.serving.knative.dev=0`
-	taken := `The revision name "hello-blue" is taken by a Revision that is not generation 2 of this Configuration.`
+	taken := `The revision name "hello-blue" is taken by a Revision that is not this Configuration's or whose spec is not its template's.`
+	// blue is generation gen of a Configuration whose template names its Revision
+	// hello-blue (image ferry.test/blue); green, generation 2, names it hello-green.
+	blue := func(gen int64, opts ...func(*v1.Configuration)) *v1.Configuration {
+		return cfg(gen, append([]func(*v1.Configuration){func(c *v1.Configuration) {
+			c.Spec.Template.ObjectMeta.Name = "hello-blue"
+			c.Spec.Template.Spec.Containers[0].Image = "ferry.test/blue"
+		}}, opts...)...)
+	}
+	// made is the Revision the Configuration made of its template, as it stored it
+	// (defaulted), at the Configuration's generation, in the given Ready state.
+	made := func(c *v1.Configuration, ready corev1.ConditionStatus) *v1.Revision {
+		r := resources.MakeRevision(context.Background(), c)
+		r.UID, r.Generation = types.UID("rev-uid-"+r.Name), 1
+		r.Status.ObservedGeneration = 1
+		r.Status.Conditions = []duck.Condition{{Type: duck.ConditionReady, Status: ready}}
+		return r
+	}
+	green := cfg(2, func(c *v1.Configuration) { c.Spec.Template.ObjectMeta.Name = "hello-green" })
 	rt.Run(t, []rt.Case{{
 		Name: "the Configuration is gone: nothing is written",
 		Key:  key,
@@ -200,14 +220,44 @@ func TestReconcileTable(t *testing.T) {
 		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
 		Check:      wantStatus("hello-00001", "hello-00001", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
 	}, {
-		Name: "the chosen Revision name is held by an older generation: RevisionNameTaken",
+		Name: "the chosen Revision name is held by an older generation with another spec: RevisionNameTaken",
 		Key:  key,
 		Objects: []client.Object{cfg(2, withStatus("hello-blue", "hello-blue", ready), func(c *v1.Configuration) {
 			c.Spec.Template.ObjectMeta.Name = "hello-blue"
-		}), rev(1, corev1.ConditionTrue, func(r *v1.Revision) { r.Name = "hello-blue" })},
+			c.Spec.Template.Spec.Containers[0].Image = "ferry.test/green"
+		}), made(blue(1), corev1.ConditionTrue)},
 		WantWrites: []string{"status Configuration ns/hello"},
 		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
 		Check:      wantStatus("hello-blue", "hello-blue", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
+	}, {
+		// Knative's CheckNameAvailability: same name, same spec, this Configuration's.
+		Name: "rolled back to a named Revision's template: it is the latest created and ready again, its labels untouched",
+		Key:  key,
+		Objects: []client.Object{blue(3, withStatus("hello-green", "hello-green", ready), func(c *v1.Configuration) {
+			// Labels and annotations are not compared.
+			c.Spec.Template.ObjectMeta.Labels["app"] = "hello-again"
+		}), made(blue(1), corev1.ConditionTrue), made(green, corev1.ConditionTrue)},
+		WantWrites: []string{"status Configuration ns/hello"},
+		Check:      wantStatus("hello-blue", "hello-blue", ready),
+	}, {
+		Name: "rolled back to a named Revision not Ready: the one serving keeps serving until it is",
+		Key:  key,
+		Objects: []client.Object{blue(3, withStatus("hello-green", "hello-green", ready)),
+			made(blue(1), corev1.ConditionUnknown), made(green, corev1.ConditionTrue)},
+		WantWrites: []string{"status Configuration ns/hello"},
+		Check:      wantStatus("hello-blue", "hello-green", onItWay),
+	}, {
+		Name: "a named Revision of the same spec that another Configuration controls: RevisionNameTaken",
+		Key:  key,
+		Objects: []client.Object{blue(3, withStatus("hello-green", "hello-green", ready)), made(green, corev1.ConditionTrue),
+			func() *v1.Revision {
+				r := made(blue(1), corev1.ConditionTrue)
+				r.OwnerReferences[0].UID = "other-uid"
+				return r
+			}()},
+		WantWrites: []string{"status Configuration ns/hello"},
+		WantEvents: []string{"Warning RevisionNameTaken hello: " + taken},
+		Check:      wantStatus("hello-green", "hello-green", rt.False(duck.ConditionReady, v1.ReasonRevisionNameTaken, taken)),
 	}, {
 		Name: "a chosen Revision name without the Configuration's prefix: InvalidRevisionName",
 		Key:  key,

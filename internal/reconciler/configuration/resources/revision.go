@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -39,6 +40,25 @@ func CheckRevisionName(cfg *v1.Configuration) error {
 func Generation(rev *v1.Revision) int64 {
 	g, _ := strconv.ParseInt(rev.Labels[v1.ConfigurationGenerationLabelKey], 10, 64)
 	return g
+}
+
+// IsLatestCreated says whether rev, the Revision of the Configuration's current name,
+// is the one its current generation stands for, as Knative's CheckNameAvailability
+// (pkg/reconciler/configuration) decides: the Configuration must control it, and it
+// must be of the current generation or, when the template names its Revision, have the
+// spec the template makes (desired: MakeRevision's). Labels and annotations are not
+// compared, nor rewritten: a user may have added some, and the generation label keeps
+// saying which generation made it. So a template applied again under the same name
+// (a rollback) takes back its Revision instead of reporting the name taken.
+func IsLatestCreated(rev, desired *v1.Revision, cfg *v1.Configuration) bool {
+	switch {
+	case !metav1.IsControlledBy(rev, cfg):
+		return false
+	case Generation(rev) == cfg.Generation:
+		return true
+	default:
+		return cfg.Spec.Template.ObjectMeta.Name != "" && equality.Semantic.DeepEqual(rev.Spec, desired.Spec)
+	}
 }
 
 // MakeRevision builds the Revision of the Configuration's current generation from its

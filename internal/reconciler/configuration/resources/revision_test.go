@@ -117,3 +117,39 @@ func TestMakeRevisionRoutingState(t *testing.T) {
 		})
 	}
 }
+
+func TestIsLatestCreated(t *testing.T) {
+	// at is the Configuration at generation gen, its template named name ("" for none)
+	// with the given image.
+	at := func(gen int64, name, image string) *v1.Configuration {
+		c := &v1.Configuration{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", UID: "cfg-uid", Generation: gen}}
+		c.Spec.Template.ObjectMeta.Name = name
+		c.Spec.Template.Spec.Containers = []corev1.Container{{Image: image}}
+		return c
+	}
+	stored := func(c *v1.Configuration) *v1.Revision { return MakeRevision(context.Background(), c) }
+	stranger := stored(at(1, "hello-blue", "blue"))
+	stranger.OwnerReferences[0].UID = "other-uid"
+	relabeled := stored(at(1, "hello-blue", "blue"))
+	relabeled.Labels["team"], relabeled.Annotations = "a", map[string]string{"note": "x"}
+	tests := []struct {
+		name string
+		rev  *v1.Revision
+		cfg  *v1.Configuration
+		want bool
+	}{
+		{"of the current generation", stored(at(2, "", "blue")), at(2, "", "green"), true},
+		{"named, an older generation of the same spec (a rollback)", stored(at(1, "hello-blue", "blue")), at(3, "hello-blue", "blue"), true},
+		{"named, the same spec, labels and annotations added by a user", relabeled, at(3, "hello-blue", "blue"), true},
+		{"named, an older generation of another spec", stored(at(1, "hello-blue", "blue")), at(3, "hello-blue", "green"), false},
+		{"named, the same spec, another Configuration's", stranger, at(3, "hello-blue", "blue"), false},
+		{"not named, an older generation of the same spec", stored(at(1, "", "blue")), at(3, "", "blue"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := IsLatestCreated(tc.rev, MakeRevision(context.Background(), tc.cfg), tc.cfg); got != tc.want {
+				t.Errorf("IsLatestCreated = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
