@@ -169,20 +169,24 @@ func (r *Reconciler) latestReady(ctx context.Context, cfg *v1.Configuration, cur
 		client.MatchingFields{index.RevisionsByConfiguration: cfg.Name}); err != nil {
 		return "", err
 	}
-	return pickLatestReady(cfg, revs.Items, current, latest), nil
+	return pickLatestReady(cfg, revs.Items, current, latest.Name), nil
 }
 
-func pickLatestReady(cfg *v1.Configuration, revs []v1.Revision, current string, latest *v1.Revision) string {
-	// Knative sorts the template's named Revision first: one taken back by a rollback
-	// is older than the Revision it replaces, and serves as soon as it is Ready.
-	if latest.IsReady() {
-		return latest.Name
-	}
+// pickLatestReady decides from revs alone, one read of the cache, as before rollbacks:
+// latest's readiness as Get read it may be newer than the list's, and a Route woken by
+// a latestReady that the Route's own reads do not show yet changes what the convergence
+// simulation explores (its tracker sensitivity stopped finding knative/serving#2954).
+func pickLatestReady(cfg *v1.Configuration, revs []v1.Revision, current, latest string) string {
 	best, bestGen := "", int64(-1)
 	for i := range revs {
 		rev := &revs[i]
 		if !metav1.IsControlledBy(rev, cfg) {
 			continue
+		}
+		// Knative sorts the template's named Revision first: one taken back by a
+		// rollback is older than the Revision it replaces, and serves once Ready.
+		if rev.Name == latest && rev.IsReady() {
+			return rev.Name
 		}
 		if g := resources.Generation(rev); (rev.Name == current || rev.IsReady()) && g > bestGen {
 			best, bestGen = rev.Name, g

@@ -52,7 +52,7 @@ func TestPickLatestReady(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pickLatestReady(cfg, tc.revs, tc.current, &tc.revs[len(tc.revs)-1]); got != tc.want {
+			if got := pickLatestReady(cfg, tc.revs, tc.current, tc.revs[len(tc.revs)-1].Name); got != tc.want {
 				t.Errorf("pickLatestReady = %q, want %q", got, tc.want)
 			}
 		})
