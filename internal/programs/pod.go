@@ -313,6 +313,10 @@ func (r *podRunner) volumes() map[string]mount {
 	return vols
 }
 
+// stopGrace is how long a pod's containers have between SIGTERM and SIGKILL once ferry up
+// is stopping.
+const stopGrace = 5 * time.Second
+
 // terminate stops the pod as the kubelet does once it is deleted: its containers keep
 // serving through the preStop sleep while the gateways drain them, but no longer than
 // requests are in flight; then SIGTERM, and SIGKILL after the grace period.
@@ -331,11 +335,17 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 	r.mu.Unlock()
 	stopping := r.n.ctx.Err() != nil // ferry up is stopping: no drain, nothing to serve
 	if stopping {
-		grace = min(grace, 5*time.Second)
+		grace = min(grace, stopGrace)
 	}
 	deadline := time.Now().Add(grace)
 	if ip != "" && grace > 0 && !stopping {
-		r.n.drain(ctx, ip, preStopSleep(r.pod), deadline)
+		// Ends when ferry up stops too: without a gateway in the process (--cluster-only),
+		// nothing tells the node the pod is idle, and the whole preStop sleep would
+		// hold ferry up's exit for minutes.
+		r.n.drain(r.n.ctx, ip, preStopSleep(r.pod), deadline)
+		if d := time.Now().Add(stopGrace); r.n.ctx.Err() != nil && d.Before(deadline) {
+			deadline = d
+		}
 	}
 	r.signalAll(ctx, syscall.SIGTERM)
 	stopped := make(chan struct{})
