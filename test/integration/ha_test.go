@@ -36,6 +36,7 @@ const haServicesEnv = "FERRY_HA_N"
 // failure or an OOM kill does. The other replica must take the lease within the
 // protocol's bound, every Service must become Ready with exactly one Revision, no
 // Ready Service may fall back to not Ready, and both gateways must route every host.
+// (TestInstallAsPods deletes the leader where it is a pod of config/'s install.)
 func TestHAControllerFailover(t *testing.T) {
 	n := 200
 	if s := os.Getenv(haServicesEnv); s != "" {

@@ -23,7 +23,8 @@ import (
 
 // TestInstall installs Ferry from config/ as `kubectl apply --server-side -k config/`
 // would (the Namespace, CRDs, RBAC and ConfigMaps; not the Deployments, Services and
-// webhook configurations, which need an in-cluster network), then runs `ferry
+// webhook configurations, which the shared test cluster has no pod network for:
+// TestInstallAsPods installs those on ferry up), then runs `ferry
 // controller` and `ferry gateway` as their own processes, each authenticated only as the
 // ServiceAccount its Deployment names. The samples become Ready and are routed through
 // the gateway, neither process is ever refused, and each identity is refused what its
