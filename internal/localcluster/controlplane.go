@@ -92,11 +92,13 @@ func runScheduler(ctx context.Context, dir, kubeconfig string, images *programs.
 	return schedulerapp.Run(ctx, cc, sched)
 }
 
-// silenceKlog sends the Kubernetes components' klog output to w instead of stderr.
+// silenceKlog sends the Kubernetes components' klog output to w instead of stderr,
+// each line once (without one_output, klog writes an error to the error, warning and
+// info outputs, all of which are w).
 func silenceKlog(w io.Writer) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
-	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "v": "0"} {
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "v": "0", "one_output": "true"} {
 		_ = fs.Set(k, v)
 	}
 	klog.SetOutput(w)

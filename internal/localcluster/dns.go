@@ -2,6 +2,8 @@ package localcluster
 
 import (
 	"fmt"
+	"io"
+	golog "log"
 	"net"
 
 	"github.com/coredns/caddy"
@@ -43,10 +45,13 @@ type clusterDNS struct{ instance *caddy.Instance }
 
 // startDNS serves cluster DNS for the node of plan p on the host's address, port 53,
 // TCP and UDP, from the API server kubeconfig reaches, forwarding other names to the
-// resolvers of hostResolvConf (the host's /etc/resolv.conf).
-func startDNS(p clusternet.Plan, kubeconfig, hostResolvConf string) (*clusterDNS, error) {
+// resolvers of hostResolvConf (the host's /etc/resolv.conf). CoreDNS logs through Go's
+// standard logger, which is the process's: its lines go to logs from now on, with the
+// control plane's, rather than to ferry up's terminal.
+func startDNS(p clusternet.Plan, kubeconfig, hostResolvConf string, logs io.Writer) (*clusterDNS, error) {
 	dnsserver.Quiet = true // no banner on ferry up's terminal
 	caddy.Quiet = true
+	golog.SetOutput(logs)
 	inst, err := caddy.Start(caddy.CaddyfileInput{Contents: []byte(corefile(p, kubeconfig, hostResolvConf)),
 		Filepath: "Corefile", ServerTypeName: "dns"})
 	if err != nil {

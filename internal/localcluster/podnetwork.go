@@ -38,7 +38,7 @@ func (c *Cluster) startPodNetwork(ctx context.Context, cs kubernetes.Interface, 
 	if err := writeKubeconfig(nodeKubeconfig, cfg); err != nil {
 		return err
 	}
-	dns, err := startDNS(p, c.kubeconfig, hostResolvConf)
+	dns, err := startDNS(p, c.kubeconfig, hostResolvConf, logs)
 	if err != nil {
 		return err
 	}
