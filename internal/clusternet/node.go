@@ -31,7 +31,11 @@ func Supported() error {
 // that no Service has (a route of the node that refused ServiceCIDR would come first,
 // before the forward hook where kube-proxy refuses).
 func SetUp(ctx context.Context, p Plan) error {
+	if err := lock(p); err != nil {
+		return err
+	}
 	if err := RemoveStale(ctx, p); err != nil {
+		unlock(p)
 		return err
 	}
 	node, host, link := p.NodeNamespace(), p.hostLink(), p.nodeLink()
@@ -80,13 +84,14 @@ func SetUp(ctx context.Context, p Plan) error {
 // Remove deletes the node's namespace, which takes the link, its routes and
 // kube-proxy's rules with it.
 func Remove(ctx context.Context, p Plan) error {
+	defer unlock(p)
 	return IP(ctx, "netns", "delete", p.NodeNamespace())
 }
 
 // RemoveStale deletes every namespace of this plan that an earlier run left, the
 // node's and its pods', and those of other data directories' ferry ups that were
-// killed (their node's namespace has no process left: a running one's has kube-proxy),
-// whose routes would hold the service CIDR's.
+// killed (no process holds their lock, and their node's namespace has no process
+// left), whose routes would hold the service CIDR's.
 func RemoveStale(ctx context.Context, p Plan) error {
 	out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output()
 	if err != nil {
@@ -99,7 +104,7 @@ func RemoveStale(ctx context.Context, p Plan) error {
 	}
 	stale := []string{p.Prefix}
 	for _, name := range names {
-		if prefix, ok := strings.CutSuffix(name, "node"); ok && nodeNamespace.MatchString(name) && prefix != p.Prefix && empty(ctx, name) {
+		if prefix, ok := strings.CutSuffix(name, "node"); ok && nodeNamespace.MatchString(name) && prefix != p.Prefix && !inUse(prefix) && empty(ctx, name) {
 			stale = append(stale, prefix)
 		}
 	}
