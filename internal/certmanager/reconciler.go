@@ -12,13 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/config"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // CertificateGVK is cert-manager's Certificate.
@@ -43,16 +43,24 @@ func ours(o client.Object) bool {
 	return class == "" || class == netv1alpha1.CertManagerCertificateClass
 }
 
-// SetupWithManager watches the Knative Certificates of cert-manager's class and the
-// cert-manager Certificates they control.
+// SetupWithManager registers the reconciler with mgr (Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, 1)
+}
+
+// Controller is the reconciler and what wakes it: the Knative Certificates of
+// cert-manager's class and the cert-manager Certificates they control.
+func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	owned := &unstructured.Unstructured{}
 	owned.SetGroupVersionKind(CertificateGVK)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("certmanager").
-		For(&netv1alpha1.Certificate{}, builder.WithPredicates(predicate.NewPredicateFuncs(ours))).
-		Owns(owned).
-		Complete(r)
+	return watches.Controller{
+		Name: "certmanager",
+		Watches: []watches.Watch{
+			{Object: &netv1alpha1.Certificate{}, Handler: watches.Enqueue(), Predicates: []predicate.Predicate{predicate.NewPredicateFuncs(ours)}},
+			{Object: owned, Handler: watches.Owner(o, &netv1alpha1.Certificate{})},
+		},
+		Reconciler: r,
+	}
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

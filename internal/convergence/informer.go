@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // informer is one process's view of one kind: the cache its reconcilers read, filled

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // process is one `ferry controller` replica while it leads: its informers, its

@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // CertificateUIDLabelKey labels a Certificate's Secret with the Certificate's UID, as
@@ -36,17 +36,25 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 }
 
-// SetupWithManager watches the Certificates of the local CA's class and the Secrets
-// they control.
+// SetupWithManager registers the reconciler with mgr (Controller).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetAnnotations()[netv1alpha1.CertificateClassAnnotationKey] == netv1alpha1.LocalCACertificateClass
+	return r.Controller(watches.OwnersOf(mgr)).Register(mgr, 1)
+}
+
+// Controller is the reconciler and what wakes it: the Certificates of the local CA's
+// class and the Secrets they control.
+func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
+	ours := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return obj.GetAnnotations()[netv1alpha1.CertificateClassAnnotationKey] == netv1alpha1.LocalCACertificateClass
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("localca").
-		For(&netv1alpha1.Certificate{}, builder.WithPredicates(ours)).
-		Owns(&corev1.Secret{}).
-		Complete(r)
+	return watches.Controller{
+		Name: "localca",
+		Watches: []watches.Watch{
+			{Object: &netv1alpha1.Certificate{}, Handler: watches.Enqueue(), Predicates: []predicate.Predicate{ours}},
+			{Object: &corev1.Secret{}, Handler: watches.Owner(o, &netv1alpha1.Certificate{})},
+		},
+		Reconciler: r,
+	}
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

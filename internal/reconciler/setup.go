@@ -34,9 +34,9 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/routingstate"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
 	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 	"github.com/ferry-serving/ferry/internal/telemetry"
 	"github.com/ferry-serving/ferry/internal/tracker"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // DefaultGatewayHost is where Routes' placeholder Services point unless told otherwise:

@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 	"github.com/ferry-serving/ferry/internal/telemetry"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // traced has every reconcile of c in a span "reconcile <kind>" with the object's key,

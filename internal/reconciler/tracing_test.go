@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
 	"github.com/ferry-serving/ferry/internal/telemetry"
 	"github.com/ferry-serving/ferry/internal/telemetry/otlptest"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 func TestEachReconcileIsASpanWithItsKey(t *testing.T) {

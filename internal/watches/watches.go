@@ -1,6 +1,7 @@
 // Package watches declares what wakes each of Ferry's controllers — the kinds it
-// watches, with which handler and predicates — once, as data. controller-runtime's
-// builder registers it (Register), and the convergence simulation
+// watches, with which handler and predicates — once, as data. Every controller Ferry
+// runs is declared so, the reconcilers', the gateway's and the certificate providers':
+// controller-runtime's builder registers it (Register), and the convergence simulation
 // (internal/convergence) delivers its own events through the very same handlers and
 // predicates: what the simulation proves is about the wiring that runs, not a copy.
 package watches
@@ -11,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +39,17 @@ type Controller struct {
 	Watches    []Watch
 	Sources    []source.Source
 	Reconciler reconcile.Reconciler
+	// EveryReplica: every replica runs it, leader or not, as each gateway serves
+	// what it reconciles; otherwise it runs where the manager's leader election says.
+	EveryReplica bool
+}
+
+// Enqueue is the handler of a controller's own kind: the object's own key.
+func Enqueue() handler.EventHandler { return &handler.EnqueueRequestForObject{} }
+
+// Owner is the handler of a child kind: the key of its controlling owner, of ownerType.
+func Owner(o Owners, ownerType client.Object) handler.EventHandler {
+	return handler.EnqueueRequestForOwner(o.Scheme, o.Mapper, ownerType, handler.OnlyControllerOwner())
 }
 
 // Owners is what an owner handler needs to find a child's controlling owner: the
@@ -60,7 +73,11 @@ func (c Controller) Register(mgr ctrl.Manager, workers int) error {
 	for _, s := range c.Sources {
 		b = b.WatchesRawSource(s)
 	}
-	return b.WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(labelled(c.Name, c.Reconciler))
+	opts := controller.Options{MaxConcurrentReconciles: workers}
+	if c.EveryReplica {
+		opts.NeedLeaderElection = ptr.To(false)
+	}
+	return b.WithOptions(opts).Complete(labelled(c.Name, c.Reconciler))
 }
 
 // labelled runs each reconcile with the profiler labels component=ferry and

@@ -16,15 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Kwok runs simulated pods on nodes that carry this annotation.
@@ -380,23 +379,32 @@ func SetupEndpoints(mgr ctrl.Manager, services *Registry, simulatedPods, dialSim
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podRevisionIndex, podRevision); err != nil {
 		return fmt.Errorf("indexing pods by Revision: %w", err)
 	}
-	endpoints := &endpointsReconciler{client: mgr.GetClient(), services: services,
-		simulatedPods: simulatedPods, dialSimulated: dialSimulated}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-endpoints").
-		For(&corev1.Service{}).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(sliceOwner)).
-		// A Revision's spec says its port, concurrency and timeout; its status changes
-		// nothing here.
-		Watches(&servingv1.Revision{}, &handler.EnqueueRequestForObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner), builder.WithPredicates(predicate.Funcs{
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return asEndpoint(e.ObjectOld.(*corev1.Pod)) != asEndpoint(e.ObjectNew.(*corev1.Pod))
-			},
-		})).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 2}).
-		Complete(endpoints); err != nil {
+	ctl := EndpointsController(mgr.GetClient(), services, simulatedPods, dialSimulated)
+	if err := ctl.Register(mgr, 2); err != nil {
 		return fmt.Errorf("setting up the endpoints reconciler: %w", err)
 	}
 	return nil
+}
+
+// EndpointsController is the endpoints reconciler and what wakes it, in every replica:
+// Services, their EndpointSlices, Revisions' specs and their pods' addresses and
+// readiness. It keeps services in step (SetupEndpoints says the rest).
+func EndpointsController(c client.Client, services *Registry, simulatedPods, dialSimulated bool) watches.Controller {
+	return watches.Controller{
+		Name: "gateway-endpoints",
+		Watches: []watches.Watch{
+			{Object: &corev1.Service{}, Handler: watches.Enqueue()},
+			{Object: &discoveryv1.EndpointSlice{}, Handler: handler.EnqueueRequestsFromMapFunc(sliceOwner)},
+			// A Revision's spec says its port, concurrency and timeout; its status
+			// changes nothing here.
+			{Object: &servingv1.Revision{}, Handler: watches.Enqueue(), Predicates: []predicate.Predicate{predicate.GenerationChangedPredicate{}}},
+			{Object: &corev1.Pod{}, Handler: handler.EnqueueRequestsFromMapFunc(podOwner), Predicates: []predicate.Predicate{predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return asEndpoint(e.ObjectOld.(*corev1.Pod)) != asEndpoint(e.ObjectNew.(*corev1.Pod))
+				},
+			}}},
+		},
+		Reconciler:   &endpointsReconciler{client: c, services: services, simulatedPods: simulatedPods, dialSimulated: dialSimulated},
+		EveryReplica: true,
+	}
 }

@@ -28,14 +28,13 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
+	"github.com/ferry-serving/ferry/internal/watches"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -250,12 +249,16 @@ func SetupTLS(mgr ctrl.Manager, store *TLSStore) error {
 		return fmt.Errorf("indexing KIngresses by TLS Secret: %w", err)
 	}
 	r := &tlsReconciler{client: mgr.GetClient(), store: store, recorder: mgr.GetEventRecorder("ferry-gateway")}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-tls").
-		For(&v1alpha1.Ingress{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.ingressesOfSecret)).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
-		Complete(r); err != nil {
+	ctl := watches.Controller{
+		Name: "gateway-tls",
+		Watches: []watches.Watch{
+			{Object: &v1alpha1.Ingress{}, Handler: watches.Enqueue()},
+			{Object: &corev1.Secret{}, Handler: handler.EnqueueRequestsFromMapFunc(r.ingressesOfSecret)},
+		},
+		Reconciler:   r,
+		EveryReplica: true,
+	}
+	if err := ctl.Register(mgr, 1); err != nil {
 		return fmt.Errorf("setting up the TLS reconciler: %w", err)
 	}
 	return nil

@@ -1,27 +1,25 @@
 package routing
 
 import (
+	"context"
 	"fmt"
 
-	"context"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
-	"github.com/ferry-serving/ferry/internal/gateway/backends"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
+	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // ServedHere reports whether the gateway implements ing's ingress class.
@@ -48,14 +46,22 @@ type ingressReconciler struct {
 	replicas *backends.ReplicaSet
 }
 
-// SetupIngresses registers the KIngress reconciler with mgr: it programs p and writes
-// each ingress's status, naming publicDomain and privateDomain as its load balancers.
-// requeue feeds ingresses back to it, from the programmer and from replicas (nil: this
-// replica is alone), whose Leases it watches too.
+// SetupIngresses registers the KIngress reconciler with mgr (IngressController).
 func SetupIngresses(mgr ctrl.Manager, p *Programmer, requeue chan event.GenericEvent, replicas *backends.ReplicaSet, publicDomain, privateDomain string) error {
+	if err := IngressController(mgr.GetClient(), mgr.GetAPIReader(), p, requeue, replicas, publicDomain, privateDomain).Register(mgr, 4); err != nil {
+		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
+	}
+	return nil
+}
+
+// IngressController is the KIngress reconciler and what wakes it, in every replica: it
+// programs p and writes each ingress's status, naming publicDomain and privateDomain as
+// its load balancers. requeue feeds ingresses back to it, from the programmer and from
+// replicas (nil: this replica is alone), whose Leases it watches too.
+func IngressController(c client.Client, apiReader client.Reader, p *Programmer, requeue chan event.GenericEvent, replicas *backends.ReplicaSet, publicDomain, privateDomain string) watches.Controller {
 	ingresses := &ingressReconciler{
-		client:        mgr.GetClient(),
-		apiReader:     mgr.GetAPIReader(),
+		client:        c,
+		apiReader:     apiReader,
 		services:      p.services,
 		programmer:    p,
 		requeue:       requeue,
@@ -63,19 +69,18 @@ func SetupIngresses(mgr ctrl.Manager, p *Programmer, requeue chan event.GenericE
 		privateDomain: privateDomain,
 		replicas:      replicas,
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("gateway-ingress").
-		For(&v1alpha1.Ingress{}).
-		WatchesRawSource(source.Channel(requeue, &handler.EnqueueRequestForObject{}))
+	ctl := watches.Controller{
+		Name:         "gateway-ingress",
+		Watches:      []watches.Watch{{Object: &v1alpha1.Ingress{}, Handler: watches.Enqueue()}},
+		Sources:      []source.Source{source.Channel(requeue, watches.Enqueue())},
+		Reconciler:   ingresses,
+		EveryReplica: true,
+	}
 	if replicas != nil {
 		// Another replica's record, or one coming or going, may make an ingress Ready.
-		b = b.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(replicas.Affected))
+		ctl.Watches = append(ctl.Watches, watches.Watch{Object: &coordinationv1.Lease{}, Handler: handler.EnqueueRequestsFromMapFunc(replicas.Affected)})
 	}
-	if err := b.WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
-		Complete(ingresses); err != nil {
-		return fmt.Errorf("setting up the KIngress reconciler: %w", err)
-	}
-	return nil
+	return ctl
 }
 
 func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

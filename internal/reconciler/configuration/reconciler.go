@@ -22,7 +22,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Reconciler reconciles one Configuration per call.

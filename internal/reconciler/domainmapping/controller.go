@@ -15,7 +15,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Controller is what wakes the reconciler: its DomainMappings (but for its own status
@@ -28,9 +28,9 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 	return watches.Controller{
 		Name: "domainmapping",
 		Watches: []watches.Watch{
-			{Object: &v1beta1.DomainMapping{}, Handler: &handler.EnqueueRequestForObject{}, Predicates: []predicate.Predicate{r.Status.Changes()}},
-			{Object: &netv1alpha1.Ingress{}, Handler: handler.EnqueueRequestForOwner(o.Scheme, o.Mapper, &v1beta1.DomainMapping{}, handler.OnlyControllerOwner())},
-			{Object: &netv1alpha1.Certificate{}, Handler: handler.EnqueueRequestForOwner(o.Scheme, o.Mapper, &v1beta1.DomainMapping{}, handler.OnlyControllerOwner())},
+			{Object: &v1beta1.DomainMapping{}, Handler: watches.Enqueue(), Predicates: []predicate.Predicate{r.Status.Changes()}},
+			{Object: &netv1alpha1.Ingress{}, Handler: watches.Owner(o, &v1beta1.DomainMapping{})},
+			{Object: &netv1alpha1.Certificate{}, Handler: watches.Owner(o, &v1beta1.DomainMapping{})},
 			{Object: &netv1alpha1.ClusterDomainClaim{}, Handler: handler.EnqueueRequestsFromMapFunc(r.mappingsOfDomain)},
 			{Object: &v1.Service{}, Handler: r.referrers(v1.SchemeGroupVersion.WithKind("Service"))},
 			{Object: &v1.Route{}, Handler: r.referrers(v1.SchemeGroupVersion.WithKind("Route"))},

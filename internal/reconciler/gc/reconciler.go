@@ -15,7 +15,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // maxRecheck bounds how long a Configuration goes without a collection, as a backstop
@@ -39,7 +39,7 @@ func (r *Reconciler) Controller() watches.Controller {
 	return watches.Controller{
 		Name: "revision-gc",
 		Watches: []watches.Watch{
-			{Object: &v1.Configuration{}, Handler: &handler.EnqueueRequestForObject{}},
+			{Object: &v1.Configuration{}, Handler: watches.Enqueue()},
 			{Object: &v1.Route{}, Handler: handler.EnqueueRequestsFromMapFunc(r.routeToConfigurations)},
 		},
 		Reconciler: r,

@@ -40,7 +40,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Reconciler reconciles one PodAutoscaler per call.

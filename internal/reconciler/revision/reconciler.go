@@ -26,7 +26,7 @@ import (
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Reconciler reconciles one Revision per call.

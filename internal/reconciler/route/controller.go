@@ -10,7 +10,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
 	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Controller is what wakes the reconciler: its own changes, the KIngress, Certificates

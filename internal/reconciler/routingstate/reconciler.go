@@ -18,7 +18,7 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/watches"
+	"github.com/ferry-serving/ferry/internal/watches"
 )
 
 // Reconciler labels one Revision per call.
@@ -39,7 +39,7 @@ func (r *Reconciler) Controller() watches.Controller {
 	return watches.Controller{
 		Name: "routingstate",
 		Watches: []watches.Watch{
-			{Object: &v1.Revision{}, Handler: &handler.EnqueueRequestForObject{}, Predicates: []predicate.Predicate{predicate.Funcs{
+			{Object: &v1.Revision{}, Handler: watches.Enqueue(), Predicates: []predicate.Predicate{predicate.Funcs{
 				UpdateFunc: func(e event.UpdateEvent) bool {
 					return e.ObjectOld.GetLabels()[v1.RoutingStateLabelKey] != e.ObjectNew.GetLabels()[v1.RoutingStateLabelKey]
 				},
