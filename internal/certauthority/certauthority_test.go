@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,12 +126,16 @@ func TestExpiresWithin(t *testing.T) {
 }
 
 // TestLoad: a CA kept as PEM signs again after loading, and its leaves verify against
-// the CA certificate kept; a key that is not the certificate's is refused.
+// the CA certificate kept; a key that is not the certificate's is refused. The key is
+// kept as SEC 1, as every older Ferry wrote it.
 func TestLoad(t *testing.T) {
 	ca := newCA(t)
 	keyPEM, err := ca.KeyPEM()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(keyPEM), "-----BEGIN EC PRIVATE KEY-----\n") {
+		t.Errorf("the key is kept as\n%s", keyPEM)
 	}
 	loaded, err := Load(ca.CertPEM, keyPEM)
 	if err != nil {

@@ -26,9 +26,10 @@ const (
 	leafValidity = 90 * 24 * time.Hour
 )
 
-// CA signs serving certificates.
+// CA is the local CA kept in the data directory: it signs the serving certificates
+// of the Certificates of its class.
 type CA struct {
-	ca *certauthority.CA
+	authority *certauthority.CA
 }
 
 // LoadOrCreate reads the CA in dir, or creates it there if neither file exists.
@@ -46,7 +47,7 @@ func LoadOrCreate(dir string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the local CA in %s: %w", dir, err)
 	}
-	return &CA{ca: ca}, nil
+	return &CA{authority: ca}, nil
 }
 
 func create(certPath, keyPath string) (*CA, error) {
@@ -67,15 +68,15 @@ func create(certPath, keyPath string) (*CA, error) {
 	if err := os.WriteFile(certPath, ca.CertPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("writing the local CA: %w", err)
 	}
-	return &CA{ca: ca}, nil
+	return &CA{authority: ca}, nil
 }
 
 // CertPEM is the CA's certificate, PEM-encoded.
-func (ca *CA) CertPEM() []byte { return ca.ca.CertPEM }
+func (ca *CA) CertPEM() []byte { return ca.authority.CertPEM }
 
 // Sign issues a serving certificate for dnsNames, the first its common name.
 func (ca *CA) Sign(dnsNames []string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	return ca.ca.Serving(dnsNames, nil, now, now.Add(leafValidity))
+	return ca.authority.Serving(dnsNames, nil, now, now.Add(leafValidity))
 }
 
 // Issued returns the expiry of the certificate in certPEM/keyPEM if it is a valid pair
@@ -87,7 +88,7 @@ func (ca *CA) Issued(certPEM, keyPEM []byte, dnsNames []string, now time.Time) (
 		return time.Time{}, false
 	}
 	leaf := pair.Leaf
-	if leaf.CheckSignatureFrom(ca.ca.Cert) != nil || !slices.Equal(leaf.DNSNames, dnsNames) {
+	if leaf.CheckSignatureFrom(ca.authority.Cert) != nil || !slices.Equal(leaf.DNSNames, dnsNames) {
 		return time.Time{}, false
 	}
 	if certauthority.ExpiresWithin(leaf, now, leaf.NotAfter.Sub(leaf.NotBefore)/3) {
