@@ -1,22 +1,19 @@
 package admission
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/certauthority"
 )
 
-// The certificates are made with the standard library: client-go's cert helpers make
-// only a self-signed pair with a fixed validity and do not return the CA separately,
-// and the API server needs exactly that CA in each webhook's caBundle.
+// The certificates are made by certauthority: client-go's cert helpers make only a
+// self-signed pair with a fixed validity and do not return the CA separately, and the
+// API server needs exactly that CA in each webhook's caBundle.
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
 	certValidity = 365 * 24 * time.Hour
@@ -30,69 +27,19 @@ type certBundle struct {
 }
 
 // newCertBundle makes a CA and a serving certificate it signs, for the given DNS names
-// and IPs.
+// (the first its common name) and IPs.
 func newCertBundle(dnsNames []string, ips []net.IP) (*certBundle, error) {
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := certauthority.New(pkix.Name{CommonName: "ferry-webhook-ca"},
+		x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature, now, now.Add(caValidity))
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "ferry-webhook-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	cert, key, err := ca.Serving(dnsNames, ips, now, now.Add(certValidity))
 	if err != nil {
 		return nil, err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	cn := "ferry-webhook"
-	if len(dnsNames) > 0 {
-		cn = dnsNames[0]
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(certValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     dnsNames,
-		IPAddresses:  ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return &certBundle{
-		CA:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		Key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail
-	}
-	return n
+	return &certBundle{CA: ca.CertPEM, Cert: cert, Key: key}, nil
 }
 
 // keyPair parses the serving pair.
@@ -106,13 +53,6 @@ func (b *certBundle) keyPair() (*tls.Certificate, error) {
 
 // expiresSoon says whether the serving certificate needs replacing (or cannot be read).
 func (b *certBundle) expiresSoon(now time.Time) bool {
-	block, _ := pem.Decode(b.Cert)
-	if block == nil {
-		return true
-	}
-	c, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return true
-	}
-	return now.Add(renewBefore).After(c.NotAfter)
+	c, err := certauthority.ParseCert(b.Cert)
+	return err != nil || certauthority.ExpiresWithin(c, now, renewBefore)
 }

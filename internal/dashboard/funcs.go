@@ -15,6 +15,13 @@ var funcs = template.FuncMap{
 		}
 		return explain.FormatDuration(time.Since(t).Round(time.Second)) + " ago"
 	},
+	// plural picks the word for n things: "1 Service", "2 Services", "0 Services".
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	},
 	"conditionStatus": func(cs []duck.Condition) string {
 		for _, c := range cs {
 			if c.Type == duck.ConditionReady {

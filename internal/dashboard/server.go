@@ -50,11 +50,16 @@ func New(cfg *rest.Config, namespace string, numbers NumbersSource) (*Dashboard,
 	if err != nil {
 		return nil, err
 	}
-	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/templates/*.html")
+	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	return &Dashboard{model: m, sampler: newSampler(numbers), pages: pages, requests: counter}, nil
+}
+
+// parsePages parses the page templates embedded in the binary.
+func parsePages() (*template.Template, error) {
+	return template.New("").Funcs(funcs).ParseFS(assets, "assets/templates/*.html")
 }
 
 // Serve runs the watches and serves the pages on ln until ctx ends (or the watches

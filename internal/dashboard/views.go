@@ -266,7 +266,9 @@ type revisionView struct {
 	Pods       int
 	PodsReady  int
 	Samples    []Sample
-	Latest     Sample
+	// Latest is the last of Samples; nil before the first, so that the page says it
+	// is asking rather than showing a row of zeros.
+	Latest *Sample
 }
 
 func (d *Dashboard) revisionView(ctx context.Context, k types.NamespacedName) (revisionView, error) {
@@ -292,7 +294,7 @@ func (d *Dashboard) revisionView(ctx context.Context, k types.NamespacedName) (r
 	}
 	v.Samples = d.sampler.view(k)
 	if len(v.Samples) > 0 {
-		v.Latest = v.Samples[len(v.Samples)-1]
+		v.Latest = &v.Samples[len(v.Samples)-1]
 	}
 	return v, nil
 }

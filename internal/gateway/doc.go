@@ -10,10 +10,12 @@
 //     pod free (Knative's activator), enforces the revision's timeouts, and forwards
 //     them, or answers for kwok's simulated pods; and it serves spec.tls over HTTPS.
 //
-// Each imports only the ones listed before it. Gateway assembles them: New makes the
-// backends registry, the programmer and the request path; SetupWithManager registers
-// their reconcilers and binds the external, local and (with Options.HTTPSAddr) HTTPS
-// listeners. docs/gateway.md has the design.
+// Imports run one way only, as docs/gateway.md draws them: proxy imports routing and
+// backends, routing imports backends (a compiled split holds its *backends.Service),
+// backends imports neither, and none imports gateway. Gateway assembles them: New
+// makes the backends registry, the programmer and the request path; SetupWithManager
+// registers their reconcilers and binds the external, local and (with
+// Options.HTTPSAddr) HTTPS listeners. docs/gateway.md has the design.
 //
 // # Wiring
 //

@@ -3,7 +3,7 @@
 // v1alpha1.LocalCACertificateClass by signing them with a CA of its own, so that
 // external-domain-tls works on a laptop with nothing else installed.
 //
-// The CA is created on first start with crypto/x509 (ECDSA P-256, ten years) and kept
+// The CA is created on first start by certauthority (ECDSA P-256, ten years) and kept
 // in the data directory as ca.crt and ca.key (0600); clients trust it with
 // `curl --cacert <data dir>/ca.crt`. For each Certificate the reconciler keeps the
 // Secret spec.secretName (kubernetes.io/tls: tls.crt, tls.key, and ca.crt), controlled by

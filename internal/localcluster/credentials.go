@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/ferry-serving/ferry/internal/certauthority"
 )
 
 // credentials are the files the control plane authenticates with. They are created
@@ -95,18 +97,11 @@ func loadOrCreateCredentials(dir string, ips ...net.IP) (*credentials, error) {
 		}
 		// The bundle is the serving certificate then its CA; clients and the
 		// controller manager's root CA publisher want the CA alone.
-		var ca *pem.Block
-		for rest := cert; ; {
-			block, r := pem.Decode(rest)
-			if block == nil {
-				break
-			}
-			ca, rest = block, r
+		bundle, err := certutil.ParseCertsPEM(cert)
+		if err != nil {
+			return nil, fmt.Errorf("the generated serving certificate: %w", err)
 		}
-		if ca == nil {
-			return nil, fmt.Errorf("no CA in the generated serving certificate")
-		}
-		if err := os.WriteFile(c.caFile, pem.EncodeToMemory(ca), 0o600); err != nil {
+		if err := os.WriteFile(c.caFile, certauthority.EncodeCert(bundle[len(bundle)-1].Raw), 0o600); err != nil {
 			return nil, err
 		}
 	}
@@ -119,11 +114,7 @@ func servingCertCovers(file string, ips []net.IP, names []string) bool {
 	if err != nil {
 		return false
 	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	cert, err := certauthority.ParseCert(b)
 	if err != nil {
 		return false
 	}

@@ -1,16 +1,13 @@
 package localcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/certauthority"
 )
 
 // kubeletClient is how the API server proves itself to the program node's kubelet
@@ -27,45 +24,19 @@ func newKubeletClient(dir string) (*kubeletClient, error) {
 	k := &kubeletClient{caFile: filepath.Join(dir, "kubelet-client-ca.crt"),
 		certFile: filepath.Join(dir, "apiserver-kubelet-client.crt"), keyFile: filepath.Join(dir, "apiserver-kubelet-client.key")}
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ferry up kubelet client CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	notAfter := now.AddDate(10, 0, 0)
+	ca, err := certauthority.New(pkix.Name{CommonName: "ferry up kubelet client CA"}, x509.KeyUsageCertSign, now, notAfter)
 	if err != nil {
 		return nil, err
 	}
 	// The name kubeadm gives it; system:masters, so a kubelet's SubjectAccessReview
 	// of nodes/proxy would pass too.
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2),
-		Subject:   pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	cert, key, err := ca.Client(pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}, now, notAfter)
 	if err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	for file, block := range map[string]*pem.Block{
-		k.caFile:   {Type: "CERTIFICATE", Bytes: caDER},
-		k.certFile: {Type: "CERTIFICATE", Bytes: der},
-		k.keyFile:  {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+	for file, data := range map[string][]byte{k.caFile: ca.CertPEM, k.certFile: cert, k.keyFile: key} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
 			return nil, err
 		}
 	}

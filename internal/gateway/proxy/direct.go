@@ -2,17 +2,13 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"errors"
-	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/textproto"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	"golang.org/x/net/http/httpguts"
@@ -26,7 +22,8 @@ import (
 // trip was 16% (docs/gateway.md); this does what it and forwarder.rewrite do for
 // these requests, checked line by line against net/http/httputil's reverseproxy.go
 // and net/http's Request.write (Go 1.26), and by the tests that send the same request
-// both ways (direct_test.go).
+// both ways (direct_test.go). This file says which requests take it and writes them;
+// forwarder.forwardDirect (forwarder.go) sends them and copies the answer back.
 
 // direct reports whether r, routed to an HTTP/1.1 pod, can take the direct path:
 // the fast path's requests, with nothing that ReverseProxy or Request.write would
@@ -234,131 +231,4 @@ func writeHeaderLine(bw *bufio.Writer, name, value string) {
 	bw.WriteString(": ")
 	bw.WriteString(textproto.TrimString(value))
 	bw.WriteString("\r\n")
-}
-
-// removeHopByHop removes hop-by-hop headers from a response, as ReverseProxy does.
-func removeHopByHop(h http.Header) {
-	for _, f := range h["Connection"] {
-		for sf := range strings.SplitSeq(f, ",") {
-			if sf = textproto.TrimString(sf); sf != "" {
-				h.Del(sf)
-			}
-		}
-	}
-	for _, f := range hopHeaders {
-		delete(h, f) // Header.Del without canonicalizing names that are canonical
-	}
-}
-
-// forwardDirect forwards r to rr's pod on the direct path and copies the answer
-// back, with ReverseProxy's handling of the response (ServeHTTP after RoundTrip).
-// ctx is r's context with rr's timer and rr.
-func (f *forwarder) forwardDirect(ctx context.Context, w http.ResponseWriter, r *http.Request, rr *routedRequest) {
-	rr.sent = time.Now()
-	res, err := f.upstream.send(ctx, rr.target.Addr, r, true, func(bw *bufio.Writer) error {
-		return writeRequest(bw, r, rr)
-	})
-	if err != nil {
-		f.failed(w, r.WithContext(ctx), err)
-		return
-	}
-	removeHopByHop(res.Header)
-	f.receivedBy(rr, res)
-	h := w.Header()
-	for k, vv := range res.Header {
-		// As Header.Add of each value, which ReverseProxy does, without copying the
-		// values the response no longer needs.
-		if _, ok := h[k]; !ok && len(vv) > 0 {
-			h[k] = vv
-			continue
-		}
-		for _, v := range vv {
-			h.Add(k, v)
-		}
-	}
-	// http.ReadResponse keeps the Trailer header as res.Trailer's keys.
-	announcedTrailers := len(res.Trailer)
-	if announcedTrailers > 0 {
-		trailerKeys := make([]string, 0, len(res.Trailer))
-		for k := range res.Trailer {
-			trailerKeys = append(trailerKeys, k)
-		}
-		h.Add("Trailer", strings.Join(trailerKeys, ", "))
-	}
-	w.WriteHeader(res.StatusCode)
-	if err := f.copyResponse(w, res); err != nil {
-		defer res.Body.Close()
-		// The answer is under way: all that is left is to abort it, as ReverseProxy
-		// does when it runs under an http.Server.
-		if r.Context().Value(http.ServerContextKey) == nil {
-			return
-		}
-		panic(http.ErrAbortHandler)
-	}
-	res.Body.Close() // now, to populate res.Trailer
-	if len(res.Trailer) > 0 {
-		// Chunked, so that net/http does not compute a length and drop the trailers.
-		http.NewResponseController(w).Flush()
-	}
-	if len(res.Trailer) == announcedTrailers {
-		for k, vv := range res.Trailer {
-			for _, v := range vv {
-				h.Add(k, v)
-			}
-		}
-		return
-	}
-	for k, vv := range res.Trailer {
-		k = http.TrailerPrefix + k
-		for _, v := range vv {
-			h.Add(k, v)
-		}
-	}
-}
-
-// copyResponse copies the body with a pooled buffer, flushing after every write when
-// ReverseProxy would flush immediately: server-sent events and bodies of unknown
-// length (its FlushInterval is 0 here, no flushing otherwise).
-func (f *forwarder) copyResponse(w http.ResponseWriter, res *http.Response) error {
-	var flush func() error
-	if res.ContentLength == -1 || eventStream(res.Header.Get("Content-Type")) {
-		flush = http.NewResponseController(w).Flush
-		// ReverseProxy's first flush, of the headers, comes before any body.
-		flush()
-	}
-	buf := f.BufferPool.Get()
-	defer f.BufferPool.Put(buf)
-	for {
-		nr, rerr := res.Body.Read(buf)
-		if rerr != nil && rerr != io.EOF && rerr != context.Canceled {
-			log.Printf("httputil: ReverseProxy read error during body copy: %v", rerr)
-		}
-		if nr > 0 {
-			nw, werr := w.Write(buf[:nr])
-			if flush != nil {
-				flush()
-			}
-			if werr != nil {
-				return werr
-			}
-			if nr != nw {
-				return io.ErrShortWrite
-			}
-		}
-		if rerr != nil {
-			if rerr == io.EOF {
-				return nil
-			}
-			return rerr
-		}
-	}
-}
-
-// eventStream reports whether mime.ParseMediaType(ct) would return
-// "text/event-stream", as ReverseProxy checks, without its allocations: that media
-// type is 17 ASCII bytes, so an exact length makes EqualFold an ASCII comparison.
-func eventStream(ct string) bool {
-	base, _, _ := strings.Cut(ct, ";")
-	base = strings.TrimSpace(base)
-	return len(base) == len("text/event-stream") && strings.EqualFold(base, "text/event-stream")
 }
