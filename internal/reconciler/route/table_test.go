@@ -236,9 +236,9 @@ func TestReconcileTable(t *testing.T) {
 			}
 		},
 	}, {
-		Name: "a split with tags: each tag has its URL",
-		Key:  key,
-		Objects: []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r)},
+		Name:       "a split with tags: each tag has its URL",
+		Key:        key,
+		Objects:    []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r)},
 		WantWrites: []string{"create Ingress ns/hello", "create Service ns/current-hello", "create Service ns/old-hello", "status Route ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
 			wantStatus([]v1.TrafficTarget{
