@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/index"
 	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
@@ -66,10 +67,11 @@ func (r *Reconciler) reconcilePlaceholders(ctx context.Context, w child.Writer, 
 
 // deleteOrphanPlaceholders deletes the Route's placeholder Services that no tag names
 // any more (a tag removed, tag-template changed), as Knative's deleteOrphanedServices
-// does: those labelled with the Route and controlled by it.
+// does: those labelled with the Route (found through the cache's index, not a scan of
+// the namespace's Services) and controlled by it.
 func (r *Reconciler) deleteOrphanPlaceholders(ctx context.Context, route *v1.Route, wanted map[string]bool) error {
 	list := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(route.Namespace), client.MatchingLabels{v1.RouteLabelKey: route.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(route.Namespace), client.MatchingFields{index.ServicesByRoute: route.Name}); err != nil {
 		return err
 	}
 	for i := range list.Items {
