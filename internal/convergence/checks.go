@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +19,7 @@ const (
 	configurationKind = "serving.knative.dev/Configuration"
 	revisionKind      = "serving.knative.dev/Revision"
 	routeKind         = "serving.knative.dev/Route"
+	coreServiceKind   = "/Service"
 )
 
 // maxWritesPerObject bounds the controllers' writes to one object in a run: a few per
@@ -122,8 +125,16 @@ func (s *Sim) isCreate(ch change) bool {
 }
 
 // checkDeletion: a controller deletes only Revisions nothing routes to and that are
-// not their Configuration's latest.
+// not their Configuration's latest, and placeholder Services of a Route's tags (which
+// tags a Route has at quiescence checkPlaceholders says).
 func (c *checker) checkDeletion(ch change) {
+	if svc, ok := ch.obj.(*corev1.Service); ok {
+		owner := metav1.GetControllerOf(svc)
+		if owner == nil || owner.Kind != "Route" || svc.Labels[v1.RouteLabelKey] != owner.Name || svc.Name == owner.Name {
+			c.violate("a controller deleted %s, which is no placeholder Service of a Route's tag", ch.ref)
+		}
+		return
+	}
 	rev, ok := ch.obj.(*v1.Revision)
 	if !ok {
 		c.violate("a controller deleted %s", ch.ref)
@@ -172,7 +183,36 @@ func (c *checker) quiescent() {
 				svc.Status.LatestCreatedRevisionName, svc.Status.LatestReadyRevisionName, want)
 		}
 	}
+	c.checkPlaceholders()
 	c.fixpoint()
+}
+
+// checkPlaceholders: at quiescence each Route has a placeholder Service for itself and
+// one per tag of its traffic (<tag>-<route>, the default tag-template), controlled by
+// it, and no other: a removed tag's is gone.
+func (c *checker) checkPlaceholders() {
+	s := c.sim
+	have := map[types.UID][]string{}
+	for _, o := range s.store.list(coreServiceKind, "") {
+		if owner := metav1.GetControllerOf(o); owner != nil && owner.Kind == "Route" {
+			have[owner.UID] = append(have[owner.UID], o.GetName())
+		}
+	}
+	for _, o := range s.store.list(routeKind, "") {
+		rt := o.(*v1.Route)
+		want := []string{rt.Name}
+		for _, t := range rt.Spec.Traffic {
+			if t.Tag != "" {
+				want = append(want, t.Tag+"-"+rt.Name)
+			}
+		}
+		got := have[rt.UID]
+		sort.Strings(want)
+		sort.Strings(got)
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			c.violate("Route %s: placeholder Services %v at quiescence, want %v", rt.Name, got, want)
+		}
+	}
 }
 
 func configGeneration(s *Sim, svc *v1.Service) int64 {

@@ -28,6 +28,17 @@ func startFerryAndGateway(t *testing.T, withGateway bool, namespaces ...string) 
 // configuration of their own, say).
 func startFerryAndGatewayWith(t *testing.T, opts reconciler.Options, withGateway bool, namespaces ...string) string {
 	t.Helper()
+	gw := startReconcilersAndGateway(t, opts, withGateway, namespaces...)
+	if gw == nil {
+		return ""
+	}
+	return "http://" + gw.ExternalAddr()
+}
+
+// startReconcilersAndGateway is startFerryAndGatewayWith returning the gateway (nil
+// without one), for a test that uses both of its listeners.
+func startReconcilersAndGateway(t *testing.T, opts reconciler.Options, withGateway bool, namespaces ...string) *gateway.Gateway {
+	t.Helper()
 	setLoggerOnce.Do(func() { ctrl.SetLogger(logr.New(errorSink{})) })
 	mgr := newTestManager(t, rest.CopyConfig(testConfig), namespaces...)
 	ctrls, err := reconciler.SetupWithManager(mgr, opts)
@@ -43,10 +54,7 @@ func startFerryAndGatewayWith(t *testing.T, opts reconciler.Options, withGateway
 		}
 	}
 	runTestManager(t, mgr)
-	if gw == nil {
-		return ""
-	}
-	return "http://" + gw.ExternalAddr()
+	return gw
 }
 
 // explainUntil runs `ferry explain`'s Go API until done says the report is the one

@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -30,7 +31,8 @@ import (
 // resolve by the pod's search paths; a call to http://backend.default.svc.cluster.local
 // is answered by Revision backend-00001 through the gateway, also once the back end is
 // at zero pods; the host's external listener does not answer the cluster-local one;
-// rest.InClusterConfig reaches the API server with the pod's ServiceAccount and its
+// the back end's traffic tag is called by its own Service's name, <tag>-<route>, and is
+// cluster-local as the back end is; rest.InClusterConfig reaches the API server with the pod's ServiceAccount and its
 // rights; the host's own listeners answer at the host's address; a Service without a
 // ready endpoint refuses the connection and a name that does not exist does not
 // resolve. Stopping ferry up leaves no namespace of the node behind.
@@ -67,6 +69,8 @@ func TestPodNetwork(t *testing.T) {
 	backend := ksvc("default", "backend", "example.com/real:1")
 	backend.Labels = map[string]string{"networking.knative.dev/visibility": "cluster-local"}
 	backend.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/window": "6s"}
+	// A tag of a cluster-local Service is cluster-local too, at <tag>-<route>.
+	backend.Spec.Traffic = []v1.TrafficTarget{{LatestRevision: ptr(true), Percent: ptr(int64(100))}, {LatestRevision: ptr(true), Percent: ptr(int64(0)), Tag: "current"}}
 	frontend := ksvc("default", "frontend", "example.com/real:1")
 	frontend.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "1"}
 	for _, svc := range []*v1.Service{backend, frontend} {
@@ -107,6 +111,23 @@ func TestPodNetwork(t *testing.T) {
 	// A cluster-local Service is not answered from outside the cluster.
 	if code, body := getHost(t, gateway, "backend.default.svc.cluster.local"); code != http.StatusNotFound {
 		t.Errorf("the external listener answers the cluster-local back end: %d %q", code, body)
+	}
+
+	// The back end's tag: its own Service, <tag>-<route>, that a pod calls by its
+	// cluster name and the tagged Revision answers; in-cluster only, as its Service is.
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "backend"}, backend); err != nil {
+		t.Fatal(err)
+	}
+	if tr := backend.Status.Traffic; len(tr) != 2 || tr[1].Tag != "current" || tr[1].URL != "http://current-backend.default.svc.cluster.local" {
+		t.Errorf("the back end's traffic %+v: want tag current at http://current-backend.default.svc.cluster.local", tr)
+	}
+	if code, body := ask("/call?url=http://current-backend.default.svc.cluster.local/"); code != http.StatusOK || !strings.HasPrefix(body, "200 Revision backend-00001") {
+		t.Errorf("the front end's call of the back end's tag: %d %q", code, body)
+	}
+	for _, host := range []string{"current-backend.default.svc.cluster.local", "current-backend.default.example.com"} {
+		if code, body := getHost(t, gateway, host); code != http.StatusNotFound {
+			t.Errorf("the external listener answers the cluster-local back end's tag at %s: %d %q", host, code, body)
+		}
 	}
 
 	// From zero: the gateway holds the front end's call while a pod of the back end starts.

@@ -22,6 +22,9 @@ const (
 	// RoutesByRevision keys Routes by the Revisions their status.traffic sends
 	// traffic to.
 	RoutesByRevision = "ferry.index.route.revision"
+	// ServicesByRoute keys Kubernetes Services by their route label: a Route's
+	// placeholder Services.
+	ServicesByRoute = "ferry.index.service.route"
 )
 
 // Register adds the indexes to a manager's cache; call it once per manager.
@@ -30,6 +33,9 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return err
 	}
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodsByRevision, byLabel(v1.RevisionLabelKey)); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &corev1.Service{}, ServicesByRoute, byLabel(v1.RouteLabelKey)); err != nil {
 		return err
 	}
 	return indexer.IndexField(ctx, &v1.Route{}, RoutesByRevision, func(o client.Object) []string {

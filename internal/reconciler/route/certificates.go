@@ -14,12 +14,16 @@ import (
 )
 
 // reconcileCertificates makes the Route's Certificate for each of its external hosts
-// (its own, then each tag's) exist as desired, reads their readiness, and deletes the
-// ones no host needs any more.
+// (its own, then each tag's; not those a placeholder Service made cluster-local) exist
+// as desired, reads their readiness, and deletes the ones no host needs any more.
 func (r *Reconciler) reconcileCertificates(ctx context.Context, w child.Writer, route *v1.Route, hosts *resources.Hosts, class string) (*certificate.Certificates, error) {
 	var desired []certificate.Desired
 	wanted := map[string]bool{}
 	for _, tag := range hosts.Tags() {
+		if hosts.IsClusterLocal(tag) {
+			// As Knative: a cluster-local host has no external-domain Certificate.
+			continue
+		}
 		d := resources.MakeCertificate(route, hosts, tag, class)
 		desired = append(desired, certificate.Desired{Key: tag, Cert: d})
 		wanted[d.Name] = true

@@ -159,6 +159,31 @@ func TestReconcileCertificates(t *testing.T) {
 		WantWrites: []string{"delete Certificate ns/" + certName + "-141886079", "create Ingress ns/hello", "status Route ns/hello"},
 		Check:      wantTLS("https://hello.ns.example.com", wantSecretTLS, netv1alpha1.HTTPOptionEnabled, rt.True(v1.RouteConditionCertificateProvisioned)),
 	}}, {enabled, rt.Case{
+		Name: "a tag made cluster-local by its placeholder Service: its Certificate is deleted, its URL http in-cluster",
+		Key:  key,
+		Objects: func() []client.Object {
+			tagged := rte(traffic(v1.TrafficTarget{ConfigurationName: "hello", Percent: ptr(int64(100))},
+				v1.TrafficTarget{Tag: "canary", RevisionName: "hello-00001", Percent: ptr(int64(0))}))
+			c := resources.MakeCertificate(tagged, resources.DefaultHosts(tagged, tagged.Spec.Traffic), "canary", "the-class")
+			c.UID = "canary-cert-uid"
+			return []client.Object{tagged, cfg("hello-00001", ready), rev("hello-00001", corev1.ConditionTrue), placeholder(r),
+				privately(tagPlaceholder(r, "canary")), cert(r, time.Minute, ingReady), c}
+		}(),
+		WantWrites: []string{"create Ingress ns/hello", "delete Certificate ns/" + resources.CertificateName(r, "canary"), "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantTLS("https://hello.ns.example.com", wantSecretTLS, netv1alpha1.HTTPOptionEnabled, rt.True(v1.RouteConditionCertificateProvisioned))(t, env)
+			if tr := written(t, env).Status.Traffic; len(tr) != 2 || tr[1].URL != "http://canary-hello.ns.svc.cluster.local" {
+				t.Errorf("status.traffic %+v, want canary's URL in-cluster", tr)
+			}
+		},
+	}}, {enabled, rt.Case{
+		Name: "every name cluster-local by its placeholder Service: no Certificate, TLSNotEnabled",
+		Key:  key,
+		Objects: []client.Object{rte(), cfg("hello-00001", ready), rev("hello-00001", corev1.ConditionTrue), privately(placeholder(r)),
+			cert(r, time.Minute, ingReady)},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		Check:      wantTLS("http://hello.ns.svc.cluster.local", nil, netv1alpha1.HTTPOptionEnabled, noTLS),
+	}}, {enabled, rt.Case{
 		Name: "an http-protocol annotation that is neither enabled nor redirected: IngressReady False, nothing made",
 		Key:  key,
 		Objects: []client.Object{rte(func(r *v1.Route) {

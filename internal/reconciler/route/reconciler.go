@@ -83,13 +83,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	now := r.Now()
 
 	// Desired and apply. A Route whose traffic cannot be resolved keeps serving what
-	// it served before: its KIngress and status.traffic are left as they are.
+	// it served before: its KIngress, status.traffic and its tags' placeholder Services
+	// are left as they are.
 	w := r.Writer()
-	_, placeholderErr := child.Ensure(ctx, w, route, "placeholder Service", resources.MakePlaceholderService(route, r.GatewayHost), updatePlaceholder)
+	var tagged *resources.Hosts
+	if hostErr == nil && problem == nil {
+		tagged = hosts
+	}
+	local, placeholderErr, err := r.reconcilePlaceholders(ctx, w, route, tagged)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if hostErr == nil {
+		// The user's visibility label on a tag's placeholder Service makes it private.
+		hosts = hosts.WithClusterLocal(local)
+	}
 	var ing *netv1alpha1.Ingress
 	var ingErr error
 	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
-	tlsOn := hostErr == nil && !hosts.ClusterLocal && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
+	tlsOn := hostErr == nil && hosts.AnyExternal() && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
 	var certs *certificate.Certificates
 	// served is status.traffic, what the hosts serve: targets, or a step of a rollout.
 	served, rolling, nextStep := targets, false, time.Time{}
@@ -141,12 +153,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		m.MarkTrue(v1.RouteConditionAllTrafficAssigned)
 		status.Traffic = withURLs(served, hosts, certs)
 	}
-	// Both children show on IngressReady; a refused one is tried again when its
-	// back-off ends.
+	// Both kinds of children show on IngressReady (the placeholder Services' first
+	// problem); a refused one is tried again when its back-off ends.
 	placeholderOK := !o.Mark(m, v1.RouteConditionIngressReady, placeholderErr)
-	if placeholderOK && placeholderErr != nil {
-		return ctrl.Result{}, placeholderErr
-	}
 	switch refused, isRefused := refusal.As(ingErr); {
 	case isRefused && !placeholderOK:
 		// The placeholder's problem stays on IngressReady.

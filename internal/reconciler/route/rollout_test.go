@@ -181,7 +181,7 @@ func TestRolloutTable(t *testing.T) {
 		Name: "a tag on the latest: its host rolls with the default split, in the same KIngress update",
 		Key:  key,
 		Objects: []client.Object{rte(withDuration("6s"), traffic(v1.TrafficTarget{ConfigurationName: "hello", Percent: ptr(int64(100)), Tag: "current"})),
-			cfg2, rev1, rev2, placeholder(r),
+			cfg2, rev1, rev2, placeholder(r), tagPlaceholder(r, "current"),
 			served(r, both(steady, rr("hello-00001", 100)), tagged(target("hello-00001", 100))...)},
 		WantWrites: []string{"update Ingress ns/hello", "status Route ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {

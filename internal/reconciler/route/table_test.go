@@ -79,8 +79,21 @@ func ingress(r *v1.Route, targets []v1.TrafficTarget, ready *duck.Condition) *ne
 }
 
 func placeholder(r *v1.Route) *corev1.Service {
-	s := resources.MakePlaceholderService(r, gateway)
+	s := resources.MakePlaceholderService(r, r.Name, gateway)
 	s.UID = "svc-uid"
+	return s
+}
+
+// tagPlaceholder is the placeholder Service of the Route's tag, <tag>-<route>.
+func tagPlaceholder(r *v1.Route, tag string) *corev1.Service {
+	s := resources.MakePlaceholderService(r, tag+"-"+r.Name, gateway)
+	s.UID = types.UID(tag + "-svc-uid")
+	return s
+}
+
+// privately labels a placeholder Service cluster-local, as a user does.
+func privately(s *corev1.Service) *corev1.Service {
+	s.Labels[v1.VisibilityLabelKey] = v1.VisibilityClusterLocal
 	return s
 }
 
@@ -126,6 +139,15 @@ func wantStatus(traffic []v1.TrafficTarget, conds ...duck.Condition) func(*testi
 	}
 }
 
+// ruleHosts are the first host of each rule of the KIngress written by verb.
+func ruleHosts(env *rt.Env, verb string) []string {
+	var hosts []string
+	for _, rule := range env.Written(verb, "Ingress", "hello").(*netv1alpha1.Ingress).Spec.Rules {
+		hosts = append(hosts, rule.Hosts[0])
+	}
+	return hosts
+}
+
 // tracked checks that the Route is woken by changes of the Configuration hello.
 func tracked(t *testing.T, trk *tracker.Tracker) {
 	t.Helper()
@@ -147,6 +169,8 @@ func TestReconcileTable(t *testing.T) {
 	cfgReady := cfg("hello-00001", ready)
 	rev1 := rev("hello-00001", corev1.ConditionTrue)
 	missingCfg := `Configuration "hello" referenced in traffic not found.`
+	tagSplit := traffic(v1.TrafficTarget{Tag: "current", ConfigurationName: "hello", Percent: ptr(int64(75))},
+		v1.TrafficTarget{Tag: "old", RevisionName: "hello-00001", Percent: ptr(int64(25))})
 	refusedIng := `failed to create Ingress "hello": ingresses.networking.internal.knative.dev "hello" is forbidden: denied by policy`
 	rt.Run(t, []rt.Case{{
 		Name: "the Route is gone: nothing is written",
@@ -212,25 +236,138 @@ func TestReconcileTable(t *testing.T) {
 			}
 		},
 	}, {
-		Name: "a split with tags: each tag has its URL",
-		Key:  key,
-		Objects: []client.Object{rte(traffic(v1.TrafficTarget{Tag: "current", ConfigurationName: "hello", Percent: ptr(int64(75))},
-			v1.TrafficTarget{Tag: "old", RevisionName: "hello-00001", Percent: ptr(int64(25))})),
-			cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r)},
-		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		Name:       "a split with tags: each tag has its URL",
+		Key:        key,
+		Objects:    []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r)},
+		WantWrites: []string{"create Ingress ns/hello", "create Service ns/current-hello", "create Service ns/old-hello", "status Route ns/hello"},
 		Check: func(t *testing.T, env *rt.Env) {
 			wantStatus([]v1.TrafficTarget{
 				{Tag: "current", RevisionName: "hello-00002", LatestRevision: ptr(true), Percent: ptr(int64(75)), URL: "http://current-hello.ns.example.com"},
 				{Tag: "old", RevisionName: "hello-00001", LatestRevision: ptr(false), Percent: ptr(int64(25)), URL: "http://old-hello.ns.example.com"},
 			}, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
-			var hosts []string
-			for _, rule := range env.Written(rt.Create, "Ingress", "hello").(*netv1alpha1.Ingress).Spec.Rules {
-				hosts = append(hosts, rule.Hosts[0])
+			if hosts, want := ruleHosts(env, rt.Create), []string{"hello.ns.example.com", "hello.ns", "current-hello.ns.example.com", "current-hello.ns", "old-hello.ns.example.com", "old-hello.ns"}; !equality.Semantic.DeepEqual(hosts, want) {
+				t.Errorf("KIngress hosts %v, want %v", hosts, want)
 			}
-			if want := []string{"hello.ns.example.com", "hello.ns", "current-hello.ns.example.com", "current-hello.ns", "old-hello.ns.example.com", "old-hello.ns"}; !equality.Semantic.DeepEqual(hosts, want) {
+			// Each tag's in-cluster name, <tag>-<route>, is the Route's, pointing at the gateway.
+			for _, tag := range []string{"current", "old"} {
+				svc := env.Written(rt.Create, "Service", tag+"-hello").(*corev1.Service)
+				if svc.Spec.Type != corev1.ServiceTypeExternalName || svc.Spec.ExternalName != gateway || !metav1.IsControlledBy(svc, r) ||
+					svc.Labels[v1.RouteLabelKey] != "hello" || svc.Labels[v1.ServiceLabelKey] != "hello" {
+					t.Errorf("created placeholder of tag %s: %+v", tag, svc)
+				}
+			}
+		},
+	}, {
+		Name: "a tag's placeholder Service labelled cluster-local: the tag's URL and KIngress rule are in-cluster only, the label stays",
+		Key:  key,
+		Objects: []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue),
+			placeholder(r), tagPlaceholder(r, "current"), privately(tagPlaceholder(r, "old"))},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			wantStatus([]v1.TrafficTarget{
+				{Tag: "current", RevisionName: "hello-00002", LatestRevision: ptr(true), Percent: ptr(int64(75)), URL: "http://current-hello.ns.example.com"},
+				{Tag: "old", RevisionName: "hello-00001", LatestRevision: ptr(false), Percent: ptr(int64(25)), URL: "http://old-hello.ns.svc.cluster.local"},
+			}, rt.Unknown(duck.ConditionReady, v1.ReasonIngressNotConfigured, v1.MessageIngressNotConfigured), assigned, notConfigd, noTLS)(t, env)
+			if hosts, want := ruleHosts(env, rt.Create), []string{"hello.ns.example.com", "hello.ns", "current-hello.ns.example.com", "current-hello.ns", "old-hello.ns"}; !equality.Semantic.DeepEqual(hosts, want) {
+				t.Errorf("KIngress hosts %v, want %v", hosts, want)
+			}
+			stored := &corev1.Service{}
+			if !env.Get(t, rt.Key(ns, "old-hello"), stored) || stored.Labels[v1.VisibilityLabelKey] != v1.VisibilityClusterLocal {
+				t.Errorf("the user's label is gone: %v", stored.Labels)
+			}
+		},
+	}, {
+		Name: "a labelled tag placeholder Service that drifted is put back with the user's label kept",
+		Key:  key,
+		Objects: []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue),
+			placeholder(r), tagPlaceholder(r, "current"), func() client.Object {
+				s := privately(tagPlaceholder(r, "old"))
+				s.Spec.ExternalName = "elsewhere.example.com"
+				delete(s.Labels, v1.RouteLabelKey)
+				return s
+			}()},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello", "update Service ns/old-hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			s := env.Written(rt.Update, "Service", "old-hello").(*corev1.Service)
+			if s.Spec.ExternalName != gateway || s.Labels[v1.RouteLabelKey] != "hello" || s.Labels[v1.VisibilityLabelKey] != v1.VisibilityClusterLocal {
+				t.Errorf("updated placeholder of tag old: %+v", s)
+			}
+			if tr := written(t, env).Status.Traffic; len(tr) != 2 || tr[1].URL != "http://old-hello.ns.svc.cluster.local" {
+				t.Errorf("status.traffic %+v, want old's URL in-cluster", tr)
+			}
+		},
+	}, {
+		Name: "the Route's own placeholder Service labelled: its URL is in-cluster, its tags stay external (as Knative)",
+		Key:  key,
+		Objects: []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue),
+			privately(placeholder(r)), tagPlaceholder(r, "current"), tagPlaceholder(r, "old")},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			got := written(t, env)
+			if got.Status.URL != "http://hello.ns.svc.cluster.local" || got.Status.Traffic[0].URL != "http://current-hello.ns.example.com" {
+				t.Errorf("url %q, traffic %+v", got.Status.URL, got.Status.Traffic)
+			}
+			if hosts, want := ruleHosts(env, rt.Create), []string{"hello.ns", "current-hello.ns.example.com", "current-hello.ns", "old-hello.ns.example.com", "old-hello.ns"}; !equality.Semantic.DeepEqual(hosts, want) {
 				t.Errorf("KIngress hosts %v, want %v", hosts, want)
 			}
 		},
+	}, {
+		Name: "a cluster-local Route: every tag is cluster-local, whatever its placeholder Service says",
+		Key:  key,
+		Objects: []client.Object{rte(tagSplit, func(r *v1.Route) { r.Labels[v1.VisibilityLabelKey] = v1.VisibilityClusterLocal }),
+			cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue), placeholder(r), tagPlaceholder(r, "current"), tagPlaceholder(r, "old")},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			got := written(t, env)
+			if got.Status.URL != "http://hello.ns.svc.cluster.local" || got.Status.Traffic[0].URL != "http://current-hello.ns.svc.cluster.local" ||
+				got.Status.Traffic[1].URL != "http://old-hello.ns.svc.cluster.local" {
+				t.Errorf("url %q, traffic %+v", got.Status.URL, got.Status.Traffic)
+			}
+			for _, rule := range env.Written(rt.Create, "Ingress", "hello").(*netv1alpha1.Ingress).Spec.Rules {
+				if rule.Visibility != netv1alpha1.IngressVisibilityClusterLocal {
+					t.Errorf("a %s rule for %v", rule.Visibility, rule.Hosts)
+				}
+			}
+		},
+	}, {
+		Name: "a tag removed: its placeholder Service is deleted; another owner's, and one of another Route, are left alone",
+		Key:  key,
+		Objects: []client.Object{rte(), cfgReady, rev1, placeholder(r), ingress(r, toLatest, ingReady), tagPlaceholder(r, "old"),
+			notOwned(tagPlaceholder(r, "theirs")), func() client.Object {
+				other := rte(func(o *v1.Route) { o.Name, o.UID = "other", "other-uid" })
+				return tagPlaceholder(other, "old")
+			}()},
+		WantWrites: []string{"delete Service ns/old-hello", "status Route ns/hello"},
+		Check: func(t *testing.T, env *rt.Env) {
+			for _, name := range []string{"theirs-hello", "old-other"} {
+				if !env.Get(t, rt.Key(ns, name), &corev1.Service{}) {
+					t.Errorf("Service %s deleted", name)
+				}
+			}
+		},
+	}, {
+		Name: "a tag's placeholder Service name is taken: NotOwned on IngressReady, the tag stays external",
+		Key:  key,
+		Objects: []client.Object{rte(tagSplit), cfg("hello-00002", ready), rev1, rev("hello-00002", corev1.ConditionTrue),
+			placeholder(r), tagPlaceholder(r, "current"), notOwned(privately(tagPlaceholder(r, "old")))},
+		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
+		WantEvents: []string{`Warning NotOwned hello: There is an existing placeholder Service "old-hello" that we do not own.`},
+		Check: func(t *testing.T, env *rt.Env) {
+			got := written(t, env)
+			rt.CheckConditions(t, "Route", got.Status.Conditions,
+				rt.False(duck.ConditionReady, duck.ReasonNotOwned, `There is an existing placeholder Service "old-hello" that we do not own.`),
+				assigned, rt.False(v1.RouteConditionIngressReady, duck.ReasonNotOwned, `There is an existing placeholder Service "old-hello" that we do not own.`), noTLS)
+			if got.Status.Traffic[1].URL != "http://old-hello.ns.example.com" {
+				t.Errorf("traffic %+v", got.Status.Traffic)
+			}
+		},
+	}, {
+		Name: "traffic not resolved: the tags' placeholder Services are neither made nor deleted",
+		Key:  key,
+		Objects: []client.Object{rte(traffic(v1.TrafficTarget{Tag: "next", RevisionName: "hello-00009", Percent: ptr(int64(100))})),
+			placeholder(r), tagPlaceholder(r, "old")},
+		WantWrites: []string{"status Route ns/hello"},
+		WantEvents: []string{`Warning RevisionMissing hello: Revision "hello-00009" referenced in traffic not found.`},
 	}, {
 		Name:       "the Configuration is missing: ConfigurationMissing, no KIngress, and the Route waits for it",
 		Key:        key,

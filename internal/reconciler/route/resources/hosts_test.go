@@ -136,3 +136,101 @@ func TestMakeHosts(t *testing.T) {
 		})
 	}
 }
+
+// TestWithClusterLocal: a tag (or the Route itself) made cluster-local by its
+// placeholder Service's label has only its in-cluster host, http, whatever
+// domain-template, tag-template and default-external-scheme say for the external one;
+// the other names keep theirs. A cluster-local Route is so for every tag already.
+func TestWithClusterLocal(t *testing.T) {
+	traffic := []v1.TrafficTarget{{Tag: "v1"}, {Tag: "v2"}}
+	tests := []struct {
+		name    string
+		network map[string]string
+		labels  map[string]string
+		local   map[string]bool
+		// URLs of "", v1, v2, then the external hosts the KIngress has.
+		urls     [3]string
+		external []string
+		certs    bool // an external host is left for a Certificate
+	}{{
+		name:     "none labelled",
+		local:    map[string]bool{},
+		urls:     [3]string{"http://hello.ns.example.com", "http://v1-hello.ns.example.com", "http://v2-hello.ns.example.com"},
+		external: []string{"hello.ns.example.com", "v1-hello.ns.example.com", "v2-hello.ns.example.com"},
+		certs:    true,
+	}, {
+		name:     "one tag labelled",
+		local:    map[string]bool{"v2": true},
+		urls:     [3]string{"http://hello.ns.example.com", "http://v1-hello.ns.example.com", "http://v2-hello.ns.svc.cluster.local"},
+		external: []string{"hello.ns.example.com", "v1-hello.ns.example.com"},
+		certs:    true,
+	}, {
+		name:     "a tag labelled under other templates and https",
+		network:  map[string]string{"domain-template": "{{.Name}}-{{.Namespace}}.{{.Domain}}", "tag-template": "{{.Name}}-{{.Tag}}", "default-external-scheme": "https"},
+		local:    map[string]bool{"v1": true},
+		urls:     [3]string{"https://hello-ns.example.com", "http://hello-v1.ns.svc.cluster.local", "https://hello-v2-ns.example.com"},
+		external: []string{"hello-ns.example.com", "hello-v2-ns.example.com"},
+		certs:    true,
+	}, {
+		name:     "the Route's own placeholder labelled: its tags stay external",
+		local:    map[string]bool{"": true},
+		urls:     [3]string{"http://hello.ns.svc.cluster.local", "http://v1-hello.ns.example.com", "http://v2-hello.ns.example.com"},
+		external: []string{"v1-hello.ns.example.com", "v2-hello.ns.example.com"},
+		certs:    true,
+	}, {
+		name:  "all labelled: nothing external",
+		local: map[string]bool{"": true, "v1": true, "v2": true},
+		urls:  [3]string{"http://hello.ns.svc.cluster.local", "http://v1-hello.ns.svc.cluster.local", "http://v2-hello.ns.svc.cluster.local"},
+	}, {
+		name:   "a cluster-local Route: every tag, labelled or not",
+		labels: map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal},
+		local:  map[string]bool{"v1": true},
+		urls:   [3]string{"http://hello.ns.svc.cluster.local", "http://v1-hello.ns.svc.cluster.local", "http://v2-hello.ns.svc.cluster.local"},
+	}, {
+		name:     "a tag no longer in traffic is not added",
+		local:    map[string]bool{"gone": true, "v1": false},
+		urls:     [3]string{"http://hello.ns.example.com", "http://v1-hello.ns.example.com", "http://v2-hello.ns.example.com"},
+		external: []string{"hello.ns.example.com", "v1-hello.ns.example.com", "v2-hello.ns.example.com"},
+		certs:    true,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &v1.Route{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", Labels: tc.labels}}
+			plain, err := MakeHosts(configWith(t, nil, tc.network), r, traffic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := [3]string{plain.URL(""), plain.URL("v1"), plain.URL("v2")}
+			h := plain.WithClusterLocal(tc.local)
+			if got := [3]string{h.URL(""), h.URL("v1"), h.URL("v2")}; got != tc.urls {
+				t.Errorf("URLs %v, want %v", got, tc.urls)
+			}
+			if after := [3]string{plain.URL(""), plain.URL("v1"), plain.URL("v2")}; after != before {
+				t.Errorf("WithClusterLocal changed the hosts it was called on: %v, were %v", after, before)
+			}
+			if !reflect.DeepEqual(h.Tags(), []string{"", "v1", "v2"}) {
+				t.Errorf("tags %v", h.Tags())
+			}
+			targets := []v1.TrafficTarget{{RevisionName: "x", Percent: p(100)}, {RevisionName: "x", Tag: "v1", Percent: p(0)}, {RevisionName: "y", Tag: "v2", Percent: p(0)}}
+			ing := MakeIngress(r, targets, rollout.TagHosts(targets, nil), h, false)
+			var external, local []string
+			for _, rule := range ing.Spec.Rules {
+				if rule.Visibility == netv1alpha1.IngressVisibilityExternalIP {
+					external = append(external, rule.Hosts...)
+				} else {
+					local = append(local, rule.Hosts[0])
+				}
+			}
+			if !reflect.DeepEqual(external, tc.external) {
+				t.Errorf("external hosts %v, want %v", external, tc.external)
+			}
+			// Every name is still served in the cluster, whatever its visibility.
+			if n := h.ServiceName("v1"); !reflect.DeepEqual(local, []string{"hello.ns", n + ".ns", h.ServiceName("v2") + ".ns"}) {
+				t.Errorf("cluster-local rules' hosts %v", local)
+			}
+			if h.AnyExternal() != tc.certs {
+				t.Errorf("AnyExternal = %v", h.AnyExternal())
+			}
+		})
+	}
+}

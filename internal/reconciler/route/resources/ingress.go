@@ -34,7 +34,8 @@ const (
 // tagged is what each tag's own host serves (rollout.TagHosts), a tag's entries
 // together and summing to 100. Each set of hosts gets an ExternalIP rule (unless the
 // Route is cluster-local) and a ClusterLocal rule. hosts must have been made for
-// these tags.
+// these tags. A tag that is cluster-local (the Route, or the tag's placeholder Service)
+// gets the ClusterLocal rule alone, as Knative's makeIngressSpec does.
 //
 // tagHeaderRouting (config-features tag-header-based-routing Enabled) builds the
 // paths as Knative does: the Route's own rules first get one path per tag, sorted,
@@ -115,7 +116,7 @@ func makeRules(hosts *Hosts, tag string, paths []netv1alpha1.HTTPIngressPath) []
 		Visibility: netv1alpha1.IngressVisibilityClusterLocal,
 		HTTP:       http,
 	}
-	if hosts.ClusterLocal {
+	if hosts.IsClusterLocal(tag) {
 		return []netv1alpha1.IngressRule{local}
 	}
 	external := netv1alpha1.IngressRule{

@@ -3,6 +3,7 @@
 package resources
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -27,7 +28,8 @@ func IsClusterLocal(r *v1.Route) bool {
 // for each of its tags, computed as Knative does: config-domain picks the domain by the
 // Route's labels, tag-template names each tag, and domain-template makes the host
 // (Knative's default template for cluster-local Routes); every host must be a fully
-// qualified domain name.
+// qualified domain name. A tag (or the Route itself) whose placeholder Service the user
+// labelled cluster-local (WithClusterLocal) has only its in-cluster host.
 type Hosts struct {
 	// ClusterLocal: the Route has no external hosts (the visibility label, or
 	// config-domain gave it svc.cluster.local).
@@ -37,6 +39,7 @@ type Hosts struct {
 	scheme       string
 	names        map[string]string // tag → first label: the Route's name or tag-template's output
 	hosts        map[string]string // tag → the external host, or the in-cluster one if ClusterLocal
+	local        map[string]bool   // tags made cluster-local by their placeholder Service
 }
 
 // MakeHosts computes the Route's hosts for itself and for every tag in traffic. An
@@ -89,8 +92,48 @@ func DefaultHosts(r *v1.Route, traffic []v1.TrafficTarget) *Hosts {
 	return h
 }
 
+// WithClusterLocal returns the hosts with the tags of local ("" for the Route itself)
+// made cluster-local, as Knative's visibility resolver does for a tag whose placeholder
+// Service carries the visibility label: the tag's host becomes its in-cluster name
+// <name>.<ns>.svc.cluster.local (Knative's default domain-template, whatever
+// config-network's is), its URL http, and its KIngress rules the cluster-local one
+// alone. A cluster-local Route is so for all its tags already.
+func (h *Hosts) WithClusterLocal(local map[string]bool) *Hosts {
+	out := *h
+	out.local = map[string]bool{}
+	out.hosts = maps.Clone(h.hosts)
+	for tag, on := range local {
+		if _, ok := h.hosts[tag]; !ok || !on || h.ClusterLocal {
+			continue
+		}
+		out.local[tag] = true
+		out.hosts[tag] = join(h.names[tag], h.namespace, ClusterDomain)
+	}
+	return &out
+}
+
+// IsClusterLocal reports whether the host of tag ("" for the Route itself) is served
+// only in the cluster: the whole Route is, or the tag's placeholder Service says so.
+func (h *Hosts) IsClusterLocal(tag string) bool { return h.ClusterLocal || h.local[tag] }
+
+// AnyExternal reports whether any of the hosts is external: a Route whose hosts are
+// all cluster-local has no external-domain Certificate, as in Knative.
+func (h *Hosts) AnyExternal() bool {
+	for tag := range h.hosts {
+		if !h.IsClusterLocal(tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// ServiceName is the name of the placeholder Service of tag ("" for the Route itself):
+// the first label of its hosts, the Route's name or tag-template's output, as Knative
+// names it (domains.HostnameFromTemplate).
+func (h *Hosts) ServiceName(tag string) string { return h.names[tag] }
+
 // Host is the Route's host for a tag ("" for the Route itself): the external one, or
-// the in-cluster one for a cluster-local Route.
+// the in-cluster one for a cluster-local Route or tag.
 func (h *Hosts) Host(tag string) string { return h.hosts[tag] }
 
 // Domain is the config-domain domain of the Route's hosts (the cluster domain for a
@@ -110,7 +153,12 @@ func (h *Hosts) Tags() []string {
 
 // URL is the Route's URL (status.url) or a tag's (status.traffic[].url): with
 // default-external-scheme for external hosts, http for cluster-local ones.
-func (h *Hosts) URL(tag string) string { return h.scheme + "://" + h.hosts[tag] }
+func (h *Hosts) URL(tag string) string {
+	if h.local[tag] {
+		return "http://" + h.hosts[tag]
+	}
+	return h.scheme + "://" + h.hosts[tag]
+}
 
 // ClusterLocalHosts are all the names an in-cluster client may use, as Knative lists
 // them: name.ns, name.ns.svc, name.ns.svc.cluster.local.

@@ -152,12 +152,18 @@ func TestMakeIngress(t *testing.T) {
 }
 
 func TestMakePlaceholderService(t *testing.T) {
-	s := MakePlaceholderService(route(map[string]string{v1.ServiceLabelKey: "hello"}), "gw.example.svc.cluster.local")
+	s := MakePlaceholderService(route(map[string]string{v1.ServiceLabelKey: "hello"}), "hello", "gw.example.svc.cluster.local")
 	if s.Spec.Type != corev1.ServiceTypeExternalName || s.Spec.ExternalName != "gw.example.svc.cluster.local" {
 		t.Errorf("spec = %+v", s.Spec)
 	}
-	if s.Labels[v1.RouteLabelKey] != "hello" || s.Labels[v1.ServiceLabelKey] != "hello" || !metav1.IsControlledBy(s, route(nil)) {
+	if s.Name != "hello" || s.Labels[v1.RouteLabelKey] != "hello" || s.Labels[v1.ServiceLabelKey] != "hello" || !metav1.IsControlledBy(s, route(nil)) {
 		t.Errorf("metadata = %+v", s.ObjectMeta)
+	}
+	// A tag's is the same but for its name; a cluster-local Route's visibility label is
+	// not copied (it is the user's, per name).
+	tag := MakePlaceholderService(route(map[string]string{v1.ServiceLabelKey: "hello", v1.VisibilityLabelKey: v1.VisibilityClusterLocal}), "v1-hello", "gw.example.svc.cluster.local")
+	if tag.Name != "v1-hello" || !reflect.DeepEqual(tag.Spec, s.Spec) || !reflect.DeepEqual(tag.Labels, s.Labels) || !metav1.IsControlledBy(tag, route(nil)) {
+		t.Errorf("tag placeholder = %+v", tag)
 	}
 }
 
@@ -314,6 +320,38 @@ func TestMakeIngressTagHeaderRouting(t *testing.T) {
 						t.Errorf("%v: split %s appends %v", rule.Hosts, s.ServiceName, s.AppendHeaders)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestClusterLocalTags: which names a placeholder Service's visibility label makes
+// cluster-local, as Knative reads it: any value, on the Service of that name only.
+func TestClusterLocalTags(t *testing.T) {
+	svc := func(labels map[string]string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	}
+	tests := []struct {
+		name     string
+		services map[string]*corev1.Service
+		want     map[string]bool
+	}{
+		{name: "none", services: map[string]*corev1.Service{}, want: map[string]bool{}},
+		{name: "unlabelled", services: map[string]*corev1.Service{"": svc(nil), "v1": svc(map[string]string{v1.RouteLabelKey: "hello"})}, want: map[string]bool{}},
+		{name: "one tag labelled cluster-local", services: map[string]*corev1.Service{
+			"":   svc(nil),
+			"v1": svc(map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal}),
+			"v2": svc(nil),
+		}, want: map[string]bool{"v1": true}},
+		{name: "any value counts, as in Knative", services: map[string]*corev1.Service{"v1": svc(map[string]string{v1.VisibilityLabelKey: "private"})}, want: map[string]bool{"v1": true}},
+		{name: "an empty value does not", services: map[string]*corev1.Service{"v1": svc(map[string]string{v1.VisibilityLabelKey: ""})}, want: map[string]bool{}},
+		{name: "the Route's own", services: map[string]*corev1.Service{"": svc(map[string]string{v1.VisibilityLabelKey: v1.VisibilityClusterLocal})}, want: map[string]bool{"": true}},
+		{name: "no Service (a name taken)", services: map[string]*corev1.Service{"v1": nil}, want: map[string]bool{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ClusterLocalTags(tc.services); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ClusterLocalTags = %v, want %v", got, tc.want)
 			}
 		})
 	}
