@@ -37,7 +37,11 @@ func runAPIServer(ctx context.Context, ln net.Listener, etcdURL string, creds *c
 	port := ln.Addr().(*net.TCPAddr).Port
 	endpoints := []string{"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none"}
 	if advertise.IsValid() {
-		endpoints = []string{"--advertise-address=" + advertise.String(), "--endpoint-reconciler-type=lease"}
+		// Webhooks (Ferry's own, installed from config/) are called at their Service's
+		// endpoints, not its ClusterIP: the host's route for the service CIDR leads
+		// to the node of whichever ferry up took it first.
+		endpoints = []string{"--advertise-address=" + advertise.String(), "--endpoint-reconciler-type=lease",
+			"--enable-aggregator-routing=true"}
 	}
 	err := fs.Parse(append(append([]string{
 		"--etcd-servers=" + etcdURL,
