@@ -21,6 +21,10 @@
 // (volumes.go), the user, memory and CPU limits of its spec, and cgroups mounted
 // read-only.
 //
+// Whether a pod runs isolated or as plain processes (below) is its runtime's business
+// alone (runtime.go: isolated.go, processes.go): the pod's runner is handed one and
+// does the same with either.
+//
 // What a kubelet does for a pod, this node does too (pod.go): the env and envFrom
 // that virtual-kubelet resolves, command and args with $(VAR), readiness, liveness and
 // startup probes with the kubelet's own probers (probe.go), restarts with the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/cri-client/pkg/logs"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/clusternet"
 )
 
 // Reasons a container waits with, beside the kubelet's own (ContainerCreating,
@@ -43,22 +43,20 @@ func retryBackOff(failures int) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
-// podRunner runs one pod: its network namespace and files, its containers (restarted
-// as the kubelet restarts them), their probes, and its termination.
+// podRunner runs one pod: its sandbox, its containers (restarted as the kubelet
+// restarts them), their probes, and its termination, with the runtime it is handed.
 type podRunner struct {
 	n      *Node
+	rt     runtime
 	ctx    context.Context // done once the pod is being deleted
 	cancel context.CancelFunc
 	done   chan struct{}
 	dir    string
 
-	mu      sync.Mutex
-	pod     *corev1.Pod
-	phase   corev1.PodPhase
-	sandbox *sandbox // the pod's network namespace, once made
-	// port is the serving container's PORT when the node runs processes: a free one
-	// of the host's, recorded on the pod (v1.ServingPortAnnotationKey); 0 otherwise.
-	port        int
+	mu          sync.Mutex
+	pod         *corev1.Pod
+	phase       corev1.PodPhase
+	sandbox     *sandbox // what the pod's containers share, once made
 	started     metav1.Time
 	readySince  metav1.Time
 	ctrs        []*containerRun
@@ -71,15 +69,15 @@ type containerRun struct {
 	program Program
 	// Guarded by the pod's mu:
 	status  corev1.ContainerStatus
-	id      string   // the current run's container (runc's, or the process's)
+	id      string   // the current run's, for the runtime
 	logs    []string // every run's log file, the current last
 	running bool
 	ready   bool
 }
 
-func newPodRunner(n *Node, pod *corev1.Pod) *podRunner {
+func newPodRunner(n *Node, rt runtime, pod *corev1.Pod) *podRunner {
 	ctx, cancel := context.WithCancel(n.ctx)
-	r := &podRunner{n: n, ctx: ctx, cancel: cancel, done: make(chan struct{}), pod: pod.DeepCopy(),
+	r := &podRunner{n: n, rt: rt, ctx: ctx, cancel: cancel, done: make(chan struct{}), pod: pod.DeepCopy(),
 		phase: corev1.PodPending, started: metav1.Now(), dir: filepath.Join(n.dir, "pods", string(pod.UID))}
 	for i := range r.pod.Spec.Containers {
 		c := &r.pod.Spec.Containers[i]
@@ -110,9 +108,9 @@ func (r *podRunner) run() {
 	r.terminate(&wg)
 }
 
-// prepare builds or finds each container's program, then makes the pod's network
-// namespace and files, retrying what fails with a back-off that the container's
-// waiting reason shows. It returns false if the pod was deleted first.
+// prepare builds or finds each container's program, then makes the pod's sandbox,
+// retrying what fails with a back-off that the container's waiting reason shows. It
+// returns false if the pod was deleted first, or can never run.
 func (r *podRunner) prepare() bool {
 	for failures := 0; ; failures++ {
 		err := r.resolvePrograms()
@@ -122,8 +120,7 @@ func (r *podRunner) prepare() bool {
 		if err == nil {
 			return true
 		}
-		if errors.Is(err, errPermanent) {
-			<-r.ctx.Done()
+		if _, permanent := waitReason(err); permanent {
 			return false
 		}
 		select {
@@ -157,28 +154,24 @@ func (r *podRunner) resolvePrograms() error {
 	return nil
 }
 
+// makeSandbox has the runtime make what the pod's containers share; a failure makes
+// them wait with its reason, and one that is for good says so in an Event too.
 func (r *podRunner) makeSandbox() error {
-	if r.n.procs != nil {
-		return r.makeProcessSandbox()
-	}
-	r.mu.Lock()
-	sb := r.sandbox
-	r.mu.Unlock()
-	if sb == nil {
-		var err error
-		if sb, err = r.n.network.create(r.ctx, string(r.pod.UID)); err != nil {
-			r.setAllWaiting("CreateContainerConfigError", "pod network: "+err.Error())
-			return err
+	sb, err := r.rt.sandbox(r.ctx, r.pod, r.dir)
+	if err != nil {
+		reason, permanent := waitReason(err)
+		r.setAllWaiting(reason, err.Error())
+		if permanent {
+			r.n.event(r.snapshot(), corev1.EventTypeWarning, reason, err.Error())
 		}
-		r.mu.Lock()
-		r.sandbox = sb
-		r.mu.Unlock()
-	}
-	if err := podFiles(r.ctx, r.n.client, r.pod, sb.ip.String(), r.dir, clusternet.DNSClusterIP); err != nil {
-		r.setAllWaiting("CreateContainerConfigError", err.Error())
 		return err
 	}
 	r.mu.Lock()
+	r.sandbox = sb
+	if len(sb.annotations) > 0 && r.pod.Annotations == nil {
+		r.pod.Annotations = map[string]string{}
+	}
+	maps.Copy(r.pod.Annotations, sb.annotations)
 	r.phase = corev1.PodRunning
 	r.mu.Unlock()
 	return nil
@@ -219,7 +212,6 @@ func (r *podRunner) runContainer(c *containerRun) {
 // exit code, or an error if it could not start.
 func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	id := fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(string(r.pod.UID), "-", "")[:12], c.spec.Name, run)
-	bundle := filepath.Join(r.dir, "containers", id)
 	logPath := filepath.Join(r.dir, "logs", c.spec.Name, fmt.Sprintf("%d.log", run))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o700); err != nil {
 		return 0, err
@@ -230,19 +222,19 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	}
 	defer lf.close()
 	stdout, stderr := lf.stream("stdout"), lf.stream("stderr")
-	cmd, err := r.start(c, id, bundle, stdout, stderr)
+	r.mu.Lock()
+	sb := r.sandbox
+	r.mu.Unlock()
+	cmd, err := r.rt.start(containerStart{id: id, pod: r.pod, container: c.spec, program: c.program, dir: r.dir, sandbox: sb,
+		stdout: stdout, stderr: stderr})
 	if err != nil {
 		return 0, err
-	}
-	runtimeName := "runc://"
-	if r.n.procs != nil {
-		runtimeName = "process://"
 	}
 	startedAt := metav1.Now()
 	r.mu.Lock()
 	c.id, c.running, c.ready = id, true, false
 	c.logs = append(c.logs, logPath)
-	c.status.ContainerID = runtimeName + id
+	c.status.ContainerID = r.rt.idScheme() + id
 	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt}}
 	c.status.Started = ptr(c.spec.StartupProbe == nil)
 	r.mu.Unlock()
@@ -271,10 +263,9 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	case waitErr != nil:
 		code = 128
 	}
-	_ = r.n.containers.remove(context.WithoutCancel(r.ctx), id)
-	_ = os.RemoveAll(filepath.Join(bundle, "rootfs"))
+	_ = r.rt.remove(context.WithoutCancel(r.ctx), id)
 	term := &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: "Completed", StartedAt: startedAt,
-		FinishedAt: metav1.Now(), ContainerID: runtimeName + id}
+		FinishedAt: metav1.Now(), ContainerID: r.rt.idScheme() + id}
 	if code != 0 {
 		term.Reason = "Error"
 		if c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
@@ -303,16 +294,6 @@ func lastLines(path string) string {
 	return strings.TrimRight(s, "\n")
 }
 
-// volumes are the pod's volumes as podFiles wrote them; only an emptyDir is writable,
-// as the kubelet mounts them.
-func (r *podRunner) volumes() map[string]mount {
-	vols := map[string]mount{}
-	for _, v := range r.pod.Spec.Volumes {
-		vols[v.Name] = mount{source: filepath.Join(r.dir, "volumes", v.Name), readOnly: v.EmptyDir == nil}
-	}
-	return vols
-}
-
 // terminate stops the pod as the kubelet does once it is deleted: its containers keep
 // serving through the preStop sleep while the gateways drain them, but no longer than
 // requests are in flight; then SIGTERM, and SIGKILL after the grace period.
@@ -320,7 +301,10 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 	ctx := context.WithoutCancel(r.ctx)
 	r.mu.Lock()
 	r.terminating = true
-	ip, sb, port := r.drainAddr(), r.sandbox, r.port
+	var drainAddr string
+	if r.sandbox != nil {
+		drainAddr = r.sandbox.drainAddr()
+	}
 	grace := 30 * time.Second
 	if g := r.pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		grace = time.Duration(*g) * time.Second
@@ -334,8 +318,8 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 		grace = min(grace, 5*time.Second)
 	}
 	deadline := time.Now().Add(grace)
-	if ip != "" && grace > 0 && !stopping {
-		r.n.drain(ctx, ip, preStopSleep(r.pod), deadline)
+	if drainAddr != "" && grace > 0 && !stopping {
+		r.n.drain(ctx, drainAddr, preStopSleep(r.pod), deadline)
 	}
 	r.signalAll(ctx, syscall.SIGTERM)
 	stopped := make(chan struct{})
@@ -354,11 +338,11 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 		r.signalAll(ctx, syscall.SIGKILL)
 		<-stopped
 	}
-	if sb != nil && r.n.network != nil {
-		r.n.network.remove(ctx, sb)
-	}
-	if port != 0 {
-		r.n.procs.releasePort(port)
+	r.mu.Lock()
+	sb := r.sandbox
+	r.mu.Unlock()
+	if sb != nil {
+		r.rt.release(ctx, sb)
 	}
 	_ = os.RemoveAll(r.dir)
 	r.mu.Lock()
@@ -402,7 +386,7 @@ func (r *podRunner) signalAll(ctx context.Context, sig syscall.Signal) {
 	}
 	r.mu.Unlock()
 	for _, id := range ids {
-		_ = r.n.containers.kill(ctx, id, sig)
+		_ = r.rt.kill(ctx, id, sig)
 	}
 }
 
@@ -521,7 +505,7 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 		}
 	}()
 	r.mu.Lock()
-	ip, port := r.podIP(), r.port
+	ip, port := r.podIP(), r.sandbox.port
 	r.mu.Unlock()
 	_, userPort := servingContainer(r.pod)
 	try := func(p *corev1.Probe, purpose string) (bool, string) {
@@ -531,7 +515,7 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 			p, ctr = retarget(p, ctr, userPort, int32(port))
 		}
 		return probeOnce(ctx, p, ctr, ip, purpose, func(ctx context.Context, args []string, out *bytes.Buffer) error {
-			cmd, err := r.n.containers.command(ctx, id, args, false)
+			cmd, err := r.rt.command(ctx, id, args, false)
 			if err != nil {
 				return err
 			}
@@ -611,11 +595,11 @@ func (r *podRunner) watch(ctx context.Context, p *corev1.Probe, try func(*corev1
 func (r *podRunner) restart(ctx context.Context, c *containerRun, id, purpose, why string) {
 	r.n.event(r.snapshot(), corev1.EventTypeWarning, "Unhealthy",
 		fmt.Sprintf("Container %s failed %s probe, will be restarted: %s", c.spec.Name, purpose, why))
-	_ = r.n.containers.kill(ctx, id, syscall.SIGTERM)
+	_ = r.rt.kill(ctx, id, syscall.SIGTERM)
 	if !sleep(ctx, 10*time.Second) {
 		return
 	}
-	_ = r.n.containers.kill(context.WithoutCancel(ctx), id, syscall.SIGKILL)
+	_ = r.rt.kill(context.WithoutCancel(ctx), id, syscall.SIGKILL)
 }
 
 func seconds(s int32) time.Duration { return time.Duration(s) * time.Second }

@@ -139,7 +139,7 @@ func TestProcessCommand(t *testing.T) {
 // TestProcesses runs a container as a process: its output, an exec probe beside it
 // with its env, and a signal that reaches what it started.
 func TestProcesses(t *testing.T) {
-	p := newProcesses()
+	p := newProcesses(nil, nil)
 	a, err := p.allocatePort()
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +149,10 @@ func TestProcesses(t *testing.T) {
 		t.Fatalf("ports %d and %d, %v", a, b, err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	ctr := &corev1.Container{Command: []string{"/bin/sh", "-c", "echo port $PORT; sleep 60 & wait"}}
+	ctr := &corev1.Container{Command: []string{"/bin/sh", "-c", "echo port $PORT; sleep 60 & wait"},
+		Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}
 	var out bytes.Buffer
-	cmd, err := p.start("c1", processConfig{pod: pod, container: ctr, port: a}, &out, &out)
+	cmd, err := p.start(containerStart{id: "c1", pod: pod, container: ctr, sandbox: &sandbox{port: a}, stdout: &out, stderr: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
