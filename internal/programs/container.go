@@ -26,30 +26,75 @@ func (r *podRunner) runContainer(c *containerRun) {
 		if r.ctx.Err() != nil {
 			return
 		}
-		backOff := retryBackOff(restarts + 1)
 		if time.Since(began) > 10*time.Minute {
-			restarts, backOff = 0, retryBackOff(1)
+			restarts = 0
 		}
-		if err != nil {
-			r.setWaiting(c, "RunContainerError", err.Error())
-		} else {
-			r.mu.Lock()
-			c.status.RestartCount++
-			c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
-				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s (exit code %d)", backOff, c.spec.Name, r.pod.Name, code)}}
-			r.mu.Unlock()
-			r.notify()
-		}
-		select {
-		case <-r.ctx.Done():
+		if !r.backOff(c, restarts, code, err) {
 			return
-		case <-time.After(backOff):
 		}
 	}
 }
 
-// runOnce runs the container once, with its probes, until it exits; it returns its
-// exit code, or an error if it could not start.
+// initialize runs the init containers in order, each to completion, as the kubelet
+// does before the pod's containers start. One that fails runs again after the
+// CrashLoopBackOff back-off, unless the pod's restartPolicy is Never, which fails the
+// pod. It returns true once all have completed, false if the pod was deleted or
+// failed first.
+func (r *podRunner) initialize() bool {
+	for _, c := range r.inits {
+		for restarts := 0; ; restarts++ {
+			code, err := r.runOnce(c, restarts)
+			if r.ctx.Err() != nil {
+				return false
+			}
+			if err == nil && code == 0 {
+				r.mu.Lock()
+				c.ready = true // as the kubelet reports a completed init container
+				r.mu.Unlock()
+				break
+			}
+			if err == nil && r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+				r.mu.Lock()
+				r.phase = corev1.PodFailed
+				r.mu.Unlock()
+				r.notify()
+				return false
+			}
+			if !r.backOff(c, restarts, code, err) {
+				return false
+			}
+		}
+	}
+	r.mu.Lock()
+	r.phase = corev1.PodRunning
+	if len(r.inits) > 0 {
+		r.initialized = metav1.Now()
+	}
+	r.mu.Unlock()
+	r.notify()
+	return true
+}
+
+// backOff waits out the CrashLoopBackOff before a container's next run, after its
+// restarts-th exited with code or could not start (err); the container waits with the
+// kubelet's reason meanwhile. It returns false if the pod was deleted first.
+func (r *podRunner) backOff(c *containerRun, restarts, code int, err error) bool {
+	backOff := retryBackOff(restarts + 1)
+	if err != nil {
+		r.setWaiting(c, "RunContainerError", err.Error())
+	} else {
+		r.mu.Lock()
+		c.status.RestartCount++
+		c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+			Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s (exit code %d)", backOff, c.spec.Name, r.pod.Name, code)}}
+		r.mu.Unlock()
+		r.notify()
+	}
+	return sleep(r.ctx, backOff)
+}
+
+// runOnce runs the container once, with its probes (an init container has none),
+// until it exits; it returns its exit code, or an error if it could not start.
 func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	id := fmt.Sprintf("%s-%s-%d", strings.ReplaceAll(string(r.pod.UID), "-", "")[:12], c.spec.Name, run)
 	logPath := filepath.Join(r.dir, "logs", c.spec.Name, fmt.Sprintf("%d.log", run))
@@ -77,11 +122,18 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	c.status.ContainerID = r.rt.idScheme() + id
 	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt}}
 	c.status.Started = ptr(c.spec.StartupProbe == nil)
+	// Started as the pod's termination began: its SIGTERM (signalAll) missed this run.
+	missed := r.terminating
 	r.mu.Unlock()
 	r.notify()
+	if missed {
+		_ = r.rt.kill(r.ctx, id, syscall.SIGTERM)
+	}
 
 	exited := make(chan struct{})
-	go r.probe(c, id, exited)
+	if !c.init {
+		go r.probe(c, id, exited)
+	}
 	waitErr := cmd.Wait()
 	if errors.Is(waitErr, exec.ErrWaitDelay) { // exited, but what it started kept its output
 		waitErr = nil

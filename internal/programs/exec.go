@@ -159,7 +159,7 @@ func (p *provider) PortForward(ctx context.Context, namespace, podName string, p
 func (r *podRunner) running(name string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.ctrs {
+	for _, c := range r.all() {
 		if c.spec.Name == name {
 			if !c.running {
 				return "", errdefs.InvalidInput(fmt.Sprintf("container %s of pod %s/%s is not running", name, r.pod.Namespace, r.pod.Name))

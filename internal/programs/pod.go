@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,8 +38,9 @@ func retryBackOff(failures int) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
-// podRunner runs one pod: its sandbox, its containers (restarted as the kubelet
-// restarts them), their probes, and its termination, with the runtime it is handed.
+// podRunner runs one pod: its sandbox, its init containers one after another, its
+// containers (restarted as the kubelet restarts them), their probes, and its
+// termination, with the runtime it is handed.
 type podRunner struct {
 	n      *Node
 	rt     runtime
@@ -52,7 +54,9 @@ type podRunner struct {
 	phase       corev1.PodPhase
 	sandbox     *sandbox // what the pod's containers share, once made
 	started     metav1.Time
+	initialized metav1.Time // when the last init container completed; zero before
 	readySince  metav1.Time
+	inits       []*containerRun
 	ctrs        []*containerRun
 	terminating bool
 }
@@ -60,6 +64,7 @@ type podRunner struct {
 // containerRun is one container of the pod across its restarts.
 type containerRun struct {
 	spec    *corev1.Container
+	init    bool // an init container: runs to completion, without probes
 	program Program
 	// Guarded by the pod's mu:
 	status  corev1.ContainerStatus
@@ -73,23 +78,41 @@ func newPodRunner(n *Node, rt runtime, pod *corev1.Pod) *podRunner {
 	ctx, cancel := context.WithCancel(n.ctx)
 	r := &podRunner{n: n, rt: rt, ctx: ctx, cancel: cancel, done: make(chan struct{}), pod: pod.DeepCopy(),
 		phase: corev1.PodPending, started: metav1.Now(), dir: filepath.Join(n.dir, "pods", string(pod.UID))}
+	// As the kubelet reports them: containers wait for the init containers to complete.
+	waiting := "ContainerCreating"
+	for i := range r.pod.Spec.InitContainers {
+		r.inits = append(r.inits, newContainerRun(&r.pod.Spec.InitContainers[i], true, "PodInitializing"))
+		waiting = "PodInitializing"
+	}
 	for i := range r.pod.Spec.Containers {
-		c := &r.pod.Spec.Containers[i]
-		r.ctrs = append(r.ctrs, &containerRun{spec: c, status: corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
-		}})
+		r.ctrs = append(r.ctrs, newContainerRun(&r.pod.Spec.Containers[i], false, waiting))
 	}
 	return r
 }
 
-// run takes the pod from creation to its end: prepare, run containers until the pod is
-// deleted, terminate, report.
+func newContainerRun(c *corev1.Container, init bool, waiting string) *containerRun {
+	return &containerRun{spec: c, init: init, status: corev1.ContainerStatus{
+		Name: c.Name, Image: c.Image, ImageID: c.Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting}},
+	}}
+}
+
+// all is every container of the pod, the init containers first.
+func (r *podRunner) all() []*containerRun { return append(slices.Clone(r.inits), r.ctrs...) }
+
+// run takes the pod from creation to its end: prepare, run the init containers, run
+// the containers until the pod is deleted, terminate, report. Termination may begin
+// at any of these steps.
 func (r *podRunner) run() {
 	defer close(r.done)
 	r.notify()
 	var wg sync.WaitGroup
-	if r.prepare() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if !r.prepare() || !r.initialize() {
+			return
+		}
 		for _, c := range r.ctrs {
 			wg.Add(1)
 			go func() {
@@ -97,7 +120,7 @@ func (r *podRunner) run() {
 				r.runContainer(c)
 			}()
 		}
-	}
+	}()
 	<-r.ctx.Done()
 	r.terminate(&wg)
 }
@@ -126,7 +149,7 @@ func (r *podRunner) prepare() bool {
 }
 
 func (r *podRunner) resolvePrograms() error {
-	for _, c := range r.ctrs {
+	for _, c := range r.all() {
 		if c.program.Path != "" {
 			continue
 		}
@@ -166,7 +189,6 @@ func (r *podRunner) makeSandbox() error {
 		r.pod.Annotations = map[string]string{}
 	}
 	maps.Copy(r.pod.Annotations, sb.annotations)
-	r.phase = corev1.PodRunning
 	r.mu.Unlock()
 	return nil
 }
@@ -180,7 +202,7 @@ func (r *podRunner) setWaiting(c *containerRun, reason, message string) {
 
 func (r *podRunner) setAllWaiting(reason, message string) {
 	r.mu.Lock()
-	for _, c := range r.ctrs {
+	for _, c := range r.all() {
 		c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
 	}
 	r.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // but the service account token that the API server adds to every pod.
 func unsupportedMounts(pod *corev1.Pod) []string {
 	var out []string
-	for _, c := range pod.Spec.Containers {
+	for _, c := range podContainers(pod) {
 		for _, vm := range c.VolumeMounts {
 			if vm.MountPath == serviceAccountDir && strings.HasPrefix(vm.Name, "kube-api-access-") {
 				continue
@@ -40,6 +41,11 @@ func unsupportedMounts(pod *corev1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// podContainers are the pod's init containers and containers.
+func podContainers(pod *corev1.Pod) []corev1.Container {
+	return append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
 }
 
 // needsIsolationMessage is the pod's waiting message for mounts it cannot have.
@@ -55,7 +61,7 @@ func notApplied(pod *corev1.Pod) []string {
 	if sc := pod.Spec.SecurityContext; sc != nil && (sc.RunAsUser != nil || sc.RunAsGroup != nil) {
 		out = append(out, "the pod's runAsUser/runAsGroup")
 	}
-	for _, c := range pod.Spec.Containers {
+	for _, c := range podContainers(pod) {
 		if sc := c.SecurityContext; sc != nil {
 			if sc.RunAsUser != nil || sc.RunAsGroup != nil {
 				out = append(out, fmt.Sprintf("container %s's runAsUser/runAsGroup", c.Name))

@@ -52,6 +52,11 @@ func TestUnsupportedMounts(t *testing.T) {
 	if msg := needsIsolationMessage(got); !strings.Contains(msg, "config at /etc/app") || !strings.Contains(msg, "runc") {
 		t.Errorf("message %q names neither the volume nor the way out", msg)
 	}
+	// An init container's emptyDir cannot be shared with the container either.
+	pod.Spec.InitContainers = []corev1.Container{{Name: "prepare", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}}
+	if got := unsupportedMounts(pod); !slices.Contains(got, "data at /data (container prepare)") {
+		t.Errorf("an init container's mount: %v", got)
+	}
 }
 
 func TestNotApplied(t *testing.T) {

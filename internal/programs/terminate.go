@@ -71,6 +71,11 @@ func (r *podRunner) terminate(wg *sync.WaitGroup) {
 			r.phase = corev1.PodFailed
 		}
 	}
+	for _, c := range r.inits {
+		if t := c.status.State.Terminated; t != nil && t.ExitCode != 0 {
+			r.phase = corev1.PodFailed
+		}
+	}
 	r.mu.Unlock()
 	r.notify()
 	if !stopping {
@@ -96,7 +101,7 @@ func preStopSleep(pod *corev1.Pod) time.Duration {
 func (r *podRunner) signalAll(ctx context.Context, sig syscall.Signal) {
 	r.mu.Lock()
 	var ids []string
-	for _, c := range r.ctrs {
+	for _, c := range r.all() {
 		if c.running {
 			ids = append(ids, c.id)
 		}
