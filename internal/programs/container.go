@@ -127,7 +127,7 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	r.mu.Unlock()
 	r.notify()
 	if missed {
-		_ = r.rt.kill(r.ctx, id, syscall.SIGTERM)
+		_ = r.rt.kill(context.WithoutCancel(r.ctx), id, syscall.SIGTERM)
 	}
 
 	exited := make(chan struct{})
