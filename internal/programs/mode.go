@@ -66,7 +66,8 @@ func ProcessesSupported() error {
 // says it at start-up (docs/programs.md says more).
 const ProcessesCaveats = `every pod is at 127.0.0.1 with its own PORT: a program that ignores PORT and
 listens on a fixed port is never ready (two pods of it would collide anyway);
-volumes are refused (the pod waits with NeedsIsolation); runAsUser, memory and CPU
+volumes are refused (the pod waits with NeedsIsolation), so an init container
+cannot hand files to the serving container in an emptyDir; runAsUser, memory and CPU
 limits, a read-only root and a private /dev are not applied: the programs run as
 ferry up's user and see the host's files and processes; they share the host's
 network, so Service ClusterIPs, cluster DNS and the in-cluster API server are not
