@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
@@ -49,20 +50,7 @@ func TestProgramsInitContainers(t *testing.T) {
 	if err := c.Create(ctx, svc.DeepCopy()); err == nil || !strings.Contains(err.Error(), "init-containers is off") {
 		t.Fatalf("a Service with initContainers before kubernetes.podspec-init-containers is on: %v, want refused", err)
 	}
-	features := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "config-features"},
-		Data: map[string]string{"kubernetes.podspec-init-containers": "Enabled"}}
-	if _, err := cs.CoreV1().ConfigMaps("ferry-system").Create(ctx, features, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-		_, err = cs.CoreV1().ConfigMaps("ferry-system").Update(ctx, features, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, time.Minute, func() (bool, string) {
-		err := c.Create(ctx, svc.DeepCopy())
-		return err == nil, fmt.Sprintf("creating the Service once the flag is on: %v", err)
-	})
+	createWithInitContainers(t, c, cs, svc)
 
 	// While the init container sleeps, the pod is Pending at Init:0/1 and its
 	// container waits; then the Service is Ready and the file is there.
@@ -131,6 +119,26 @@ func TestProgramsInitContainers(t *testing.T) {
 			t.Errorf("Initialized %+v, want False naming migrate", cond)
 		}
 	}
+}
+
+// createWithInitContainers turns kubernetes.podspec-init-containers on in ferry up's
+// config-features and creates svc once admission takes it.
+func createWithInitContainers(t *testing.T, c client.Client, cs *kubernetes.Clientset, svc *v1.Service) {
+	t.Helper()
+	ctx := context.Background()
+	features := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "config-features"},
+		Data: map[string]string{"kubernetes.podspec-init-containers": "Enabled"}}
+	if _, err := cs.CoreV1().ConfigMaps("ferry-system").Create(ctx, features, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		if _, err := cs.CoreV1().ConfigMaps("ferry-system").Update(ctx, features, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() (bool, string) {
+		err := c.Create(ctx, svc.DeepCopy())
+		return err == nil, fmt.Sprintf("creating Service %s once the flag is on: %v", svc.Name, err)
+	})
 }
 
 // printedStatuses is the STATUS column of kubectl get pods for the pods of selector:
