@@ -139,7 +139,7 @@ func describePod(p *corev1.Pod) (line, kind string, ready bool) {
 			why = append(why, formatCondition(string(c.Type), string(c.Status), c.Reason, c.Message))
 		}
 	}
-	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+	for _, cs := range unfinished(p) {
 		switch {
 		case cs.State.Waiting != nil:
 			w := fmt.Sprintf("container %s waiting: %s %s", cs.Name, cs.State.Waiting.Reason, truncate(cs.State.Waiting.Message, 120))
@@ -168,6 +168,19 @@ func describePod(p *corev1.Pod) (line, kind string, ready bool) {
 		line += "; " + strings.Join(why, "; ")
 	}
 	return strings.TrimSpace(line), strings.TrimSpace(kind), false
+}
+
+// unfinished are the statuses of the pod's containers that may say why it is not
+// ready: its init containers' (but those that completed, as every one of a running
+// pod has) and its containers'.
+func unfinished(p *corev1.Pod) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, cs := range p.Status.InitContainerStatuses {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			out = append(out, cs)
+		}
+	}
+	return append(out, p.Status.ContainerStatuses...)
 }
 
 func truncate(s string, n int) string {

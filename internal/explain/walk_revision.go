@@ -189,7 +189,7 @@ func podSaysWhy(p corev1.Pod) bool {
 			return true
 		}
 	}
-	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+	for _, cs := range unfinished(&p) {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
 			return true
 		}

@@ -21,12 +21,18 @@
 // (volumes.go), the user, memory and CPU limits of its spec, and cgroups mounted
 // read-only.
 //
-// What a kubelet does for a pod, this node does too (pod.go): the env and envFrom
-// that virtual-kubelet resolves, command and args with $(VAR), readiness, liveness and
-// startup probes with the kubelet's own probers (probe.go), restarts with the
-// CrashLoopBackOff back-off, exit codes and the log's last lines as the termination
-// message, logs in the CRI format read by the kubelet's reader (logs.go), and on
-// deletion the preStop sleep, SIGTERM, then SIGKILL. Ferry being the gateway too, a
+// Whether a pod runs isolated or as plain processes (below) is its runtime's business
+// alone (runtime.go: isolated.go, processes.go): the pod's runner is handed one and
+// does the same with either.
+//
+// What a kubelet does for a pod, this node does too (pod.go, container.go): the env
+// and envFrom that virtual-kubelet resolves, command and args with $(VAR), init
+// containers one after another to completion before the containers, readiness,
+// liveness and startup probes with the kubelet's own probers (probe.go), restarts with
+// the CrashLoopBackOff back-off, exit codes and the log's last lines as the termination
+// message, the status a kubelet reports (podstatus.go), logs in the CRI format read by
+// the kubelet's reader (logs.go), and on deletion (terminate.go) the preStop sleep,
+// SIGTERM, then SIGKILL. Ferry being the gateway too, a
 // leaving pod's drain ends as soon as the gateway has no request in flight to it
 // (Node.DrainWith) rather than at the end of the 310 s preStop sleep, as Knative's
 // queue-proxy ends its own wait once drained. Until a container's first readiness

@@ -33,7 +33,7 @@ func (p *provider) RunInContainer(ctx context.Context, namespace, podName, conta
 	if len(cmd) == 0 {
 		return errdefs.InvalidInput("a command is required")
 	}
-	c, err := (*Node)(p).containers.command(ctx, id, cmd, attach.TTY())
+	c, err := r.rt.command(ctx, id, cmd, attach.TTY())
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,10 @@ func (p *provider) PortForward(ctx context.Context, namespace, podName string, p
 		return err
 	}
 	r.mu.Lock()
-	ip, given := r.podIP(), r.port
+	ip, given := r.podIP(), 0
+	if r.sandbox != nil {
+		given = r.sandbox.port
+	}
 	r.mu.Unlock()
 	if ip == "" {
 		return fmt.Errorf("pod %s/%s has no network yet", namespace, podName)
@@ -156,7 +159,7 @@ func (p *provider) PortForward(ctx context.Context, namespace, podName string, p
 func (r *podRunner) running(name string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.ctrs {
+	for _, c := range r.all() {
 		if c.spec.Name == name {
 			if !c.running {
 				return "", errdefs.InvalidInput(fmt.Sprintf("container %s of pod %s/%s is not running", name, r.pod.Namespace, r.pod.Name))

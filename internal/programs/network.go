@@ -31,14 +31,6 @@ func newNetwork(plan clusternet.Plan) *network {
 	return &network{plan: plan, used: map[netip.Addr]bool{}}
 }
 
-// sandbox is one pod's network namespace.
-type sandbox struct {
-	name string // the namespace's, under /var/run/netns
-	ip   netip.Addr
-}
-
-func (s *sandbox) path() string { return "/var/run/netns/" + s.name }
-
 // create makes the namespace of the pod with uid, with an address of its own.
 func (n *network) create(ctx context.Context, uid string) (*sandbox, error) {
 	ip, err := n.allocate()
@@ -49,18 +41,18 @@ func (n *network) create(ctx context.Context, uid string) (*sandbox, error) {
 	if len(id) > 8 {
 		id = id[:8]
 	}
-	s := &sandbox{name: n.plan.Prefix + id, ip: ip}
+	s := &sandbox{netns: n.plan.Prefix + id, ip: ip}
 	node := n.plan.NodeNamespace()
-	veth := s.name // the node's end; interface names are at most 15 characters: prefix (7) + 8
+	veth := s.netns // the node's end; interface names are at most 15 characters: prefix (7) + 8
 	gw := n.plan.PodGateway.String()
 	steps := [][]string{
-		{"netns", "add", s.name},
-		{"-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", s.name},
-		{"-n", s.name, "link", "set", "lo", "up"},
-		{"-n", s.name, "addr", "add", ip.String() + "/32", "dev", "eth0"},
-		{"-n", s.name, "link", "set", "eth0", "up"},
-		{"-n", s.name, "route", "add", gw, "dev", "eth0"},
-		{"-n", s.name, "route", "add", "default", "via", gw},
+		{"netns", "add", s.netns},
+		{"-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", s.netns},
+		{"-n", s.netns, "link", "set", "lo", "up"},
+		{"-n", s.netns, "addr", "add", ip.String() + "/32", "dev", "eth0"},
+		{"-n", s.netns, "link", "set", "eth0", "up"},
+		{"-n", s.netns, "route", "add", gw, "dev", "eth0"},
+		{"-n", s.netns, "route", "add", "default", "via", gw},
 		{"-n", node, "addr", "add", gw + "/32", "dev", veth},
 		{"-n", node, "link", "set", veth, "up"},
 		{"-n", node, "route", "add", ip.String() + "/32", "dev", veth, "src", gw},
@@ -76,7 +68,7 @@ func (n *network) create(ctx context.Context, uid string) (*sandbox, error) {
 
 // remove deletes a pod's namespace, which takes its veth pair and route with it.
 func (n *network) remove(ctx context.Context, s *sandbox) {
-	_ = clusternet.IP(ctx, "netns", "delete", s.name)
+	_ = clusternet.IP(ctx, "netns", "delete", s.netns)
 	n.mu.Lock()
 	delete(n.used, s.ip)
 	n.mu.Unlock()

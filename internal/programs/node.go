@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -73,20 +72,14 @@ type Options struct {
 
 // Node is a running node of programs.
 type Node struct {
-	ctx     context.Context
-	client  kubernetes.Interface
-	images  *Images
-	dir     string
-	prefix  string
-	runc    *runc
-	network *network
-	// procs runs the containers when the node runs processes (Options.Processes);
-	// runc and network are nil then.
-	procs *processes
-	// containers is runc or procs.
-	containers containers
-	vk         *nodeutil.Node
-	events     record.EventRecorder
+	ctx    context.Context
+	client kubernetes.Interface
+	images *Images
+	dir    string
+	// runtime runs the pods' containers: isolated, or as plain processes.
+	runtime runtime
+	vk      *nodeutil.Node
+	events  record.EventRecorder
 
 	mu       sync.Mutex
 	pods     map[types.NamespacedName]*podRunner
@@ -132,21 +125,6 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "pods"), 0o700); err != nil {
 		return nil, err
 	}
-	if opts.Processes {
-		n.procs = newProcesses()
-		n.containers = n.procs
-	} else {
-		// The containers' cgroups are named after the node's prefix too.
-		n.prefix = opts.Network.Prefix
-		n.runc = &runc{binary: runcPath, root: filepath.Join(opts.Dir, "runc")}
-		n.containers = n.runc
-		n.network = newNetwork(*opts.Network)
-		if err := n.runc.removeStale(ctx); err != nil {
-			return nil, err
-		}
-	}
-	_ = os.RemoveAll(filepath.Join(opts.Dir, "pods"))
-
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -170,6 +148,13 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Client.CoreV1().Events("")})
 	n.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: NodeName})
+	if opts.Processes {
+		n.runtime = newProcesses(opts.Client, n.events)
+	} else if n.runtime, err = newIsolated(ctx, &runc{binary: runcPath, root: filepath.Join(opts.Dir, "runc")}, *opts.Network, opts.Client); err != nil {
+		broadcaster.Shutdown()
+		return nil, err
+	}
+	_ = os.RemoveAll(filepath.Join(opts.Dir, "pods"))
 	mux := http.NewServeMux()
 	n.vk, err = nodeutil.NewNode(NodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		describeNode(cfg.Node, port, opts.Processes)
@@ -299,16 +284,6 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// containers is what the pods' code does to a running container, in runc or as a
-// process.
-type containers interface {
-	kill(ctx context.Context, id string, sig syscall.Signal) error
-	remove(ctx context.Context, id string) error
-	// command is args run beside the container's process (an exec probe, kubectl
-	// exec), on a terminal given as its stdio with tty.
-	command(ctx context.Context, id string, args []string, tty bool) (*exec.Cmd, error)
-}
-
 // provider is the Node as virtual-kubelet sees it: the pod lifecycle, and the kubelet
 // API that kubectl logs goes through.
 type provider Node
@@ -327,7 +302,7 @@ func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	if r := n.pods[k]; r != nil && r.pod.UID == pod.UID {
 		return nil
 	}
-	r := newPodRunner(n, pod)
+	r := newPodRunner(n, n.runtime, pod)
 	n.pods[k] = r
 	go r.run()
 	return nil

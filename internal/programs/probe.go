@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,4 +72,134 @@ func probeOnce(ctx context.Context, p *corev1.Probe, ctr *corev1.Container, ip s
 		return true, ""
 	}
 	return false, out
+}
+
+// probe runs a container run's probes until the run ends or the pod is deleted: the
+// startup probe, then readiness and liveness. Until its first success, readiness is
+// tried every 100 ms rather than every periodSeconds: Knative's queue-proxy probes a
+// new container so, and Ferry has no queue-proxy, so a new pod is ready as soon as it
+// listens.
+func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r.mu.Lock()
+	ip, port := r.podIP(), r.sandbox.port
+	r.mu.Unlock()
+	_, userPort := servingContainer(r.pod)
+	try := func(p *corev1.Probe, purpose string) (bool, string) {
+		ctr := c.spec
+		if port != 0 && len(c.spec.Ports) > 0 {
+			// The serving container listens on the port the node picked.
+			p, ctr = retarget(p, ctr, userPort, int32(port))
+		}
+		return probeOnce(ctx, p, ctr, ip, purpose, func(ctx context.Context, args []string, out *bytes.Buffer) error {
+			cmd, err := r.rt.command(ctx, id, args, false)
+			if err != nil {
+				return err
+			}
+			cmd.Stdout, cmd.Stderr = out, out
+			return cmd.Run()
+		})
+	}
+	if p := c.spec.StartupProbe; p != nil {
+		if !sleep(ctx, seconds(p.InitialDelaySeconds)) || !r.watch(ctx, p, try, "startup", nil, func(why string) {
+			r.restart(ctx, c, id, "startup", why)
+		}) {
+			return
+		}
+		r.mu.Lock()
+		c.status.Started = ptr(true)
+		r.mu.Unlock()
+		r.notify()
+	}
+	if p := c.spec.LivenessProbe; p != nil {
+		go func() {
+			if sleep(ctx, seconds(p.InitialDelaySeconds)) {
+				r.watch(ctx, p, try, "liveness", func() {}, func(why string) { r.restart(ctx, c, id, "liveness", why) })
+			}
+		}()
+	}
+	p := c.spec.ReadinessProbe
+	if p == nil {
+		r.setReady(c, id, true)
+		return
+	}
+	if !sleep(ctx, seconds(p.InitialDelaySeconds)) {
+		return
+	}
+	for ok, _ := try(p, "readiness"); !ok; ok, _ = try(p, "readiness") {
+		if !sleep(ctx, 100*time.Millisecond) {
+			return
+		}
+	}
+	r.setReady(c, id, true)
+	r.watch(ctx, p, try, "readiness", func() { r.setReady(c, id, true) }, func(string) { r.setReady(c, id, false) })
+}
+
+// watch runs p every periodSeconds until ctx ends, calling pass after successThreshold
+// successes in a row and fail after failureThreshold failures in a row; a liveness
+// failure ends it (the container restarts, with probes of its own). For a startup
+// probe (no pass), it returns true at its first success.
+func (r *podRunner) watch(ctx context.Context, p *corev1.Probe, try func(*corev1.Probe, string) (bool, string), purpose string,
+	pass func(), fail func(why string)) bool {
+	successes, failures := 0, 0
+	for {
+		ok, why := try(p, purpose)
+		switch {
+		case ok && pass == nil:
+			return true
+		case ok:
+			failures, successes = 0, successes+1
+			if successes >= int(max(p.SuccessThreshold, 1)) {
+				pass()
+			}
+		default:
+			successes, failures = 0, failures+1
+			if failures >= int(max(p.FailureThreshold, 1)) {
+				fail(why)
+				if pass == nil || purpose == "liveness" {
+					return false
+				}
+			}
+		}
+		if !sleep(ctx, seconds(max(p.PeriodSeconds, 1))) {
+			return false
+		}
+	}
+}
+
+// restart kills a container run that failed its liveness or startup probe; the
+// container's loop starts it again.
+func (r *podRunner) restart(ctx context.Context, c *containerRun, id, purpose, why string) {
+	r.n.event(r.snapshot(), corev1.EventTypeWarning, "Unhealthy",
+		fmt.Sprintf("Container %s failed %s probe, will be restarted: %s", c.spec.Name, purpose, why))
+	_ = r.rt.kill(ctx, id, syscall.SIGTERM)
+	if !sleep(ctx, 10*time.Second) {
+		return
+	}
+	_ = r.rt.kill(context.WithoutCancel(ctx), id, syscall.SIGKILL)
+}
+
+func seconds(s int32) time.Duration { return time.Duration(s) * time.Second }
+
+// sleep waits d, or returns false when ctx ends first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

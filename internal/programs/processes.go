@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,78 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
-
-// Isolation is what ferry up asks of the node (--program-isolation).
-type Isolation string
-
-const (
-	// IsolationAuto runs pods in runc containers where Supported, else as processes.
-	IsolationAuto Isolation = "auto"
-	// IsolationRunc runs pods in runc containers, or not at all.
-	IsolationRunc Isolation = "runc"
-	// IsolationNone runs pods as plain processes of the host, even where runc could
-	// run them.
-	IsolationNone Isolation = "none"
-)
-
-// Mode is how the node runs pods on this machine.
-type Mode struct {
-	// Processes runs each container as a plain process of the host, without
-	// isolation (the fallback), rather than in a runc container.
-	Processes bool
-	// NotIsolated says why pods are not isolated, when Processes.
-	NotIsolated error
-}
-
-// ChooseMode says how the node runs pods for what was asked: in runc containers where
-// Supported allows, else, unless runc was asked for, as processes where the machine can
-// run them. An error says the node cannot run at all.
-func ChooseMode(isolation Isolation, runcPath string) (Mode, error) {
-	switch isolation {
-	case IsolationAuto, "":
-		err := Supported(runcPath)
-		if err == nil {
-			return Mode{}, nil
-		}
-		if perr := ProcessesSupported(); perr != nil {
-			return Mode{}, fmt.Errorf("%w; %w", err, perr)
-		}
-		return Mode{Processes: true, NotIsolated: err}, nil
-	case IsolationRunc:
-		return Mode{}, Supported(runcPath)
-	case IsolationNone:
-		if err := ProcessesSupported(); err != nil {
-			return Mode{}, err
-		}
-		return Mode{Processes: true, NotIsolated: errors.New("--program-isolation=none asks for it")}, nil
-	}
-	return Mode{}, fmt.Errorf("program isolation %q: want auto, runc or none", isolation)
-}
-
-// ProcessesSupported says why the node cannot run pods even as plain processes: only
-// on Windows.
-func ProcessesSupported() error {
-	if goruntime.GOOS == "windows" {
-		return errors.New("running programs needs Linux or macOS")
-	}
-	return nil
-}
-
-// ProcessesCaveats is what does not hold for a pod run as a plain process, as ferry up
-// says it at start-up (docs/programs.md says more).
-const ProcessesCaveats = `every pod is at 127.0.0.1 with its own PORT: a program that ignores PORT and
-listens on a fixed port is never ready (two pods of it would collide anyway);
-volumes are refused (the pod waits with NeedsIsolation); runAsUser, memory and CPU
-limits, a read-only root and a private /dev are not applied: the programs run as
-ferry up's user and see the host's files and processes; they share the host's
-network, so Service ClusterIPs, cluster DNS and the in-cluster API server are not
-reachable from them (docs/programs.md).`
-
-// errPermanent marks what fails a pod for good: no retry can make it run.
-var errPermanent = errors.New("permanent")
 
 // serviceAccountDir is where the API server's ServiceAccount admission mounts every
 // pod's token volume (kube-api-access-*), which no Revision asked for.
@@ -101,7 +32,7 @@ const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 // but the service account token that the API server adds to every pod.
 func unsupportedMounts(pod *corev1.Pod) []string {
 	var out []string
-	for _, c := range pod.Spec.Containers {
+	for _, c := range podContainers(pod) {
 		for _, vm := range c.VolumeMounts {
 			if vm.MountPath == serviceAccountDir && strings.HasPrefix(vm.Name, "kube-api-access-") {
 				continue
@@ -110,6 +41,11 @@ func unsupportedMounts(pod *corev1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// podContainers are the pod's init containers and containers.
+func podContainers(pod *corev1.Pod) []corev1.Container {
+	return append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
 }
 
 // needsIsolationMessage is the pod's waiting message for mounts it cannot have.
@@ -125,7 +61,7 @@ func notApplied(pod *corev1.Pod) []string {
 	if sc := pod.Spec.SecurityContext; sc != nil && (sc.RunAsUser != nil || sc.RunAsGroup != nil) {
 		out = append(out, "the pod's runAsUser/runAsGroup")
 	}
-	for _, c := range pod.Spec.Containers {
+	for _, c := range podContainers(pod) {
 		if sc := c.SecurityContext; sc != nil {
 			if sc.RunAsUser != nil || sc.RunAsGroup != nil {
 				out = append(out, fmt.Sprintf("container %s's runAsUser/runAsGroup", c.Name))
@@ -143,60 +79,21 @@ func notApplied(pod *corev1.Pod) []string {
 	return out
 }
 
-// servingContainer is the index of pod's container that serves requests, the one with
-// a port (Knative allows one), and that port; -1 if none has one.
-func servingContainer(pod *corev1.Pod) (int, int32) {
-	for i, c := range pod.Spec.Containers {
-		if len(c.Ports) > 0 {
-			return i, c.Ports[0].ContainerPort
-		}
-	}
-	return -1, 0
-}
-
-// retarget makes a probe of the serving container check the port the node picked for
-// it rather than the containerPort: a port given by number or by a name that resolves
-// to from moves to to. It returns copies; ctr gets to as its first port's, so that the
-// kubelet's prober resolves names to it.
-func retarget(p *corev1.Probe, ctr *corev1.Container, from, to int32) (*corev1.Probe, *corev1.Container) {
-	if p == nil {
-		return nil, ctr
-	}
-	p, ctr = p.DeepCopy(), ctr.DeepCopy()
-	for i, cp := range ctr.Ports {
-		if cp.ContainerPort == from {
-			ctr.Ports[i].ContainerPort = to
-		}
-	}
-	move := func(port *int32) {
-		if *port == from {
-			*port = to
-		}
-	}
-	h := &p.ProbeHandler
-	switch {
-	case h.HTTPGet != nil:
-		if h.HTTPGet.Port.IntVal == from && h.HTTPGet.Port.StrVal == "" {
-			h.HTTPGet.Port.IntVal = to
-		}
-	case h.TCPSocket != nil:
-		if h.TCPSocket.Port.IntVal == from && h.TCPSocket.Port.StrVal == "" {
-			h.TCPSocket.Port.IntVal = to
-		}
-	case h.GRPC != nil:
-		move(&h.GRPC.Port)
-	}
-	return p, ctr
-}
-
-// processes runs each container as a plain child process of ferry up, in a process
-// group of its own (so that a signal reaches what it started too), dying with ferry up
-// on Linux. Each pod's serving container gets a port of its own in PORT.
+// processes is the runtime of a node that does not isolate pods: each run of a
+// container is a plain child process of ferry up, in a process group of its own (so
+// that a signal reaches what it started too), dying with ferry up on Linux. Every pod
+// is at 127.0.0.1, and its serving container gets a port of its own in PORT, recorded
+// on the pod for the gateway (servingv1.ServingPortAnnotationKey).
 type processes struct {
+	client kubernetes.Interface
+	events record.EventRecorder
+
 	mu    sync.Mutex
 	ports map[int]bool
 	procs map[string]*process
 }
+
+var _ runtime = (*processes)(nil)
 
 // process is one run of a container.
 type process struct {
@@ -205,8 +102,45 @@ type process struct {
 	dir string
 }
 
-func newProcesses() *processes {
-	return &processes{ports: map[int]bool{}, procs: map[string]*process{}}
+func newProcesses(client kubernetes.Interface, events record.EventRecorder) *processes {
+	return &processes{client: client, events: events, ports: map[int]bool{}, procs: map[string]*process{}}
+}
+
+func (p *processes) idScheme() string { return "process://" }
+
+// sandbox refuses a pod with volumes for good, and gives the serving container a free
+// port, recorded on the pod before it can be Ready so that the gateway dials it. An
+// Event says what of the pod's spec a plain process does not get.
+func (p *processes) sandbox(ctx context.Context, pod *corev1.Pod, _ string) (*sandbox, error) {
+	if mounts := unsupportedMounts(pod); len(mounts) > 0 {
+		return nil, &waitError{reason: servingv1.ReasonNeedsIsolation, err: errors.New(needsIsolationMessage(mounts)), permanent: true}
+	}
+	sb := &sandbox{ip: netip.AddrFrom4([4]byte{127, 0, 0, 1})}
+	if i, _ := servingContainer(pod); i >= 0 {
+		port, err := p.allocatePort()
+		if err != nil {
+			return nil, err
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, servingv1.ServingPortAnnotationKey, strconv.Itoa(port))
+		if _, err := p.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch),
+			metav1.PatchOptions{}); err != nil {
+			p.releasePort(port)
+			return nil, fmt.Errorf("recording the pod's port: %w", err)
+		}
+		sb.port = port
+		sb.annotations = map[string]string{servingv1.ServingPortAnnotationKey: strconv.Itoa(port)}
+	}
+	if unapplied := notApplied(pod); len(unapplied) > 0 {
+		p.events.Event(pod, corev1.EventTypeWarning, "NotIsolated", "runs as a plain process of ferry up's user, without "+
+			strings.Join(unapplied, ", ")+" (ferry up runs programs without isolation here: docs/programs.md)")
+	}
+	return sb, nil
+}
+
+func (p *processes) release(_ context.Context, sb *sandbox) {
+	if sb.port != 0 {
+		p.releasePort(sb.port)
+	}
 }
 
 // allocatePort picks a port free on 127.0.0.1 and not given to another pod.
@@ -279,13 +213,18 @@ func lookPath(name, path string) (string, error) {
 	return "", fmt.Errorf("command %q not found in PATH %s", name, path)
 }
 
-// start runs a container's process; wait on the returned command.
-func (p *processes) start(id string, c processConfig, stdout, stderr io.Writer) (*exec.Cmd, error) {
-	cmd, err := processCommand(c)
+// start runs a container's process, the serving container's with the pod's port in
+// PORT; wait on the returned command.
+func (p *processes) start(c containerStart) (*exec.Cmd, error) {
+	cfg := processConfig{pod: c.pod, container: c.container, program: c.program}
+	if len(c.container.Ports) > 0 {
+		cfg.port = c.sandbox.port
+	}
+	cmd, err := processCommand(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdout, cmd.Stderr = c.stdout, c.stderr
 	cmd.SysProcAttr = processAttr()
 	// What the program started may hold its output open after it exits: Wait does
 	// not wait for them longer than this (remove then kills them).
@@ -294,7 +233,7 @@ func (p *processes) start(id string, c processConfig, stdout, stderr io.Writer) 
 		return nil, err
 	}
 	p.mu.Lock()
-	p.procs[id] = &process{cmd: cmd, env: cmd.Env, dir: cmd.Dir}
+	p.procs[c.id] = &process{cmd: cmd, env: cmd.Env, dir: cmd.Dir}
 	p.mu.Unlock()
 	return cmd, nil
 }
@@ -350,88 +289,4 @@ func (p *processes) command(ctx context.Context, id string, args []string, _ boo
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	return cmd, nil
-}
-
-// start starts one run of a container: a runc container of bundle, or a process.
-func (r *podRunner) start(c *containerRun, id, bundle string, stdout, stderr io.Writer) (*exec.Cmd, error) {
-	if r.n.procs != nil {
-		port := 0
-		if len(c.spec.Ports) > 0 {
-			r.mu.Lock()
-			port = r.port
-			r.mu.Unlock()
-		}
-		return r.n.procs.start(id, processConfig{pod: r.pod, container: c.spec, program: c.program, port: port}, stdout, stderr)
-	}
-	mounts, err := containerMounts(c.spec, r.dir, r.volumes())
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(bundle, 0o700); err != nil {
-		return nil, err
-	}
-	r.mu.Lock()
-	netns := r.sandbox.path()
-	r.mu.Unlock()
-	spec := ociSpec(containerConfig{pod: r.pod, container: c.spec, program: c.program, rootfs: filepath.Join(bundle, "rootfs"),
-		netns: netns, cgroupPath: "/" + r.n.prefix + "/" + id, mounts: mounts})
-	return r.n.runc.start(id, bundle, spec, stdout, stderr)
-}
-
-// makeProcessSandbox is makeSandbox for a node of processes: a pod with volumes fails
-// for good, and the serving container gets a free port, recorded on the pod before it
-// can be Ready so that the gateway dials it.
-func (r *podRunner) makeProcessSandbox() error {
-	if mounts := unsupportedMounts(r.pod); len(mounts) > 0 {
-		msg := needsIsolationMessage(mounts)
-		r.setAllWaiting(servingv1.ReasonNeedsIsolation, msg)
-		r.n.event(r.snapshot(), corev1.EventTypeWarning, servingv1.ReasonNeedsIsolation, msg)
-		return fmt.Errorf("%w: %s", errPermanent, msg)
-	}
-	r.mu.Lock()
-	port := r.port
-	r.mu.Unlock()
-	if i, _ := servingContainer(r.pod); i >= 0 && port == 0 {
-		var err error
-		if port, err = r.n.procs.allocatePort(); err != nil {
-			r.setAllWaiting("CreateContainerConfigError", err.Error())
-			return err
-		}
-		r.mu.Lock()
-		r.port = port
-		if r.pod.Annotations == nil {
-			r.pod.Annotations = map[string]string{}
-		}
-		// In every status update virtual-kubelet sends too: a status update writes
-		// the pod's annotations as well, and would take it off again.
-		r.pod.Annotations[servingv1.ServingPortAnnotationKey] = strconv.Itoa(port)
-		r.mu.Unlock()
-	}
-	if port != 0 {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, servingv1.ServingPortAnnotationKey, strconv.Itoa(port))
-		if _, err := r.n.client.CoreV1().Pods(r.pod.Namespace).Patch(r.ctx, r.pod.Name, types.MergePatchType, []byte(patch),
-			metav1.PatchOptions{}); err != nil {
-			r.setAllWaiting("CreateContainerConfigError", "recording the pod's port: "+err.Error())
-			return err
-		}
-	}
-	if unapplied := notApplied(r.pod); len(unapplied) > 0 {
-		r.n.event(r.snapshot(), corev1.EventTypeWarning, "NotIsolated", "runs as a plain process of ferry up's user, without "+
-			strings.Join(unapplied, ", ")+" (ferry up runs programs without isolation here: docs/programs.md)")
-	}
-	r.mu.Lock()
-	r.sandbox = &sandbox{ip: netip.AddrFrom4([4]byte{127, 0, 0, 1})}
-	r.phase = corev1.PodRunning
-	r.mu.Unlock()
-	return nil
-}
-
-// drainAddr is what the gateway's in-flight count for the pod is asked by: its IP, or
-// IP:port where pods share the host's IP; r.mu held.
-func (r *podRunner) drainAddr() string {
-	ip := r.podIP()
-	if ip == "" || r.port == 0 {
-		return ip
-	}
-	return net.JoinHostPort(ip, strconv.Itoa(r.port))
 }

@@ -52,6 +52,11 @@ func TestUnsupportedMounts(t *testing.T) {
 	if msg := needsIsolationMessage(got); !strings.Contains(msg, "config at /etc/app") || !strings.Contains(msg, "runc") {
 		t.Errorf("message %q names neither the volume nor the way out", msg)
 	}
+	// An init container's emptyDir cannot be shared with the container either.
+	pod.Spec.InitContainers = []corev1.Container{{Name: "prepare", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}}
+	if got := unsupportedMounts(pod); !slices.Contains(got, "data at /data (container prepare)") {
+		t.Errorf("an init container's mount: %v", got)
+	}
 }
 
 func TestNotApplied(t *testing.T) {
@@ -139,7 +144,7 @@ func TestProcessCommand(t *testing.T) {
 // TestProcesses runs a container as a process: its output, an exec probe beside it
 // with its env, and a signal that reaches what it started.
 func TestProcesses(t *testing.T) {
-	p := newProcesses()
+	p := newProcesses(nil, nil)
 	a, err := p.allocatePort()
 	if err != nil {
 		t.Fatal(err)
@@ -149,9 +154,10 @@ func TestProcesses(t *testing.T) {
 		t.Fatalf("ports %d and %d, %v", a, b, err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	ctr := &corev1.Container{Command: []string{"/bin/sh", "-c", "echo port $PORT; sleep 60 & wait"}}
+	ctr := &corev1.Container{Command: []string{"/bin/sh", "-c", "echo port $PORT; sleep 60 & wait"},
+		Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}
 	var out bytes.Buffer
-	cmd, err := p.start("c1", processConfig{pod: pod, container: ctr, port: a}, &out, &out)
+	cmd, err := p.start(containerStart{id: "c1", pod: pod, container: ctr, sandbox: &sandbox{port: a}, stdout: &out, stderr: &out})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -222,6 +222,16 @@ func writeFile(dir, rel string, data []byte, m os.FileMode) error {
 	return os.Chmod(p, m.Perm())
 }
 
+// podVolumes are the pod's volumes as podFiles wrote them under dir; only an emptyDir
+// is writable, as the kubelet mounts them.
+func podVolumes(pod *corev1.Pod, dir string) map[string]mount {
+	vols := map[string]mount{}
+	for _, v := range pod.Spec.Volumes {
+		vols[v.Name] = mount{source: filepath.Join(dir, "volumes", v.Name), readOnly: v.EmptyDir == nil}
+	}
+	return vols
+}
+
 // containerMounts are the pod files and volumes a container mounts, subPath included.
 func containerMounts(ctr *corev1.Container, podDir string, vols map[string]mount) ([]mount, error) {
 	etc := filepath.Join(podDir, "etc")

@@ -20,7 +20,7 @@ import (
 // hold; two pods of a min-scale 2 Service of examples/hello answer from two
 // processes through the gateway, which dials the port each pod records; kubectl logs
 // shows their output; a Service with a volume fails its Revision with NeedsIsolation
-// at once; deleting the Service and stopping ferry up leave no process behind.
+// at once; init containers run, and one that fails fails its Revision; deleting the Service and stopping ferry up leave no process behind.
 func TestProgramsProcesses(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("counts the program's processes in /proc")
@@ -28,7 +28,7 @@ func TestProgramsProcesses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	program := buildHello(t, dir)
-	args, gateway := programsUpArgs(t, dir, program, "--program-isolation", "none")
+	args, gateway := programsUpArgs(t, dir, program, "--program-isolation", "none", "--local-image", "example.com/sh:1=/bin/sh")
 	up, c, cs := startFerryUp(t, "ferry up", args)
 	for _, want := range []string{"run as processes on node ferry-programs", "NOT isolated (--program-isolation=none asks for it)",
 		"ignores PORT", "volumes are refused"} {
@@ -93,6 +93,26 @@ func TestProgramsProcesses(t *testing.T) {
 
 	// Deleting the Service stops its processes and its pods leave.
 	deleteAndWaitGone(t, c, cs, svc, program)
+
+	// Init containers run as processes too, before the serving container: one that
+	// completes lets the Revision become Ready, one that exits 1 fails it, naming it.
+	for _, tc := range []struct{ name, script string }{{"init", "exit 0"}, {"initfail", "exit 1"}} {
+		s := ksvc("default", tc.name, "example.com/real:1")
+		s.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "prepare", Image: "example.com/sh:1",
+			Command: []string{"/bin/sh", "-c", tc.script}}}
+		createWithInitContainers(t, c, cs, s)
+	}
+	waitCondition(t, c, &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "init"}}, duck.ConditionReady,
+		corev1.ConditionTrue, "", readyTimeout)
+	eventually(t, readyTimeout, func() (bool, string) {
+		rev := &v1.Revision{}
+		if !get(t, c, "default", "initfail-00001", rev) {
+			return false, "no Revision yet"
+		}
+		ready := rev.Status.GetCondition(duck.ConditionReady)
+		return ready != nil && ready.IsFalse() && ready.Reason == v1.ExitCodeReason(1) &&
+			ready.Message == "Init container prepare failed with: Error (exit code 1)", fmt.Sprintf("Ready %+v", ready)
+	})
 
 	// Stopping ferry up stops every process it started.
 	again := ksvc("default", "again", "example.com/real:1")

@@ -131,37 +131,60 @@ type podProblem struct {
 }
 
 // diagnose finds why a pod cannot become ready: it cannot be scheduled, its image
-// cannot be pulled, or a container exits. It returns nil for a healthy or starting pod.
-// Messages do not change with the kubelet's retries (ErrImagePull and ImagePullBackOff
-// alternate), so that a stuck pod does not rewrite the Revision's status each time.
+// cannot be pulled, or a container exits; an init container first, as they run first.
+// It returns nil for a healthy or starting pod. Messages do not change with the
+// kubelet's retries (ErrImagePull and ImagePullBackOff alternate), so that a stuck pod
+// does not rewrite the Revision's status each time.
 func diagnose(pod *corev1.Pod) *podProblem {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			return &podProblem{v1.RevisionConditionResourcesAvailable, c.Reason, c.Message}
 		}
 	}
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if p := containerProblem(cs, true); p != nil {
+			return p
+		}
+	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonErrImageBuild {
-			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
-				fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
-		}
-		if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonNeedsIsolation {
-			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonNeedsIsolation, w.Message}
-		}
-		if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
-			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
-				fmt.Sprintf("Unable to fetch image %q: the kubelet cannot pull it.", cs.Image)}
-		}
-		t := cs.State.Terminated
-		if t == nil {
-			t = cs.LastTerminationState.Terminated
-		}
-		if t != nil {
-			return &podProblem{v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(t.ExitCode),
-				"Container failed with: " + exitMessage(t)}
+		if p := containerProblem(cs, false); p != nil {
+			return p
 		}
 	}
 	return nil
+}
+
+// containerProblem is what keeps a container of a pod (an init container, with init)
+// from running, or nil. An init container that exited 0 has completed: only its
+// failures count.
+func containerProblem(cs corev1.ContainerStatus, init bool) *podProblem {
+	if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonErrImageBuild {
+		return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
+			fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
+	}
+	if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonNeedsIsolation {
+		return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonNeedsIsolation, w.Message}
+	}
+	if w := cs.State.Waiting; w != nil && imagePullReasons[w.Reason] {
+		return &podProblem{v1.RevisionConditionContainerHealthy, v1.ReasonContainerMissing,
+			fmt.Sprintf("Unable to fetch image %q: the kubelet cannot pull it.", cs.Image)}
+	}
+	t := cs.State.Terminated
+	if init && t != nil && t.ExitCode == 0 {
+		return nil
+	}
+	if t == nil {
+		t = cs.LastTerminationState.Terminated
+	}
+	switch {
+	case t == nil, init && t.ExitCode == 0:
+		return nil
+	case init:
+		return &podProblem{v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(t.ExitCode),
+			fmt.Sprintf("Init container %s failed with: %s", cs.Name, exitMessage(t))}
+	}
+	return &podProblem{v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(t.ExitCode),
+		"Container failed with: " + exitMessage(t)}
 }
 
 // troubled is diagnose's reason, "" for none: the part of a pod that pod events need

@@ -102,6 +102,35 @@ func TestPropagateDeployment(t *testing.T) {
 		container: cond{corev1.ConditionFalse, v1.ExitCodeReason(1)},
 		message:   "Container failed with: Error (exit code 1)",
 	}, {
+		name: "init container crash-loops",
+		d:    deployment(1, 0, unavailable),
+		pods: []corev1.Pod{func() corev1.Pod {
+			p := pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}})
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+				{Name: "migrate", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}},
+				{Name: "seed", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "no table"}}},
+			}
+			return p
+		}()},
+		ready:     cond{corev1.ConditionFalse, v1.ExitCodeReason(2)},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		container: cond{corev1.ConditionFalse, v1.ExitCodeReason(2)},
+		message:   "Init container seed failed with: no table",
+	}, {
+		name: "init containers completed, the container starting",
+		d:    deployment(1, 0, unavailable),
+		pods: []corev1.Pod{func() corev1.Pod {
+			p := pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}})
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "migrate",
+				State:                corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}}
+			return p
+		}()},
+		ready:     cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		container: cond{corev1.ConditionUnknown, ""},
+	}, {
 		name: "pod cannot be scheduled",
 		d:    deployment(1, 0, unavailable),
 		pods: []corev1.Pod{pod(corev1.ContainerStatus{},

@@ -6,6 +6,9 @@
 //	/resolve?name=NAME         the addresses NAME resolves to, by the pod's resolv.conf
 //	/call?url=URL              the status and body of a GET of URL, or the error
 //	/configmaps?namespace=NS   the ConfigMaps of NS by rest.InClusterConfig, or the error
+//	/file?path=PATH            the contents of the file at PATH, or the error (500)
+//
+// TestProgramsInitContainers runs it too, reading what an init container wrote.
 package main
 
 import (
@@ -73,6 +76,14 @@ func main() {
 		for _, cm := range list.Items {
 			fmt.Fprintln(w, cm.Name)
 		}
+	})
+	http.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
+		b, err := os.ReadFile(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write(b)
 	})
 	srv := &http.Server{Addr: ":" + port, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("netprobe: revision %s listening on :%s", os.Getenv("K_REVISION"), port)
