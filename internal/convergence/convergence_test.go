@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/statuswriter"
 )
 
 // Environment of the long form (make simulate) and of a replay.

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/internal/reconciler"
-	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 

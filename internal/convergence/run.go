@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/statuswriter"
 )
 
 // Scenario is a family of perturbations, after Sieve's three (OSDI '22): what can go

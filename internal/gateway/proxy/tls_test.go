@@ -12,7 +12,7 @@ import (
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/internal/gateway/gatewaytest"
-	"github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"

@@ -15,13 +15,13 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/observe"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/terminating"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 
@@ -69,7 +69,7 @@ type problem struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// Observe.
 	cfg := &v1.Configuration{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, cfg, r.Status.Forget); !ok {
+	if ok, err := observe.Object(ctx, r.Client, req.NamespacedName, cfg, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
 	r.Read()

@@ -18,8 +18,8 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration"
 	"github.com/ferry-serving/ferry/internal/reconciler/configuration/resources"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 )
 
 const ns = "ns"

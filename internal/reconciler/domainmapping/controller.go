@@ -14,7 +14,7 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
-	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/terminating"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 

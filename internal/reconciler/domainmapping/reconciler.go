@@ -23,11 +23,11 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/load"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/certificate"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/observe"
 	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
@@ -56,7 +56,7 @@ type Reconciler struct {
 // A step that fails leaves the later conditions as they were.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dm := &v1beta1.DomainMapping{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, dm, r.forget); !ok {
+	if ok, err := observe.Object(ctx, r.Client, req.NamespacedName, dm, r.forget); !ok {
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping"
 	"github.com/ferry-serving/ferry/internal/reconciler/domainmapping/resources"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 )
 
 const (

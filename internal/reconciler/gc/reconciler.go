@@ -13,8 +13,8 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 

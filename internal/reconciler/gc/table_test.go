@@ -14,9 +14,9 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
 	"github.com/ferry-serving/ferry/internal/reconciler/gc"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
 )
 
 const ns = "ns"

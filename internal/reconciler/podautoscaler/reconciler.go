@@ -34,12 +34,12 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/metrics"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/observe"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 
@@ -101,7 +101,7 @@ func scaleChanged(e event.UpdateEvent) bool {
 // Reconcile scales the PodAutoscaler's target and reports it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pa := &av1alpha1.PodAutoscaler{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, pa, r.Autoscaler.Forget, r.Status.Forget, r.pace.forget); !ok {
+	if ok, err := observe.Object(ctx, r.Client, req.NamespacedName, pa, r.Autoscaler.Forget, r.Status.Forget, r.pace.forget); !ok {
 		return ctrl.Result{}, err
 	}
 	if r.Status.Behind(pa) {

@@ -25,9 +25,9 @@ import (
 	"github.com/ferry-serving/ferry/internal/autoscaler"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
 	"github.com/ferry-serving/ferry/internal/config"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/podautoscaler/resources"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
 )
 
 const (

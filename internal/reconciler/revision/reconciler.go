@@ -19,13 +19,13 @@ import (
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/observe"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/revision/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 
@@ -108,7 +108,7 @@ func podToRevision(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// Observe.
 	rev := &v1.Revision{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, rev, r.Status.Forget); !ok {
+	if ok, err := observe.Object(ctx, r.Client, req.NamespacedName, rev, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
 	r.Read()

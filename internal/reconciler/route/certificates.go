@@ -8,8 +8,8 @@ import (
 
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/certificate"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 

@@ -15,7 +15,7 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/route"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/tracker"

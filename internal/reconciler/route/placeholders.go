@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 

@@ -19,11 +19,11 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/certificate"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/certificate"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/observe"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/rollout"
 	"github.com/ferry-serving/ferry/internal/reconciler/route/traffic"
@@ -58,7 +58,7 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// Observe. A Route that is gone no longer reads anything: its references go too.
 	route := &v1.Route{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, route, r.forget); !ok {
+	if ok, err := observe.Object(ctx, r.Client, req.NamespacedName, route, r.forget); !ok {
 		return ctrl.Result{}, err
 	}
 	r.Read()

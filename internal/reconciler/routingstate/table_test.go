@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
 	"github.com/ferry-serving/ferry/internal/reconciler/routingstate"
 )
 

@@ -10,12 +10,12 @@ import (
 
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/load"
-	"github.com/ferry-serving/ferry/internal/reconciler/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/observe"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/oldestfirst"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/terminating"
 	"github.com/ferry-serving/ferry/internal/reconciler/service/resources"
-	"github.com/ferry-serving/ferry/internal/reconciler/terminating"
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 
@@ -49,7 +49,7 @@ func (r *Reconciler) Controller(o watches.Owners) watches.Controller {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	// Observe.
 	svc := &v1.Service{}
-	if ok, err := load.Object(ctx, r.Client, req.NamespacedName, svc, r.Status.Forget); !ok {
+	if ok, err := observe.Object(ctx, r.Client, req.NamespacedName, svc, r.Status.Forget); !ok {
 		return ctrl.Result{}, err
 	}
 	r.Read()

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	rt "github.com/ferry-serving/ferry/internal/reconciler/reconcilertest"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	rt "github.com/ferry-serving/ferry/internal/reconciler/kit/reconcilertest"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 	"github.com/ferry-serving/ferry/internal/reconciler/service"
 )
 

@@ -13,10 +13,10 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	"github.com/ferry-serving/ferry/internal/config"
-	"github.com/ferry-serving/ferry/internal/reconciler/child"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/child"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/statuswriter"
 )
 
 // Base is the part of a reconciler that every one has; a reconciler that owns no

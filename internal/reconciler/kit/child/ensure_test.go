@@ -18,8 +18,8 @@ import (
 
 	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 )
 
 // owner is any object that controls ConfigMaps in these tests.

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 )
 
 // Writer reads and writes one reconciler's children.

@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/api/duck"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 )
 
 // Outcome collects, over one reconcile, the children the owner cannot have.

@@ -1,9 +1,9 @@
-// Package load reads the object a reconcile is about: the prologue every Ferry
+// Package observe reads the object a reconcile is about: the prologue every Ferry
 // reconciler shares. There is nothing to reconcile for an object that is gone or being
 // deleted (Ferry keeps no finalizers: its children go with their owner by garbage
 // collection), only memory about it to drop: a status writer's record of its writes,
 // the tracker's references, the autoscaler's metrics.
-package load
+package observe
 
 import (
 	"context"

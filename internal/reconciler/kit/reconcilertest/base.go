@@ -3,10 +3,10 @@ package reconcilertest
 import (
 	"time"
 
-	"github.com/ferry-serving/ferry/internal/reconciler/base"
-	"github.com/ferry-serving/ferry/internal/reconciler/created"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
-	"github.com/ferry-serving/ferry/internal/reconciler/statuswriter"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/base"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/created"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/statuswriter"
 )
 
 // Base is the base.Base of a reconciler under test: the Env's client, children and

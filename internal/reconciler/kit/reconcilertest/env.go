@@ -27,8 +27,8 @@ import (
 	"github.com/ferry-serving/ferry/api/scheme"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
-	"github.com/ferry-serving/ferry/internal/reconciler/index"
-	"github.com/ferry-serving/ferry/internal/reconciler/refusal"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
+	"github.com/ferry-serving/ferry/internal/reconciler/kit/refusal"
 )
 
 // Verbs of recorded writes.
