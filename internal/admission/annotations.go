@@ -9,60 +9,37 @@ import (
 	"time"
 
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	servingv1 "github.com/ferry-serving/ferry/api/serving/v1"
 	"github.com/ferry-serving/ferry/internal/config"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// Annotation keys Knative validates. Where Knative accepts an older camelCase key,
-// both are listed, the preferred first.
-const (
-	autoscalingGroup = "autoscaling.knative.dev"
-	kpaClass         = "kpa.autoscaling.knative.dev"
-	hpaClass         = "hpa.autoscaling.knative.dev"
-
-	rolloutDurationKey  = "serving.knative.dev/rollout-duration"
-	progressDeadlineKey = "serving.knative.dev/progress-deadline"
-)
-
 // keys are an annotation's keys, the preferred first.
 type keys = av1alpha1.Annotation
 
 var (
-	classAnn             = av1alpha1.ClassAnnotation
-	minScaleAnn          = av1alpha1.MinScaleAnnotation
-	maxScaleAnn          = av1alpha1.MaxScaleAnnotation
-	initialScaleAnn      = av1alpha1.InitialScaleAnnotation
-	activationScaleAnn   = av1alpha1.ActivationScaleAnnotation
-	metricAnn            = av1alpha1.MetricAnnotation
-	targetAnn            = av1alpha1.TargetAnnotation
-	windowAnn            = av1alpha1.WindowAnnotation
-	algorithmAnn         = av1alpha1.AggregationAnnotation
-	panicWindowAnn       = av1alpha1.PanicWindowAnnotation
-	panicThresholdAnn    = av1alpha1.PanicThresholdAnnotation
-	scaleDownDelayAnn    = av1alpha1.ScaleDownDelayAnnotation
-	podRetentionAnn      = av1alpha1.PodRetentionAnnotation
-	targetUtilizationAnn = av1alpha1.TargetUtilizationAnnotation
-	targetBurstAnn       = av1alpha1.TargetBurstCapacityAnnotation
-	rolloutDurationAnn   = keys{rolloutDurationKey, "serving.knative.dev/rolloutDuration"}
-	progressDeadlineAnn  = keys{progressDeadlineKey}
-	queueSidecarPercent  = keys{"queue.sidecar.serving.knative.dev/resource-percentage", "queue.sidecar.serving.knative.dev/resourcePercentage"}
-	queueSidecarQuantity = []keys{
-		{"queue.sidecar.serving.knative.dev/cpu-resource-request"},
-		{"queue.sidecar.serving.knative.dev/cpu-resource-limit"},
-		{"queue.sidecar.serving.knative.dev/memory-resource-request"},
-		{"queue.sidecar.serving.knative.dev/memory-resource-limit"},
-		{"queue.sidecar.serving.knative.dev/ephemeral-storage-resource-request"},
-		{"queue.sidecar.serving.knative.dev/ephemeral-storage-resource-limit"},
-	}
-	allowedNetworkingAnnotations = sets.New(
-		"networking.knative.dev/ingress.class", "networking.knative.dev/certificate.class",
-		"networking.knative.dev/disableAutoTLS", "networking.knative.dev/disable-external-domain-tls",
-		"networking.knative.dev/httpOption", "networking.knative.dev/ingress-class",
-		"networking.knative.dev/certificate-class", "networking.knative.dev/disable-auto-tls",
-		"networking.knative.dev/http-protocol",
-	)
+	classAnn                     = av1alpha1.ClassAnnotation
+	minScaleAnn                  = av1alpha1.MinScaleAnnotation
+	maxScaleAnn                  = av1alpha1.MaxScaleAnnotation
+	initialScaleAnn              = av1alpha1.InitialScaleAnnotation
+	activationScaleAnn           = av1alpha1.ActivationScaleAnnotation
+	metricAnn                    = av1alpha1.MetricAnnotation
+	targetAnn                    = av1alpha1.TargetAnnotation
+	windowAnn                    = av1alpha1.WindowAnnotation
+	algorithmAnn                 = av1alpha1.AggregationAnnotation
+	panicWindowAnn               = av1alpha1.PanicWindowAnnotation
+	panicThresholdAnn            = av1alpha1.PanicThresholdAnnotation
+	scaleDownDelayAnn            = av1alpha1.ScaleDownDelayAnnotation
+	podRetentionAnn              = av1alpha1.PodRetentionAnnotation
+	targetUtilizationAnn         = av1alpha1.TargetUtilizationAnnotation
+	targetBurstAnn               = av1alpha1.TargetBurstCapacityAnnotation
+	rolloutDurationAnn           = servingv1.RolloutDurationAnnotation
+	progressDeadlineAnn          = keys{servingv1.ProgressDeadlineAnnotationKey}
+	queueSidecarPercent          = servingv1.QueueSidecarResourcePercentageAnnotation
+	queueSidecarQuantity         = servingv1.QueueSidecarResourceAnnotations
+	allowedNetworkingAnnotations = sets.New(netv1alpha1.UserAnnotations...)
 )
 
 const (
@@ -75,7 +52,7 @@ const (
 func validateNoAutoscalingAnnotations(anns map[string]string) *FieldError {
 	var errs *FieldError
 	for k := range anns {
-		if strings.HasPrefix(k, autoscalingGroup) {
+		if av1alpha1.InAutoscalingGroup(k) {
 			errs = errs.Also(ErrInvalidKeyName(k, CurrentField, `autoscaling annotations must be put under "spec.template.metadata.annotations" to work`))
 		}
 	}
@@ -110,7 +87,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 	}
 	var errs *FieldError
 	// class
-	if k, v, ok := classAnn.Get(m); ok && strings.HasSuffix(v, ".knative.dev") && v != kpaClass && v != hpaClass {
+	if k, v, ok := classAnn.Get(m); ok && strings.HasSuffix(v, ".knative.dev") && v != av1alpha1.KPA && v != av1alpha1.HPA {
 		errs = errs.Also(ErrInvalidValue(v, k))
 	}
 	// min/max/activation scale
@@ -206,9 +183,9 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 		bad := false
 		switch class {
-		case kpaClass:
+		case av1alpha1.KPA:
 			bad = metric != "concurrency" && metric != "rps"
-		case hpaClass:
+		case av1alpha1.HPA:
 			bad = metric == ""
 		}
 		if bad {
@@ -216,7 +193,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 		}
 	}
 	// metric-aggregation-algorithm, for the KPA only
-	if _, c, _ := classAnn.Get(m); c == kpaClass {
+	if _, c, _ := classAnn.Get(m); c == av1alpha1.KPA {
 		if k, v, _ := algorithmAnn.Get(m); v != "" && v != "linear" && v != "weighted-exponential" && v != "weightedExponential" {
 			errs = errs.Also(ErrInvalidValue(v, k))
 		}
@@ -240,7 +217,7 @@ func validateAutoscalingAnnotations(as *config.Autoscaler, m map[string]string) 
 func validateNetworkingAnnotations(m map[string]string) *FieldError {
 	var errs *FieldError
 	for k := range m {
-		if strings.HasPrefix(k, "networking.knative.dev") && !allowedNetworkingAnnotations.Has(k) {
+		if netv1alpha1.InNetworkingGroup(k) && !allowedNetworkingAnnotations.Has(k) {
 			errs = errs.Also(ErrInvalidKeyName(k, CurrentField))
 		}
 	}

@@ -55,7 +55,7 @@ func TestMake(t *testing.T) {
 	cn, _, _ := unstructured.NestedString(u.Object, "spec", "commonName")
 	names, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "dnsNames")
 	kind, _, _ := unstructured.NestedString(u.Object, "spec", "issuerRef", "kind")
-	uid, _, _ := unstructured.NestedString(u.Object, "spec", "secretTemplate", "labels", certificateUIDLabelKey)
+	uid, _, _ := unstructured.NestedString(u.Object, "spec", "secretTemplate", "labels", netv1alpha1.CertificateUIDLabelKey)
 	if u.GetName() != "route-uid" || cn != "a.example.com" || len(names) != 2 || kind != "Issuer" || uid != "kuid" ||
 		u.GetLabels()["l"] != "1" || !metav1.IsControlledBy(u, kcert) {
 		t.Errorf("cert-manager Certificate %+v", u.Object)

@@ -24,10 +24,6 @@ import (
 // CertificateGVK is cert-manager's Certificate.
 var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 
-// certificateUIDLabelKey labels the Secret cert-manager writes with the Knative
-// Certificate's UID (through spec.secretTemplate), as Knative does.
-const certificateUIDLabelKey = "networking.internal.knative.dev/certificate-uid"
-
 // notReadyReasons are cert-manager's False reasons that mean "on its way".
 var notReadyReasons = []string{"InProgress", "Pending", "TemporaryCertificate"}
 
@@ -155,7 +151,7 @@ func Make(kcert *netv1alpha1.Certificate, issuer config.IssuerRef) *unstructured
 		"secretName": kcert.Spec.SecretName,
 		"issuerRef":  ref,
 		"secretTemplate": map[string]any{
-			"labels": map[string]any{certificateUIDLabelKey: string(kcert.UID)},
+			"labels": map[string]any{netv1alpha1.CertificateUIDLabelKey: string(kcert.UID)},
 		},
 	}
 	return u

@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+)
 
 // AutoscalerConfigName is Knative's ConfigMap of autoscaler settings.
 const AutoscalerConfigName = "config-autoscaler"
@@ -77,6 +81,6 @@ func DefaultAutoscaler() *Autoscaler {
 		MinScale:                           0,
 		MaxScale:                           0,
 		MaxScaleLimit:                      0,
-		PodAutoscalerClass:                 "kpa.autoscaling.knative.dev",
+		PodAutoscalerClass:                 av1alpha1.KPA,
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
 
 // ClusterLocalDomain is the domain of in-cluster names. A Route whose config-domain
@@ -14,12 +16,6 @@ const ClusterLocalDomain = "svc.cluster.local"
 
 // DefaultDomainName is Ferry's catch-all domain when config-domain has none.
 const DefaultDomainName = "example.com"
-
-// VisibilityLabelKey and VisibilityClusterLocal mark a cluster-local Route.
-const (
-	VisibilityLabelKey     = "networking.knative.dev/visibility"
-	VisibilityClusterLocal = "cluster-local"
-)
 
 // DomainTypeWildcard is the type of catch-all entries (and of entries that say so).
 const DomainTypeWildcard = "wildcard"
@@ -84,7 +80,7 @@ func NewDomainFromConfigMap(cm *corev1.ConfigMap) (*Domain, error) {
 // the matching entry (every selector label present and equal) with the most selector
 // labels wins, ties going to the smallest domain.
 func (d *Domain) LookupDomainForLabels(labels map[string]string) string {
-	if labels[VisibilityLabelKey] == VisibilityClusterLocal {
+	if labels[netv1alpha1.VisibilityLabelKey] == netv1alpha1.VisibilityClusterLocal {
 		return ClusterLocalDomain
 	}
 	domain, specificity := "", -1

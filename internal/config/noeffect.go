@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
 
 // A noEffect key is one Knative reads and Ferry takes (validated as Knative does, so a
@@ -37,10 +39,10 @@ var noEffectKeys = map[string][]noEffect{
 		{key: "internal-encryption", quiet: []string{"false"}, why: noMesh},
 		{key: "system-internal-tls", quiet: []string{"disabled"}, why: noMesh},
 		{key: "cluster-local-domain-tls", quiet: []string{"disabled"}, why: noMesh},
-		{key: "ingress-class", quiet: []string{"ferry.ingress.networking.knative.dev"},
-			why: "Ferry's Routes are always served by Ferry's gateway (class ferry.ingress.networking.knative.dev)"},
-		{key: "ingress.class", quiet: []string{"ferry.ingress.networking.knative.dev"},
-			why: "Ferry's Routes are always served by Ferry's gateway (class ferry.ingress.networking.knative.dev)"},
+		{key: "ingress-class", quiet: []string{netv1alpha1.IngressClass},
+			why: "Ferry's Routes are always served by Ferry's gateway (class " + netv1alpha1.IngressClass + ")"},
+		{key: "ingress.class", quiet: []string{netv1alpha1.IngressClass},
+			why: "Ferry's Routes are always served by Ferry's gateway (class " + netv1alpha1.IngressClass + ")"},
 		{key: "namespace-wildcard-cert-selector", quiet: []string{""}, why: "Ferry makes no wildcard certificates yet"},
 	},
 	DeploymentConfigName: {

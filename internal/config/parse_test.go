@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
 
 func cm(name string, data map[string]string) *corev1.ConfigMap {
@@ -299,7 +301,7 @@ func TestLookupDomainForLabels(t *testing.T) {
 		{map[string]string{"app": "foo", "version": "prod"}, "prod.example.com"},
 		{map[string]string{"app": "foo", "version": "dev"}, "foo.example.com"},
 		{map[string]string{"tie": "x"}, "a.tie.com"},
-		{map[string]string{"app": "nonprofit", VisibilityLabelKey: VisibilityClusterLocal}, ClusterLocalDomain},
+		{map[string]string{"app": "nonprofit", netv1alpha1.VisibilityLabelKey: netv1alpha1.VisibilityClusterLocal}, ClusterLocalDomain},
 	}
 	for _, tc := range tests {
 		if got := d.LookupDomainForLabels(tc.labels); got != tc.want {

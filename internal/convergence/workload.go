@@ -173,7 +173,7 @@ func admit(obj client.Object) {
 func (w *workload) createService(name, image string, rollout bool) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if rollout {
-		svc.Annotations = map[string]string{"serving.knative.dev/rollout-duration": "5s"}
+		svc.Annotations = map[string]string{v1.RolloutDurationAnnotationKey: "5s"}
 	}
 	setImage(svc, image)
 	w.create(svc)

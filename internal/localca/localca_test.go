@@ -92,7 +92,7 @@ func TestReconcile(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "route-uid"}, secret); err != nil {
 		t.Fatal(err)
 	}
-	if !metav1.IsControlledBy(secret, got) || secret.Labels[CertificateUIDLabelKey] != "cert-uid" || secret.Type != corev1.SecretTypeTLS {
+	if !metav1.IsControlledBy(secret, got) || secret.Labels[netv1alpha1.CertificateUIDLabelKey] != "cert-uid" || secret.Type != corev1.SecretTypeTLS {
 		t.Errorf("Secret meta %+v type %s", secret.ObjectMeta, secret.Type)
 	}
 	pool := x509.NewCertPool()

@@ -21,10 +21,6 @@ import (
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 
-// CertificateUIDLabelKey labels a Certificate's Secret with the Certificate's UID, as
-// Knative's providers do.
-const CertificateUIDLabelKey = "networking.internal.knative.dev/certificate-uid"
-
 // caCertKey is the Secret key that holds the CA, as cert-manager writes it.
 const caCertKey = "ca.crt"
 
@@ -133,7 +129,7 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, cert *netv1alpha1.Cert
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       cert.Namespace,
 			Name:            cert.Spec.SecretName,
-			Labels:          map[string]string{CertificateUIDLabelKey: string(cert.UID)},
+			Labels:          map[string]string{netv1alpha1.CertificateUIDLabelKey: string(cert.UID)},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cert, netv1alpha1.SchemeGroupVersion.WithKind("Certificate"))},
 		},
 		Type: corev1.SecretTypeTLS,
@@ -146,6 +142,6 @@ func (r *Reconciler) reconcileSecret(ctx context.Context, cert *netv1alpha1.Cert
 	if secret.Labels == nil {
 		secret.Labels = map[string]string{}
 	}
-	secret.Labels[CertificateUIDLabelKey] = string(cert.UID)
+	secret.Labels[netv1alpha1.CertificateUIDLabelKey] = string(cert.UID)
 	return notAfter, r.Client.Update(ctx, secret)
 }

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Annotation is a Knative annotation's keys: the preferred one, then the older
 // camelCase spelling Knative still reads. Admission, the decider and the Revision's
 // builders read Knative's autoscaling annotations through these, so that the lists
@@ -20,6 +22,11 @@ func (a Annotation) Get(m map[string]string) (key, value string, ok bool) {
 }
 
 const annotationGroup = "autoscaling.knative.dev/"
+
+// InAutoscalingGroup says whether key is one of autoscaling.knative.dev.
+func InAutoscalingGroup(key string) bool {
+	return strings.HasPrefix(key, strings.TrimSuffix(annotationGroup, "/"))
+}
 
 // Knative's autoscaling.knative.dev annotations (its pkg/apis/autoscaling/register.go).
 var (

@@ -13,6 +13,9 @@ const (
 	CertificateClassAnnotationKey = "networking.knative.dev/certificate.class"
 	// CertificateTypeLabelKey says what a Certificate is for.
 	CertificateTypeLabelKey = "networking.knative.dev/certificate-type"
+	// CertificateUIDLabelKey labels a Certificate's Secret with the Certificate's UID,
+	// as Knative's providers do.
+	CertificateUIDLabelKey = "networking.internal.knative.dev/certificate-uid"
 	// CertificateTypeExternalDomain is the type of a Route's external-domain certificates.
 	CertificateTypeExternalDomain = "external-domain"
 	// CertManagerCertificateClass is cert-manager's class, Knative's default.

@@ -9,6 +9,10 @@ import (
 // IngressClassAnnotationKey picks the ingress implementation that serves a KIngress.
 const IngressClassAnnotationKey = "networking.knative.dev/ingress.class"
 
+// RolloutAnnotationKey is the KIngress annotation that holds a gradual rollout's state
+// (Knative's networking.RolloutAnnotationKey).
+const RolloutAnnotationKey = "networking.internal.knative.dev/rollout"
+
 // Ingress is a collection of rules that allow inbound connections to reach the endpoints
 // defined by a backend (Knative's KIngress).
 //

@@ -1,5 +1,10 @@
 package v1
 
+import (
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
+)
+
 // Labels and annotations that Knative users and tools rely on.
 const (
 	ServiceLabelKey                 = "serving.knative.dev/service"
@@ -17,15 +22,35 @@ const (
 	LastModifierAnnotation          = "serving.knative.dev/lastModifier"
 	RoutingStateModifiedAnnotation  = "serving.knative.dev/routingStateModified"
 	ProgressDeadlineAnnotationKey   = "serving.knative.dev/progress-deadline"
-	VisibilityLabelKey              = "networking.knative.dev/visibility"
+	RolloutDurationAnnotationKey    = "serving.knative.dev/rollout-duration"
+	VisibilityLabelKey              = netv1alpha1.VisibilityLabelKey
 	// PodSpecDryRunAnnotationKey, on a Service or a Configuration, asks admission to
 	// check the Pod its Revision would run by a dry-run create: "enabled" or "strict"
 	// (Knative's features.knative.dev/podspec-dryrun, up to v1.19).
 	PodSpecDryRunAnnotationKey = "features.knative.dev/podspec-dryrun"
-	VisibilityClusterLocal     = "cluster-local"
+	VisibilityClusterLocal     = netv1alpha1.VisibilityClusterLocal
 
 	// DefaultUserContainerName is the name given to an unnamed user container.
 	DefaultUserContainerName = "user-container"
+)
+
+// RolloutDurationAnnotation is how long a gradual rollout takes, on a Service or a
+// Route; Knative still reads the older camelCase key.
+var RolloutDurationAnnotation = av1alpha1.Annotation{RolloutDurationAnnotationKey, "serving.knative.dev/rolloutDuration"}
+
+// The queue-proxy's resources, which Knative's admission validates on a template.
+// Ferry has no queue-proxy: admission checks them as Knative does, and nothing reads
+// them further.
+var (
+	QueueSidecarResourcePercentageAnnotation = av1alpha1.Annotation{"queue.sidecar.serving.knative.dev/resource-percentage", "queue.sidecar.serving.knative.dev/resourcePercentage"}
+	QueueSidecarResourceAnnotations          = []av1alpha1.Annotation{
+		{"queue.sidecar.serving.knative.dev/cpu-resource-request"},
+		{"queue.sidecar.serving.knative.dev/cpu-resource-limit"},
+		{"queue.sidecar.serving.knative.dev/memory-resource-request"},
+		{"queue.sidecar.serving.knative.dev/memory-resource-limit"},
+		{"queue.sidecar.serving.knative.dev/ephemeral-storage-resource-request"},
+		{"queue.sidecar.serving.knative.dev/ephemeral-storage-resource-limit"},
+	}
 )
 
 // RoutingState says whether a Revision receives traffic (Knative's routingState label).

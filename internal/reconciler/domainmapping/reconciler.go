@@ -111,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case tls != nil:
 		scheme = "https"
 		status.MarkCertificateExternallyProvided()
-	case !cfg.Network.ExternalDomainTLS || routeresources.ExternalDomainTLSDisabled(dm):
+	case !cfg.Network.ExternalDomainTLS || netv1alpha1.ExternalDomainTLSDisabled(dm):
 		status.MarkTLSNotEnabled()
 	default:
 		desired := resources.MakeCertificate(want, routeresources.CertificateClass(want, cfg.Network, r.DefaultCertificateClass))

@@ -187,7 +187,7 @@ func TestReconcileCertificates(t *testing.T) {
 		Name: "an http-protocol annotation that is neither enabled nor redirected: IngressReady False, nothing made",
 		Key:  key,
 		Objects: []client.Object{rte(func(r *v1.Route) {
-			r.Annotations = map[string]string{resources.HTTPProtocolAnnotationKey: "sometimes"}
+			r.Annotations = map[string]string{netv1alpha1.HTTPProtocolAnnotationKey: "sometimes"}
 		}), cfg("hello-00001", ready), rev("hello-00001", corev1.ConditionTrue), placeholder(r)},
 		WantWrites: []string{"status Route ns/hello"},
 		WantEvents: []string{"Warning InvalidHTTPProtocol hello: " + badOption},
@@ -199,7 +199,7 @@ func TestReconcileCertificates(t *testing.T) {
 		Name: "opted out by Knative's annotation: no Certificate, TLSNotEnabled",
 		Key:  key,
 		Objects: []client.Object{rte(func(r *v1.Route) {
-			r.Annotations = map[string]string{resources.DisableExternalDomainTLSAnnotationKey: "true"}
+			r.Annotations = map[string]string{netv1alpha1.DisableExternalDomainTLSAnnotationKey: "true"}
 		}), cfg("hello-00001", ready), rev("hello-00001", corev1.ConditionTrue), placeholder(r)},
 		WantWrites: []string{"create Ingress ns/hello", "status Route ns/hello"},
 		Check:      wantTLS("http://hello.ns.example.com", nil, netv1alpha1.HTTPOptionEnabled, noTLS),

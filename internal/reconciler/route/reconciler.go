@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var ing *netv1alpha1.Ingress
 	var ingErr error
 	// Knative's external-domain-tls: a Certificate per external host, served once Ready.
-	tlsOn := hostErr == nil && hosts.AnyExternal() && cfg.Network.ExternalDomainTLS && !resources.ExternalDomainTLSDisabled(route)
+	tlsOn := hostErr == nil && hosts.AnyExternal() && cfg.Network.ExternalDomainTLS && !netv1alpha1.ExternalDomainTLSDisabled(route)
 	var certs *certificate.Certificates
 	// served is status.traffic, what the hosts serve: targets, or a step of a rollout.
 	served, rolling, nextStep := targets, false, time.Time{}

@@ -6,7 +6,6 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	"github.com/ferry-serving/ferry/api/serving/v1beta1"
 	"github.com/ferry-serving/ferry/internal/kmeta"
-	routeresources "github.com/ferry-serving/ferry/internal/reconciler/route/resources"
 )
 
 // CertificateName is the name of the DomainMapping's Certificate and of its Secret:
@@ -21,7 +20,7 @@ func CertificateName(dm *v1beta1.DomainMapping) string { return kmeta.ChildName(
 // as on the KIngress, since a domain may be longer than a label value can be.
 func MakeCertificate(dm *v1beta1.DomainMapping, class string) *netv1alpha1.Certificate {
 	annotations := kmeta.WithoutLastApplied(dm.Annotations)
-	delete(annotations, routeresources.CertificateClassAnnotationAltKey)
+	delete(annotations, netv1alpha1.CertificateClassAnnotationAltKey)
 	name := CertificateName(dm)
 	return &netv1alpha1.Certificate{
 		ObjectMeta: metav1.ObjectMeta{

@@ -15,15 +15,6 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 )
 
-// The autoscaling.knative.dev/* annotations the HPA reads, each with Knative's
-// older camelCase spelling where it has one (the first present wins).
-var (
-	minScaleKeys = []string{"autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale"}
-	maxScaleKeys = []string{"autoscaling.knative.dev/max-scale", "autoscaling.knative.dev/maxScale"}
-	targetKeys   = []string{"autoscaling.knative.dev/target"}
-	windowKeys   = []string{"autoscaling.knative.dev/window"}
-)
-
 // The metrics that name a resource rather than a custom per-pod metric.
 const (
 	metricCPU    = "cpu"
@@ -80,10 +71,10 @@ func MakeHPA(pa *av1alpha1.PodAutoscaler, cfg *config.Autoscaler) *autoscalingv2
 			MaxReplicas: hi,
 		},
 	}
-	if target, ok := annotationFloat(pa.Annotations, targetKeys); ok {
+	if target, ok := annotationFloat(pa.Annotations, av1alpha1.TargetAnnotation); ok {
 		hpa.Spec.Metrics = []autoscalingv2.MetricSpec{metric(Metric(pa), target)}
 	}
-	if window, ok := annotationDuration(pa.Annotations, windowKeys); ok {
+	if window, ok := annotationDuration(pa.Annotations, av1alpha1.WindowAnnotation); ok {
 		seconds := int32(window / time.Second)
 		hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
 			ScaleUp:   &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(seconds)},
@@ -151,12 +142,12 @@ func metric(name string, target float64) autoscalingv2.MetricSpec {
 func scaleBounds(pa *av1alpha1.PodAutoscaler, cfg *config.Autoscaler) (lo, hi int32) {
 	if pa.Spec.Reachability != av1alpha1.ReachabilityUnreachable {
 		lo = cfg.MinScale
-		if v, ok := annotationInt32(pa.Annotations, minScaleKeys); ok {
+		if v, ok := annotationInt32(pa.Annotations, av1alpha1.MinScaleAnnotation); ok {
 			lo = v
 		}
 	}
 	hi = cfg.MaxScale
-	if v, ok := annotationInt32(pa.Annotations, maxScaleKeys); ok {
+	if v, ok := annotationInt32(pa.Annotations, av1alpha1.MaxScaleAnnotation); ok {
 		hi = v
 	}
 	return lo, hi

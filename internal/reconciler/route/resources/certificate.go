@@ -15,37 +15,11 @@ import (
 	"github.com/ferry-serving/ferry/internal/config"
 )
 
-// The Route and Service annotations Knative reads for TLS (knative.dev/networking
-// pkg/apis/networking/register.go).
-const (
-	// The opt-out of external-domain-tls, in the order Knative looks for them: the
-	// first present wins.
-	DisableAutoTLSAnnotationKey           = "networking.knative.dev/disableAutoTLS"
-	DisableAutoTLSAnnotationAltKey        = "networking.knative.dev/disable-auto-tls"
-	DisableExternalDomainTLSAnnotationKey = "networking.knative.dev/disable-external-domain-tls"
-	// CertificateClassAnnotationAltKey is the other spelling of
-	// netv1alpha1.CertificateClassAnnotationKey.
-	CertificateClassAnnotationAltKey = "networking.knative.dev/certificate-class"
-)
-
-// ExternalDomainTLSDisabled reports whether the Route (or DomainMapping) opts out of
-// external-domain-tls: the first of Knative's three keys present decides, by
-// strconv.ParseBool; a value that does not parse does not opt out (as in Knative).
-func ExternalDomainTLSDisabled(r metav1.Object) bool {
-	for _, key := range []string{DisableAutoTLSAnnotationKey, DisableAutoTLSAnnotationAltKey, DisableExternalDomainTLSAnnotationKey} {
-		if v, ok := r.GetAnnotations()[key]; ok {
-			b, err := strconv.ParseBool(v)
-			return err == nil && b
-		}
-	}
-	return false
-}
-
 // CertificateClass is the class of the Route's (or DomainMapping's) Certificates: its
 // annotation (either spelling), else config-network's certificate-class, else def.
 func CertificateClass(r metav1.Object, network *config.Network, def string) string {
 	a := r.GetAnnotations()
-	return cmp.Or(a[netv1alpha1.CertificateClassAnnotationKey], a[CertificateClassAnnotationAltKey], network.CertificateClass, def)
+	return cmp.Or(a[netv1alpha1.CertificateClassAnnotationKey], a[netv1alpha1.CertificateClassAnnotationAltKey], network.CertificateClass, def)
 }
 
 // CertificateName is Knative's name for the Certificate of a Route's host: route-<UID>
@@ -65,7 +39,7 @@ func CertificateName(r *v1.Route, tag string) string {
 func MakeCertificate(r *v1.Route, hosts *Hosts, tag, class string) *netv1alpha1.Certificate {
 	annotations := map[string]string{}
 	for k, v := range r.Annotations {
-		if k != corev1.LastAppliedConfigAnnotation && k != CertificateClassAnnotationAltKey {
+		if k != corev1.LastAppliedConfigAnnotation && k != netv1alpha1.CertificateClassAnnotationAltKey {
 			annotations[k] = v
 		}
 	}
@@ -94,19 +68,12 @@ func MakeIngressTLS(cert *netv1alpha1.Certificate, hosts []string) netv1alpha1.I
 	return netv1alpha1.IngressTLS{Hosts: hosts, SecretName: cert.Spec.SecretName, SecretNamespace: cert.Namespace}
 }
 
-// The Route's (or Service's) override of config-network's http-protocol, in the order
-// Knative looks for them.
-const (
-	HTTPOptionAnnotationKey   = "networking.knative.dev/httpOption"
-	HTTPProtocolAnnotationKey = "networking.knative.dev/http-protocol"
-)
-
 // HTTPOption is the KIngress's httpOption: the Route's (or DomainMapping's) annotation
 // if it has one (only enabled or redirected, any case, as in Knative; anything else is
 // an error naming the annotation), else config-network's http-protocol, whose disabled
 // (deprecated in Knative) leaves it empty.
 func HTTPOption(r metav1.Object, network *config.Network) (netv1alpha1.HTTPOption, error) {
-	for _, key := range []string{HTTPOptionAnnotationKey, HTTPProtocolAnnotationKey} {
+	for _, key := range []string{netv1alpha1.HTTPOptionAnnotationKey, netv1alpha1.HTTPProtocolAnnotationKey} {
 		v, ok := r.GetAnnotations()[key]
 		if !ok {
 			continue

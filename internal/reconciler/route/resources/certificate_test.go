@@ -13,7 +13,7 @@ import (
 
 func TestMakeCertificate(t *testing.T) {
 	r := route(map[string]string{v1.ServiceLabelKey: "hello", "app": "x"})
-	r.Annotations = map[string]string{"a": "b", corev1.LastAppliedConfigAnnotation: "{}", CertificateClassAnnotationAltKey: "alt"}
+	r.Annotations = map[string]string{"a": "b", corev1.LastAppliedConfigAnnotation: "{}", netv1alpha1.CertificateClassAnnotationAltKey: "alt"}
 	hosts := DefaultHosts(r, []v1.TrafficTarget{{Tag: "canary"}})
 	owner := []metav1.OwnerReference{*metav1.NewControllerRef(r, v1.SchemeGroupVersion.WithKind("Route"))}
 	for _, tc := range []struct {
@@ -47,17 +47,17 @@ func TestCertificateClassAndOptOut(t *testing.T) {
 		class       string
 	}{
 		{"nothing", nil, false, "configured"},
-		{"disable-external-domain-tls", map[string]string{DisableExternalDomainTLSAnnotationKey: "true"}, true, "configured"},
-		{"legacy disable-auto-tls", map[string]string{DisableAutoTLSAnnotationAltKey: "True"}, true, "configured"},
+		{"disable-external-domain-tls", map[string]string{netv1alpha1.DisableExternalDomainTLSAnnotationKey: "true"}, true, "configured"},
+		{"legacy disable-auto-tls", map[string]string{netv1alpha1.DisableAutoTLSAnnotationAltKey: "True"}, true, "configured"},
 		// The first key present decides, as in Knative.
-		{"disableAutoTLS first", map[string]string{DisableAutoTLSAnnotationKey: "false", DisableExternalDomainTLSAnnotationKey: "true"}, false, "configured"},
-		{"not a bool: not disabled", map[string]string{DisableExternalDomainTLSAnnotationKey: "yes please"}, false, "configured"},
+		{"disableAutoTLS first", map[string]string{netv1alpha1.DisableAutoTLSAnnotationKey: "false", netv1alpha1.DisableExternalDomainTLSAnnotationKey: "true"}, false, "configured"},
+		{"not a bool: not disabled", map[string]string{netv1alpha1.DisableExternalDomainTLSAnnotationKey: "yes please"}, false, "configured"},
 		{"class annotation", map[string]string{netv1alpha1.CertificateClassAnnotationKey: "mine"}, false, "mine"},
-		{"class alt annotation", map[string]string{CertificateClassAnnotationAltKey: "alt"}, false, "alt"},
+		{"class alt annotation", map[string]string{netv1alpha1.CertificateClassAnnotationAltKey: "alt"}, false, "alt"},
 	} {
 		r := route(nil)
 		r.Annotations = tc.annotations
-		if got := ExternalDomainTLSDisabled(r); got != tc.disabled {
+		if got := netv1alpha1.ExternalDomainTLSDisabled(r); got != tc.disabled {
 			t.Errorf("%s: disabled %v, want %v", tc.name, got, tc.disabled)
 		}
 		if got := CertificateClass(r, network, "default"); got != tc.class {
@@ -90,10 +90,10 @@ func TestIngressTLSAndHTTPOption(t *testing.T) {
 		want        netv1alpha1.HTTPOption
 		wantErr     string
 	}{
-		{map[string]string{HTTPProtocolAnnotationKey: "Enabled"}, netv1alpha1.HTTPOptionEnabled, ""},
+		{map[string]string{netv1alpha1.HTTPProtocolAnnotationKey: "Enabled"}, netv1alpha1.HTTPOptionEnabled, ""},
 		// httpOption is looked at first, as in Knative.
-		{map[string]string{HTTPOptionAnnotationKey: "enabled", HTTPProtocolAnnotationKey: "redirected"}, netv1alpha1.HTTPOptionEnabled, ""},
-		{map[string]string{HTTPProtocolAnnotationKey: "disabled"}, "", `annotation networking.knative.dev/http-protocol: "disabled" is not enabled or redirected`},
+		{map[string]string{netv1alpha1.HTTPOptionAnnotationKey: "enabled", netv1alpha1.HTTPProtocolAnnotationKey: "redirected"}, netv1alpha1.HTTPOptionEnabled, ""},
+		{map[string]string{netv1alpha1.HTTPProtocolAnnotationKey: "disabled"}, "", `annotation networking.knative.dev/http-protocol: "disabled" is not enabled or redirected`},
 	} {
 		r := route(nil)
 		r.Annotations = tc.annotations

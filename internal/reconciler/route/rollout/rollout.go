@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
-// Annotation is the KIngress annotation that holds the rollout state (Knative's
-// networking.RolloutAnnotationKey).
-const Annotation = "networking.internal.knative.dev/rollout"
+// Annotation is the KIngress annotation that holds the rollout state.
+const Annotation = netv1alpha1.RolloutAnnotationKey
 
 // Rollout is the rollout state of one Route. The JSON field names are Knative's.
 type Rollout struct {
@@ -61,12 +61,9 @@ type RevisionRollout struct {
 // counts whole seconds, so an annotation under a second falls back to the
 // configuration.
 func Duration(annotations map[string]string, configSeconds int) time.Duration {
-	for _, k := range []string{"serving.knative.dev/rollout-duration", "serving.knative.dev/rolloutDuration"} {
-		if v, ok := annotations[k]; ok {
-			if d, err := time.ParseDuration(v); err == nil && d >= time.Second {
-				return d.Truncate(time.Second)
-			}
-			break
+	if _, v, ok := v1.RolloutDurationAnnotation.Get(annotations); ok {
+		if d, err := time.ParseDuration(v); err == nil && d >= time.Second {
+			return d.Truncate(time.Second)
 		}
 	}
 	return time.Duration(configSeconds) * time.Second
