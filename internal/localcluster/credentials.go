@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -108,14 +109,19 @@ func loadOrCreateCredentials(dir string, ips ...net.IP) (*credentials, error) {
 	return c, nil
 }
 
-// servingCertCovers says whether the certificate in file is valid for every IP and name.
+// servingCertRenewal is how long before the API server's certificate (a year's, from
+// client-go's certutil) expires that a start makes a new one.
+const servingCertRenewal = 30 * 24 * time.Hour
+
+// servingCertCovers says whether the certificate in file is valid for every IP and
+// name, and for at least servingCertRenewal more.
 func servingCertCovers(file string, ips []net.IP, names []string) bool {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return false
 	}
 	cert, err := certauthority.ParseCert(b)
-	if err != nil {
+	if err != nil || certauthority.ExpiresWithin(cert, time.Now(), servingCertRenewal) {
 		return false
 	}
 	for _, ip := range ips {
