@@ -71,3 +71,30 @@ func (pa *PodAutoscaler) IsReady() bool {
 
 // DuckStatus returns the PodAutoscaler's Knative status.
 func (pa *PodAutoscaler) DuckStatus() *duck.Status { return &pa.Status.Status }
+
+// MarkActive says the target has pods serving.
+func (s *PodAutoscalerStatus) MarkActive() {
+	PodAutoscalerConditions.Manage(&s.Status).MarkTrue(PodAutoscalerConditionActive)
+}
+
+// MarkInactive says the target has no pods, with the reason (NoTraffic, TimedOut).
+func (s *PodAutoscalerStatus) MarkInactive(reason, message string) {
+	PodAutoscalerConditions.Manage(&s.Status).MarkFalse(PodAutoscalerConditionActive, reason, "%s", message)
+}
+
+// MarkActivating says the target is being woken (Queued), or, with ReasonInitializing
+// and no message, that the autoscaler has not decided yet.
+func (s *PodAutoscalerStatus) MarkActivating(reason, message string) {
+	PodAutoscalerConditions.Manage(&s.Status).MarkUnknown(PodAutoscalerConditionActive, reason, "%s", message)
+}
+
+// MarkSKSReady says the path to the pods is programmed: always, as Ferry has no
+// ServerlessService (the gateway follows the pods itself).
+func (s *PodAutoscalerStatus) MarkSKSReady() {
+	PodAutoscalerConditions.Manage(&s.Status).MarkTrue(PodAutoscalerConditionSKSReady)
+}
+
+// MarkScaleTargetInitialized says the target reached its initial scale once.
+func (s *PodAutoscalerStatus) MarkScaleTargetInitialized() {
+	PodAutoscalerConditions.Manage(&s.Status).MarkTrue(PodAutoscalerConditionScaleTargetInitialized)
+}

@@ -2,6 +2,16 @@ package v1alpha1
 
 import "github.com/ferry-serving/ferry/api/duck"
 
+// Ingress condition types.
+const (
+	IngressConditionReady                                = duck.ConditionReady
+	IngressConditionNetworkConfigured duck.ConditionType = "NetworkConfigured"
+	IngressConditionLoadBalancerReady duck.ConditionType = "LoadBalancerReady"
+)
+
+// IngressConditions derives Ready from NetworkConfigured and LoadBalancerReady.
+var IngressConditions = duck.NewLivingConditionSet(IngressConditionNetworkConfigured, IngressConditionLoadBalancerReady)
+
 // Reasons of a KIngress's conditions, as Ferry's gateway writes them.
 const (
 	// NetworkConfigured False: the spec cannot be served as it is.

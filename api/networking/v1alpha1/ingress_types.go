@@ -134,16 +134,6 @@ type IngressBackendSplit struct {
 	AppendHeaders map[string]string `json:"appendHeaders,omitempty"`
 }
 
-// Ingress condition types.
-const (
-	IngressConditionReady                                = duck.ConditionReady
-	IngressConditionNetworkConfigured duck.ConditionType = "NetworkConfigured"
-	IngressConditionLoadBalancerReady duck.ConditionType = "LoadBalancerReady"
-)
-
-// IngressConditions derives Ready from NetworkConfigured and LoadBalancerReady.
-var IngressConditions = duck.NewLivingConditionSet(IngressConditionNetworkConfigured, IngressConditionLoadBalancerReady)
-
 // IngressStatus describes the current state of the Ingress.
 type IngressStatus struct {
 	duck.Status `json:",inline"`

@@ -1,5 +1,13 @@
 package v1
 
+import "github.com/ferry-serving/ferry/api/duck"
+
+// ConfigurationConditionReady is the only condition of a Configuration.
+const ConfigurationConditionReady = duck.ConditionReady
+
+// ConfigurationConditions has Ready alone.
+var ConfigurationConditions = duck.NewLivingConditionSet()
+
 // Reasons of a Configuration's Ready, as Knative spells them (serving
 // pkg/apis/serving/v1/configuration_lifecycle.go and its reconciler).
 const (

@@ -32,12 +32,6 @@ type ConfigurationSpec struct {
 	Template RevisionTemplateSpec `json:"template"`
 }
 
-// ConfigurationConditionReady is the only condition of a Configuration.
-const ConfigurationConditionReady = duck.ConditionReady
-
-// ConfigurationConditions has Ready alone.
-var ConfigurationConditions = duck.NewLivingConditionSet()
-
 // ConfigurationStatusFields holds the fields of Configuration's status that Service
 // status also has.
 type ConfigurationStatusFields struct {

@@ -67,18 +67,6 @@ type RevisionSpec struct {
 	IdleTimeoutSeconds *int64 `json:"idleTimeoutSeconds,omitempty"`
 }
 
-// Revision condition types.
-const (
-	RevisionConditionReady                                 = duck.ConditionReady
-	RevisionConditionResourcesAvailable duck.ConditionType = "ResourcesAvailable"
-	RevisionConditionContainerHealthy   duck.ConditionType = "ContainerHealthy"
-	RevisionConditionActive             duck.ConditionType = "Active"
-)
-
-// RevisionConditions derives Ready from ResourcesAvailable and ContainerHealthy; Active
-// is reported but does not count.
-var RevisionConditions = duck.NewLivingConditionSet(RevisionConditionResourcesAvailable, RevisionConditionContainerHealthy)
-
 // RevisionStatus communicates the observed state of the Revision (from the controller).
 type RevisionStatus struct {
 	duck.Status `json:",inline"`

@@ -5,6 +5,17 @@ import (
 	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
 
+// Route condition types.
+const (
+	RouteConditionReady                                     = duck.ConditionReady
+	RouteConditionAllTrafficAssigned     duck.ConditionType = "AllTrafficAssigned"
+	RouteConditionIngressReady           duck.ConditionType = "IngressReady"
+	RouteConditionCertificateProvisioned duck.ConditionType = "CertificateProvisioned"
+)
+
+// RouteConditions derives Ready from traffic assignment, ingress and certificate.
+var RouteConditions = duck.NewLivingConditionSet(RouteConditionAllTrafficAssigned, RouteConditionIngressReady, RouteConditionCertificateProvisioned)
+
 // Reasons of a Route's conditions, as Knative spells them (serving
 // pkg/apis/serving/v1/route_lifecycle.go and its Route reconciler). Users, `kubectl
 // wait`, `kn` and `ferry explain` match on them.

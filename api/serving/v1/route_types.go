@@ -25,17 +25,6 @@ type Route struct {
 	Status RouteStatus `json:"status,omitempty"`
 }
 
-// Route condition types.
-const (
-	RouteConditionReady                                     = duck.ConditionReady
-	RouteConditionAllTrafficAssigned     duck.ConditionType = "AllTrafficAssigned"
-	RouteConditionIngressReady           duck.ConditionType = "IngressReady"
-	RouteConditionCertificateProvisioned duck.ConditionType = "CertificateProvisioned"
-)
-
-// RouteConditions derives Ready from traffic assignment, ingress and certificate.
-var RouteConditions = duck.NewLivingConditionSet(RouteConditionAllTrafficAssigned, RouteConditionIngressReady, RouteConditionCertificateProvisioned)
-
 // RouteStatusFields holds the fields of Route's status that Service status also has.
 type RouteStatusFields struct {
 	// URL holds the url that will distribute traffic over the provided traffic targets.

@@ -1,5 +1,17 @@
 package v1
 
+import "github.com/ferry-serving/ferry/api/duck"
+
+// Service condition types.
+const (
+	ServiceConditionReady                                  = duck.ConditionReady
+	ServiceConditionConfigurationsReady duck.ConditionType = "ConfigurationsReady"
+	ServiceConditionRoutesReady         duck.ConditionType = "RoutesReady"
+)
+
+// ServiceConditions derives Ready from its Configuration and its Route.
+var ServiceConditions = duck.NewLivingConditionSet(ServiceConditionConfigurationsReady, ServiceConditionRoutesReady)
+
 // Reasons of a Service's conditions, as in Knative.
 const (
 	// ReasonOutOfDate: a child has not yet observed the generation the Service wrote.

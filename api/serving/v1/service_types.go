@@ -33,16 +33,6 @@ type ServiceSpec struct {
 	RouteSpec         `json:",inline"`
 }
 
-// Service condition types.
-const (
-	ServiceConditionReady                                  = duck.ConditionReady
-	ServiceConditionConfigurationsReady duck.ConditionType = "ConfigurationsReady"
-	ServiceConditionRoutesReady         duck.ConditionType = "RoutesReady"
-)
-
-// ServiceConditions derives Ready from its Configuration and its Route.
-var ServiceConditions = duck.NewLivingConditionSet(ServiceConditionConfigurationsReady, ServiceConditionRoutesReady)
-
 // ServiceStatus communicates the observed state of the Service (from the controller).
 type ServiceStatus struct {
 	duck.Status               `json:",inline"`

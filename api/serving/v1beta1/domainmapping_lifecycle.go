@@ -6,6 +6,19 @@ import (
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
+// DomainMapping condition types, as in Knative.
+const (
+	DomainMappingConditionReady                                     = duck.ConditionReady
+	DomainMappingConditionDomainClaimed          duck.ConditionType = "DomainClaimed"
+	DomainMappingConditionReferenceResolved      duck.ConditionType = "ReferenceResolved"
+	DomainMappingConditionIngressReady           duck.ConditionType = "IngressReady"
+	DomainMappingConditionCertificateProvisioned duck.ConditionType = "CertificateProvisioned"
+)
+
+// DomainMappingConditions derives Ready from the four conditions Knative requires.
+var DomainMappingConditions = duck.NewLivingConditionSet(DomainMappingConditionDomainClaimed,
+	DomainMappingConditionReferenceResolved, DomainMappingConditionIngressReady, DomainMappingConditionCertificateProvisioned)
+
 // Reasons of a DomainMapping's conditions that a Route's do not have, as Knative spells
 // them (serving pkg/apis/serving/v1beta1/domainmapping_lifecycle.go). IngressReady and
 // CertificateProvisioned share the Route's reasons (v1.ReasonIngressNotConfigured,

@@ -73,19 +73,6 @@ type DomainMappingStatus struct {
 	Address *duck.Addressable `json:"address,omitempty"`
 }
 
-// DomainMapping condition types, as in Knative.
-const (
-	DomainMappingConditionReady                                     = duck.ConditionReady
-	DomainMappingConditionDomainClaimed          duck.ConditionType = "DomainClaimed"
-	DomainMappingConditionReferenceResolved      duck.ConditionType = "ReferenceResolved"
-	DomainMappingConditionIngressReady           duck.ConditionType = "IngressReady"
-	DomainMappingConditionCertificateProvisioned duck.ConditionType = "CertificateProvisioned"
-)
-
-// DomainMappingConditions derives Ready from the four conditions Knative requires.
-var DomainMappingConditions = duck.NewLivingConditionSet(DomainMappingConditionDomainClaimed,
-	DomainMappingConditionReferenceResolved, DomainMappingConditionIngressReady, DomainMappingConditionCertificateProvisioned)
-
 // IsReady reports whether the DomainMapping is Ready for its current generation.
 func (dm *DomainMapping) IsReady() bool {
 	return dm.Status.ObservedGeneration == dm.Generation && dm.Status.GetCondition(duck.ConditionReady).IsTrue()

@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status.ServiceName, status.MetricsServiceName = pa.Name, pa.Name
 	// No ServerlessService: the gateway follows the Revision's pods itself, and holds
 	// requests while there are none.
-	m.MarkTrue(av1alpha1.PodAutoscalerConditionSKSReady)
+	status.MarkSKSReady()
 
 	dep := &appsv1.Deployment{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Namespace: pa.Namespace, Name: pa.Spec.ScaleTargetRef.Name}, dep); {
@@ -200,9 +200,9 @@ func (r *Reconciler) reconcileKPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		}
 	}
 	status.DesiredScale, status.ActualScale = desiredScale(res.Desired, pa.Status.DesiredScale, current), &ready
-	markActivity(m, res)
+	markActivity(status, res)
 	if res.Initialized {
-		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
+		status.MarkScaleTargetInitialized()
 	} else if !m.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue() {
 		status.MarkScaleTargetInitializing()
 	}
@@ -260,16 +260,16 @@ func activityOf(pa *av1alpha1.PodAutoscaler) (decider.Activity, time.Time) {
 	return "", since
 }
 
-func markActivity(m duck.ConditionManager, res decider.ScaleResult) {
+func markActivity(status *av1alpha1.PodAutoscalerStatus, res decider.ScaleResult) {
 	switch res.Activity {
 	case decider.Active:
-		m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+		status.MarkActive()
 	case decider.Inactive, decider.TimedOut:
-		m.MarkFalse(av1alpha1.PodAutoscalerConditionActive, res.Reason, "%s", res.Message)
+		status.MarkInactive(res.Reason, res.Message)
 	case decider.Activating:
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, res.Reason, "%s", res.Message)
+		status.MarkActivating(res.Reason, res.Message)
 	default:
-		m.MarkUnknown(av1alpha1.PodAutoscalerConditionActive, av1alpha1.ReasonInitializing, "")
+		status.MarkActivating(av1alpha1.ReasonInitializing, "")
 	}
 }
 
@@ -312,7 +312,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		}
 	}
 	status.DesiredScale, status.ActualScale = &desired, &actual
-	m.MarkTrue(av1alpha1.PodAutoscalerConditionActive)
+	status.MarkActive()
 	settings := decider.SettingsFor(r.Config().Autoscaler, pa.Annotations, pa.Spec.ContainerConcurrency)
 	initialized := pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue()
 	threshold := max(settings.MinScale, 1)
@@ -320,7 +320,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, pa *av1alpha1.PodAutoscal
 		threshold = max(settings.MinScale, settings.InitialScale)
 	}
 	if initialized || max(actual, dep.Status.ReadyReplicas) >= threshold {
-		m.MarkTrue(av1alpha1.PodAutoscalerConditionScaleTargetInitialized)
+		status.MarkScaleTargetInitialized()
 	}
 	return r.Status.Write(ctx, pa, &pa.Status, status)
 }

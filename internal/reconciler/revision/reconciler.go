@@ -154,8 +154,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		pods = list.Items
 	}
-	propagateDeployment(status, m, d, pods)
-	propagateAutoscaler(status, m, pa)
+	propagateDeployment(status, d, pods)
+	status.PropagateAutoscalerStatus(pa)
 	return r.Status.Write(ctx, rev, &rev.Status, status)
 }
 

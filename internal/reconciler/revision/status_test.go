@@ -1,6 +1,7 @@
 package revision
 
 import (
+	"k8s.io/utils/ptr"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ func deployment(replicas, ready int32, conds ...appsv1.DeploymentCondition) *app
 	d := &appsv1.Deployment{}
 	d.Generation, d.Status.ObservedGeneration = 1, 1
 	d.Spec.Replicas = &replicas
-	d.Spec.ProgressDeadlineSeconds = ptr(int32(600))
+	d.Spec.ProgressDeadlineSeconds = ptr.To(int32(600))
 	d.Status.ReadyReplicas = ready
 	d.Status.Conditions = conds
 	return d
@@ -218,7 +219,7 @@ func TestPropagateDeployment(t *testing.T) {
 			if tc.wasFailed {
 				m.MarkFalse(v1.RevisionConditionContainerHealthy, v1.ExitCodeReason(1), "Container failed with: boom")
 			}
-			propagateDeployment(status, m, tc.d, tc.pods)
+			propagateDeployment(status, tc.d, tc.pods)
 			for _, c := range []struct {
 				typ  string
 				want cond
