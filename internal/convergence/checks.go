@@ -223,21 +223,22 @@ func configGeneration(s *Sim, svc *v1.Service) int64 {
 	return o.GetGeneration()
 }
 
-// fixpoint starts a new leader with caches equal to the store and runs it, with no
-// faults, until it is quiet: every write it makes is one the run's controllers
-// should have made and did not — a lost update.
+// fixpoint starts a new leader and a new gateway with caches equal to the store and
+// runs them, with no faults, until they are quiet: every write they make is one the
+// run's controllers should have made and did not — a lost update.
 func (c *checker) fixpoint() {
 	s := c.sim
 	before := len(s.store.log)
 	s.scenario = Scenario{Name: "fixpoint"}
-	for _, p := range []*process{s.leader, s.deposed} {
+	for _, p := range []*process{s.leader, s.deposed, s.gateway} {
 		if p != nil {
 			p.alive = false
 		}
 	}
 	s.deposed = nil
 	s.leader = s.start("checker", len(s.store.log))
-	s.logf("[checker] leads, with caches equal to the store: it must have nothing to write")
+	s.gateway = s.startGateway("checker-gateway", len(s.store.log))
+	s.logf("[checker] leads, and a gateway starts, with caches equal to the store: they must have nothing to write")
 	s.runToQuiescence(20000)
 	var wrote []string
 	for _, ch := range s.store.log[before:] {

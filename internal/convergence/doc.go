@@ -7,7 +7,8 @@
 //
 // A run is a function of its seed. It uses Ferry's real reconcilers, status writers,
 // tracker and wiring (reconciler.Build and each reconciler's watches.Controller, the
-// same handlers and predicates controller-runtime runs), over a simulated API server
+// same handlers and predicates controller-runtime runs), the gateway's own KIngress
+// reconciler in a gateway process, over a simulated API server
 // (store: resourceVersions, conflicts, generation, status apart from spec, owner
 // garbage collection) and simulated informers whose delivery, handler timing and
 // relists the seed picks. Reconciles run one step at a time on one goroutine; while one

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/internal/reconciler"
@@ -14,9 +15,10 @@ import (
 	"github.com/ferry-serving/ferry/internal/watches"
 )
 
-// process is one `ferry controller` replica while it leads: its informers, its
-// controllers' queues, and Ferry's real reconcilers built as SetupWithManager builds
-// them. A crash loses all of it; a restart builds it again from the store.
+// process is one `ferry controller` replica while it leads, or one gateway replica:
+// its informers, its controllers' queues, and Ferry's real reconcilers built as the
+// manager builds them. A crash loses all of it; a restart builds it again from the
+// store.
 type process struct {
 	name  string
 	sim   *Sim
@@ -28,6 +30,8 @@ type process struct {
 	informers   map[string]*informer
 	controllers []*controller
 	set         *reconciler.Set
+	// requeue is a gateway's: the ingresses its programmer hands back.
+	requeue chan event.GenericEvent
 }
 
 type controller struct {
@@ -37,11 +41,11 @@ type controller struct {
 	do    reconcile.Reconciler
 }
 
-// start builds the process's reconcilers and informers, the caches as of the store's
-// log index asOf (behind the store when asOf < len(log): a stale view), and delivers
-// the initial list to every watch.
+// start builds a controller process: Ferry's reconcilers, their informers with caches
+// as of the store's log index asOf (behind the store when asOf < len(log): a stale
+// view), and the initial list delivered to every watch.
 func (s *Sim) start(name string, asOf int) *process {
-	p := &process{name: name, sim: s, alive: true, startAt: asOf, informers: map[string]*informer{}}
+	p := s.newProcess(name, asOf)
 	route, pa := &controllerRef{}, &controllerRef{}
 	p.set = reconciler.Build(reconciler.Deps{
 		Client: cacheClient{p: p}, APIReader: apiReader{sim: s},
@@ -56,25 +60,37 @@ func (s *Sim) start(name string, asOf int) *process {
 		panic(err)
 	}
 	for _, c := range p.set.All() {
-		ctl := &controller{name: c.Name, proc: p, queue: newQueue(s, p), do: c.Reconciler}
-		p.controllers = append(p.controllers, ctl)
+		ctl := p.run(c)
 		switch c.Name {
 		case p.set.Route.Name:
 			route.c = ctl
 		case p.set.PodAutoscaler.Name:
 			pa.c = ctl
 		}
-		for _, w := range c.Watches {
-			inf := p.informer(kindOf(s.scheme, w.Object))
-			l := &listener{watch: w, control: ctl}
-			inf.listeners = append(inf.listeners, l)
-			for _, key := range sortedKeys(inf.objs) {
-				l.pending = append(l.pending, notification{new: inf.objs[key], initial: true})
-			}
-		}
 	}
 	p.started = true
 	return p
+}
+
+func (s *Sim) newProcess(name string, asOf int) *process {
+	return &process{name: name, sim: s, alive: true, startAt: asOf, informers: map[string]*informer{}}
+}
+
+// run adds c to the process: a queue, and a listener on the informer of each kind it
+// watches, which lists what the informer holds. Its other sources are the
+// simulation's to drive (the gateway's requeue channel).
+func (p *process) run(c watches.Controller) *controller {
+	ctl := &controller{name: c.Name, proc: p, queue: newQueue(p.sim, p), do: c.Reconciler}
+	p.controllers = append(p.controllers, ctl)
+	for _, w := range c.Watches {
+		inf := p.informer(kindOf(p.sim.scheme, w.Object))
+		l := &listener{watch: w, control: ctl}
+		inf.listeners = append(inf.listeners, l)
+		for _, key := range sortedKeys(inf.objs) {
+			l.pending = append(l.pending, notification{new: inf.objs[key], initial: true})
+		}
+	}
+	return ctl
 }
 
 // controllerRef lets the tracker and the autoscaler, built before the controllers,

@@ -74,6 +74,8 @@ const maxSteps = 200000
 func Run(seed int64, sc Scenario, weaken Weaken) Result {
 	s := newSim(seed, sc, weaken)
 	s.leader = s.start("controller-1", 0)
+	s.gateways = 1
+	s.gateway = s.startGateway("gateway-1", 0)
 	s.logf("[controller-1] leads; workload: %d steps", len(s.user.ops))
 	if !s.runToQuiescence(maxSteps) {
 		s.checker.violate("no quiescence after %d steps: a livelock or a write storm", maxSteps)

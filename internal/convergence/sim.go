@@ -44,9 +44,12 @@ type Sim struct {
 	// of its actions.
 	deposed      *process
 	deposedSteps int
-	crashes      int
-	timers       []timer
-	seq          int
+	// gateway is the gateway replica; nil while a crashed one restarts.
+	gateway  *process
+	gateways int
+	crashes  int
+	timers   []timer
+	seq      int
 	// inflight are writes sent by a process that crashed or timed out, which the API
 	// server applies at a later step, or never.
 	inflight []pendingWrite
@@ -153,7 +156,7 @@ func (s *Sim) enabled(nested bool, p *process) []action {
 		return s.processActions(p, true)
 	}
 	var acts []action
-	for _, p := range []*process{s.leader, s.deposed} {
+	for _, p := range []*process{s.leader, s.deposed, s.gateway} {
 		if p != nil && p.alive {
 			acts = append(acts, s.processActions(p, false)...)
 		}
@@ -193,6 +196,9 @@ func (s *Sim) processActions(p *process, nested bool) []action {
 					}})
 				}
 			}
+		}
+		if a, ok := s.requeueAction(p); ok {
+			acts = append(acts, a)
 		}
 		for _, c := range p.controllers {
 			if c.queue.Len() > 0 && (!nested || s.rng.Intn(4) == 0) {
@@ -362,12 +368,18 @@ func (s *Sim) hold(p *process, what string, obj client.Object, apply func(client
 	s.inflight = append(s.inflight, pendingWrite{proc: p.name, what: what, apply: func() error { return apply(o) }})
 }
 
-// crash stops p; a new process leads after a lease's time.
+// crash stops p; a new process leads after a lease's time, or a gateway's pod
+// restarts.
 func (s *Sim) crash(p *process) {
 	s.crashes++
 	p.alive = false
-	if s.deposed == p {
+	switch p {
+	case s.deposed:
 		s.deposed = nil
+		return
+	case s.gateway:
+		s.gateway = nil
+		s.after(nil, s.gatewayRestart(), "gateway restart", s.restartGateway)
 		return
 	}
 	s.leader = nil
@@ -389,16 +401,23 @@ func (s *Sim) depose(p *process) {
 // failover starts a new leader from the store as it is or, in stale scenarios, from
 // caches behind it.
 func (s *Sim) failover() {
+	asOf := s.staleStart()
+	name := fmt.Sprintf("controller-%d", s.crashes+1)
+	s.leader = s.start(name, asOf)
+	s.logf("[%s] leads, its caches as of rv=%d (the store is at rv=%d)", name, s.rvAt(asOf), s.store.rv)
+}
+
+// staleStart is the store's log index a process starting now lists from: the store
+// as it is or, in stale scenarios, up to 40 writes behind it.
+func (s *Sim) staleStart() int {
 	asOf := len(s.store.log)
 	if s.scenario.Stale && asOf > 0 {
 		asOf -= s.rng.Intn(min(asOf, 40) + 1)
 	}
-	name := fmt.Sprintf("controller-%d", s.crashes+1)
 	if asOf < len(s.store.log) {
 		s.checker.faults++
 	}
-	s.leader = s.start(name, asOf)
-	s.logf("[%s] leads, its caches as of rv=%d (the store is at rv=%d)", name, s.rvAt(asOf), s.store.rv)
+	return asOf
 }
 
 func (s *Sim) rvAt(i int) int64 {

@@ -6,15 +6,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 )
 
 // world is the rest of the cluster, as far as Ferry's controllers can tell: the
 // Deployment controller and its pods (a Deployment becomes available a seeded delay
-// after it asks for replicas), the gateway (a KIngress is programmed and Ready a
-// seeded delay after each generation), and the garbage collector (dependents of a
-// deleted owner go at some later step). They act on the store directly: they are not
+// after it asks for replicas) and the garbage collector (dependents of a deleted owner
+// go at some later step). The gateway is not the world's: its own KIngress reconciler
+// runs as a process (gateway.go). They act on the store directly: they are not
 // under test, only their timing is.
 type world struct {
 	sim *Sim
@@ -24,10 +22,7 @@ type world struct {
 
 func newWorld(s *Sim) *world { return &world{sim: s, due: map[ref]time.Time{}} }
 
-var (
-	deploymentKind = "apps/Deployment"
-	ingressKind    = "networking.internal.knative.dev/Ingress"
-)
+var deploymentKind = "apps/Deployment"
 
 // actions lists the world's work that is due now. Work not yet due keeps the run
 // going: nextDue says when.
@@ -42,16 +37,6 @@ func (w *world) actions() []action {
 		r := s.store.refOf(d)
 		if w.isDue(r, 3*time.Second) {
 			acts = append(acts, action{"deployment controller syncs " + r.key.String(), func() { w.syncDeployment(r) }})
-		}
-	}
-	for _, o := range s.store.list(ingressKind, "") {
-		ing := o.(*netv1alpha1.Ingress)
-		if ingressSettled(ing) {
-			continue
-		}
-		r := s.store.refOf(ing)
-		if w.isDue(r, time.Second) {
-			acts = append(acts, action{"gateway programs " + r.key.String(), func() { w.programIngress(r) }})
 		}
 	}
 	for _, r := range s.store.orphans() {
@@ -122,30 +107,4 @@ func (w *world) syncDeployment(r ref) {
 	err := s.store.update(d, true)
 	s.author = ""
 	s.logf("[deployment-controller] %s has %d ready replicas: %s", r.key, want, resultOf(d, err))
-}
-
-func ingressSettled(ing *netv1alpha1.Ingress) bool {
-	return ing.Status.ObservedGeneration == ing.Generation && ing.Status.GetCondition(netv1alpha1.IngressConditionReady).IsTrue()
-}
-
-// programIngress marks the KIngress's generation served, as Ferry's gateway does.
-func (w *world) programIngress(r ref) {
-	s := w.sim
-	o, ok := s.store.get(r)
-	if !ok {
-		return
-	}
-	delete(w.due, r)
-	ing := o.(*netv1alpha1.Ingress)
-	ing.Status.ObservedGeneration = ing.Generation
-	m := netv1alpha1.IngressConditions.Manage(&ing.Status.Status)
-	m.InitializeConditions()
-	m.MarkTrue(netv1alpha1.IngressConditionNetworkConfigured)
-	m.MarkTrue(netv1alpha1.IngressConditionLoadBalancerReady)
-	lb := &netv1alpha1.LoadBalancerStatus{Ingress: []netv1alpha1.LoadBalancerIngressStatus{{Domain: "ferry-gateway.ferry-system.svc.cluster.local"}}}
-	ing.Status.PublicLoadBalancer, ing.Status.PrivateLoadBalancer = lb, lb
-	s.author = "gateway"
-	err := s.store.update(ing, true)
-	s.author = ""
-	s.logf("[gateway] programs %s generation %d: %s", r.key, ing.Generation, resultOf(ing, err))
 }
