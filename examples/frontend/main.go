@@ -14,14 +14,8 @@ import (
 )
 
 func main() {
-	port := os.Getenv("PORT")
-	if port == "" {
-		port = "8080"
-	}
-	backend := os.Getenv("BACKEND")
-	if backend == "" {
-		backend = "http://backend.default.svc.cluster.local"
-	}
+	port := getenv("PORT", "8080")
+	backend := getenv("BACKEND", "http://backend.default.svc.cluster.local")
 	client := &http.Client{Timeout: 30 * time.Second}
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
@@ -40,4 +34,12 @@ func main() {
 	srv := &http.Server{Addr: ":" + port, ReadHeaderTimeout: 10 * time.Second}
 	log.Printf("frontend: revision %s listening on :%s, back end %s", os.Getenv("K_REVISION"), port, backend)
 	log.Fatal(srv.ListenAndServe())
+}
+
+// getenv is the environment variable key, or fallback when it is unset or empty.
+func getenv(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
 }

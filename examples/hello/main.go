@@ -18,14 +18,8 @@ import (
 )
 
 func main() {
-	port := os.Getenv("PORT")
-	if port == "" {
-		port = "8080"
-	}
-	target := os.Getenv("TARGET")
-	if target == "" {
-		target = "World"
-	}
+	port := getenv("PORT", "8080")
+	target := getenv("TARGET", "World")
 	host, _ := os.Hostname()
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if ms, err := strconv.Atoi(r.URL.Query().Get("sleep")); err == nil && ms > 0 {
@@ -49,4 +43,12 @@ func main() {
 	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
+}
+
+// getenv is the environment variable key, or fallback when it is unset or empty.
+func getenv(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
 }

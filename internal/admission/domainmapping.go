@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -19,11 +20,7 @@ var clusterDomain = strings.TrimPrefix(config.ClusterLocalDomain, "svc.")
 // sets the user annotations, as Knative's DomainMapping SetDefaults does.
 func DefaultDomainMapping(dm, old *v1beta1.DomainMapping, username string) {
 	dm.SetDefaults()
-	var oldSpec any
-	if old != nil {
-		oldSpec = old.Spec
-	}
-	setUserInfo(&dm.ObjectMeta, oldSpec, dm.Spec, old != nil, username)
+	setUserInfo(&dm.ObjectMeta, username, old != nil, old != nil && !equality.Semantic.DeepEqual(old.Spec, dm.Spec))
 }
 
 // ValidateDomainMapping checks a DomainMapping as Knative does (pkg/apis/serving/

@@ -126,35 +126,31 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("")
 	}
 	cfg := current(v.Config)
-	// callback is the Pod dry run's refusal, which comes only after validation passed.
-	var errs, callback *FieldError
+	var errs *FieldError
 	var err error
+	// The template the Pod dry run checks, and on update the one before: a Service's,
+	// or a Configuration's that no Service owns (that one was checked as the Service).
+	var annotations map[string]string
+	var template, was *servingv1.RevisionTemplateSpec
 	switch req.Kind.Kind {
 	case "Service":
 		var s, old *servingv1.Service
 		if s, old, err = decode[servingv1.Service](req); err == nil {
 			errs = ValidateService(cfg, s, old)
-			if errs.Errors() == nil {
-				var was *servingv1.RevisionTemplateSpec
-				if old != nil {
-					was = &old.Spec.Template
-				}
-				mode := dryRunModeOf(cfg.Features, s.Annotations, dryRun(req))
-				callback = dryRunPodSpec(ctx, v.Client, mode, req.Namespace, &s.Spec.Template, was)
+			annotations, template = s.Annotations, &s.Spec.Template
+			if old != nil {
+				was = &old.Spec.Template
 			}
 		}
 	case "Configuration":
 		var c, old *servingv1.Configuration
 		if c, old, err = decode[servingv1.Configuration](req); err == nil {
 			errs = ValidateConfiguration(cfg, c, old)
-			// A Service's Configuration was checked as the Service.
-			if errs.Errors() == nil && c.Labels[servingv1.ServiceLabelKey] == "" {
-				var was *servingv1.RevisionTemplateSpec
+			if c.Labels[servingv1.ServiceLabelKey] == "" {
+				annotations, template = c.Annotations, &c.Spec.Template
 				if old != nil {
 					was = &old.Spec.Template
 				}
-				mode := dryRunModeOf(cfg.Features, c.Annotations, dryRun(req))
-				callback = dryRunPodSpec(ctx, v.Client, mode, req.Namespace, &c.Spec.Template, was)
 			}
 		}
 	case "Revision":
@@ -181,6 +177,12 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
+	}
+	// callback is the Pod dry run's refusal, which comes only after validation passed.
+	var callback *FieldError
+	if template != nil && errs.Errors() == nil {
+		mode := dryRunModeOf(cfg.Features, annotations, dryRun(req))
+		callback = dryRunPodSpec(ctx, v.Client, mode, req.Namespace, template, was)
 	}
 	return response(errs, callback)
 }

@@ -195,43 +195,6 @@ func (s *Server) clientConfig(path string) admissionregv1.WebhookClientConfig {
 	return cc
 }
 
-// Register creates or updates both webhook configurations to point at this server.
-func (s *Server) Register(ctx context.Context) error {
-	mwc, vwc := WebhookConfigurations(s.clientConfig(MutatePath), s.clientConfig(ValidatePath), s.clientConfig(HoldPath), s.opts.ControllerUser)
-	api := s.client.AdmissionregistrationV1()
-	if cur, err := api.MutatingWebhookConfigurations().Get(ctx, mwc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := api.MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("registering %s: %w", mwc.Name, err)
-		} else if err != nil {
-			return s.Register(ctx) // another replica was first: update theirs
-		}
-	} else if err != nil {
-		return fmt.Errorf("reading %s: %w", mwc.Name, err)
-	} else {
-		cur.Webhooks = mwc.Webhooks
-		cur.Labels = mwc.Labels
-		if _, err := api.MutatingWebhookConfigurations().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating %s: %w", mwc.Name, err)
-		}
-	}
-	if cur, err := api.ValidatingWebhookConfigurations().Get(ctx, vwc.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		if _, err := api.ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("registering %s: %w", vwc.Name, err)
-		} else if err != nil {
-			return s.Register(ctx)
-		}
-	} else if err != nil {
-		return fmt.Errorf("reading %s: %w", vwc.Name, err)
-	} else {
-		cur.Webhooks = vwc.Webhooks
-		cur.Labels = vwc.Labels
-		if _, err := api.ValidatingWebhookConfigurations().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating %s: %w", vwc.Name, err)
-		}
-	}
-	return nil
-}
-
 // WebhookConfigurations are Ferry's two registrations: every create and update of the
 // four serving.knative.dev/v1 kinds and of v1beta1 DomainMappings (not their status), failurePolicy Fail, no side
 // effects (so dry runs are admitted too). controllerUser, if set, lets that user's

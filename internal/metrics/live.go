@@ -2,36 +2,53 @@ package metrics
 
 import (
 	"context"
+	"iter"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// live is the set of objects a collector reads at scrape time. Each is in it while
-// the runnable that exports it runs, so that a replica that is not the leader exports
-// nothing, and tests that run several managers in turn see only the running one's.
-type live[T comparable] struct {
+// liveCollector exports what collect reads, at scrape time, from the live objects of
+// one kind. An object is live while the runnable that exports it runs, so that a
+// replica that is not the leader exports nothing, and tests that run several managers
+// in turn see only the running one's.
+type liveCollector[T comparable] struct {
+	descs []*prometheus.Desc
+	// collect sends the metrics of the live objects, which stay as they are meanwhile.
+	collect func(ch chan<- prometheus.Metric, live iter.Seq[T])
+
 	mu  sync.Mutex
 	set map[T]struct{}
 }
 
-// while keeps v in the set until ctx is done.
-func (l *live[T]) while(ctx context.Context, v T) {
-	l.mu.Lock()
-	if l.set == nil {
-		l.set = map[T]struct{}{}
+// while keeps v live until ctx is done.
+func (c *liveCollector[T]) while(ctx context.Context, v T) {
+	c.mu.Lock()
+	if c.set == nil {
+		c.set = map[T]struct{}{}
 	}
-	l.set[v] = struct{}{}
-	l.mu.Unlock()
+	c.set[v] = struct{}{}
+	c.mu.Unlock()
 	<-ctx.Done()
-	l.mu.Lock()
-	delete(l.set, v)
-	l.mu.Unlock()
+	c.mu.Lock()
+	delete(c.set, v)
+	c.mu.Unlock()
 }
 
-// each calls f for every object in the set, which stays as it is meanwhile.
-func (l *live[T]) each(f func(T)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for v := range l.set {
-		f(v)
+func (c *liveCollector[T]) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
 	}
+}
+
+func (c *liveCollector[T]) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.collect(ch, func(yield func(T) bool) {
+		for v := range c.set {
+			if !yield(v) {
+				return
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"iter"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -12,7 +13,10 @@ import (
 // podLoads exports each pod's latest load as the gateways report it, read from the
 // live Autoscalers at scrape time: a pod that is no longer reported has no series,
 // with nothing to delete, so the series follow the pods that carry load.
-var podLoads = &podLoadCollector{}
+var podLoads = &liveCollector[*autoscaler.Autoscaler]{
+	descs:   []*prometheus.Desc{podConcurrency, podRequests},
+	collect: collectPodLoads,
+}
 
 var (
 	podConcurrency = prometheus.NewDesc("ferry_autoscaler_pod_concurrency",
@@ -25,25 +29,18 @@ var (
 
 func init() { ctrlmetrics.Registry.MustRegister(podLoads) }
 
-type podLoadCollector struct{ live live[*autoscaler.Autoscaler] }
-
 // ExportPodLoads exports a's per-pod loads until ctx is done. Run it on the leader
 // only, like ExportTracker: every replica takes the reports, and one is enough to
 // export them.
-func ExportPodLoads(ctx context.Context, a *autoscaler.Autoscaler) { podLoads.live.while(ctx, a) }
+func ExportPodLoads(ctx context.Context, a *autoscaler.Autoscaler) { podLoads.while(ctx, a) }
 
-func (c *podLoadCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- podConcurrency
-	ch <- podRequests
-}
-
-func (c *podLoadCollector) Collect(ch chan<- prometheus.Metric) {
-	c.live.each(func(a *autoscaler.Autoscaler) {
+func collectPodLoads(ch chan<- prometheus.Metric, live iter.Seq[*autoscaler.Autoscaler]) {
+	for a := range live {
 		for _, p := range a.PodLoads() {
 			ch <- prometheus.MustNewConstMetric(podConcurrency, prometheus.GaugeValue, p.AverageConcurrency,
 				p.Revision.Namespace, p.Revision.Name, p.Pod)
 			ch <- prometheus.MustNewConstMetric(podRequests, prometheus.GaugeValue, p.RequestsPerSecond,
 				p.Revision.Namespace, p.Revision.Name, p.Pod)
 		}
-	})
+	}
 }

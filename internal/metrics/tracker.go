@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"iter"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -10,7 +11,10 @@ import (
 
 // trackers exports the size of the live trackers, read at scrape time so that
 // tracking costs nothing extra. A process normally runs one.
-var trackers = &trackerCollector{}
+var trackers = &liveCollector[*tracker.Tracker]{
+	descs:   []*prometheus.Desc{trackerObservers, trackerReferences},
+	collect: collectTrackers,
+}
 
 var (
 	trackerObservers = prometheus.NewDesc("ferry_tracker_observers",
@@ -19,27 +23,20 @@ var (
 		"Distinct objects and label selectors the tracker watches on behalf of observers.", nil, nil)
 )
 
-type trackerCollector struct{ live live[*tracker.Tracker] }
-
 // ExportTracker exports t's size until ctx is done. Run it from a manager
 // runnable that starts with the controllers that fill t, so that a replica
 // that is not the leader exports nothing rather than an empty tracker.
-func ExportTracker(ctx context.Context, t *tracker.Tracker) { trackers.live.while(ctx, t) }
+func ExportTracker(ctx context.Context, t *tracker.Tracker) { trackers.while(ctx, t) }
 
-func (c *trackerCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- trackerObservers
-	ch <- trackerReferences
-}
-
-func (c *trackerCollector) Collect(ch chan<- prometheus.Metric) {
+func collectTrackers(ch chan<- prometheus.Metric, live iter.Seq[*tracker.Tracker]) {
 	var sum tracker.Size
 	n := 0
-	c.live.each(func(t *tracker.Tracker) {
+	for t := range live {
 		s := t.Size()
 		sum.Observers += s.Observers
 		sum.References += s.References
 		n++
-	})
+	}
 	if n == 0 {
 		return
 	}

@@ -249,12 +249,12 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 	children := func() *created.Children { return created.New(c).WithClock(clk) }
 	// owner is the Base of a reconciler that owns children and writes statuses.
 	owner := func(w *statuswriter.Writer) base.Base {
-		return base.Base{Client: c, Children: children(), Refused: refused(), Status: w, Config: opts.Config, AfterRead: opts.AfterRead, Clock: clk}
+		return base.Base{Client: c, Children: children(), Refused: refused(), Status: w, Config: opts.Config, AfterRead: opts.AfterRead, Clock: clk, Serial: d.Serial}
 	}
 
-	svc := &service.Reconciler{Base: owner(status("service-controller", "Service").Progress(v1.ReasonRolloutInProgress)), Serial: d.Serial}
+	svc := &service.Reconciler{Base: owner(status("service-controller", "Service").Progress(v1.ReasonRolloutInProgress))}
 	cfg := &configuration.Reconciler{Base: owner(status("configuration-controller", "Configuration")), APIReader: d.APIReader}
-	rev := &revision.Reconciler{Base: owner(status("revision-controller", "Revision")), Serial: d.Serial}
+	rev := &revision.Reconciler{Base: owner(status("revision-controller", "Revision"))}
 	as := autoscaler.New(decide).WithClock(clk)
 	paBase := owner(status("podautoscaler-controller", "PodAutoscaler").NotFailures(av1alpha1.ReasonNoTraffic))
 	// The PodAutoscaler's reconcile has no AfterRead hook: no test widens a race there.

@@ -36,8 +36,6 @@ type Reconciler struct {
 	// Revisions, config-defaults for in-memory defaulting, and config-observability's
 	// logging.revision-url-template for status.logUrl.
 	base.Base
-	// Serial, if set, ensures the two children one after the other (child.Together).
-	Serial bool
 }
 
 // Controller is what wakes the reconciler: its Revisions, their Deployments and

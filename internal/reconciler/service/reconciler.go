@@ -24,8 +24,6 @@ type Reconciler struct {
 	// Base.Config: config-defaults and config-features default the children as
 	// admission defaults a Service.
 	base.Base
-	// Serial, if set, ensures the two children one after the other (child.Together).
-	Serial bool
 }
 
 // Controller is what wakes the reconciler: its Services and the children they own.

@@ -1,8 +1,9 @@
 // Package base is what every Ferry reconciler holds and does the same way: the client,
 // the children's reader and refusals, the status writer, the live configuration, the
-// test hook after the read, and the clock (Base, embedded in each Reconciler); and the
-// opening of a reconcile's status (OpenStatus). reconciler.Build fills a Base for each
-// reconciler from one client, one clock and one set of options.
+// test hook after the read, the clock and whether to run serially (Base, embedded in
+// each Reconciler); and the opening of a reconcile's status (OpenStatus).
+// reconciler.Build fills a Base for each reconciler from one client, one clock and one
+// set of options.
 package base
 
 import (
@@ -40,6 +41,9 @@ type Base struct {
 	// Clock tells time (nil: the real clock); the convergence simulation passes its
 	// own, so that what a reconcile decides by the time is a function of the seed.
 	Clock clock.PassiveClock
+	// Serial, if set, ensures a reconciler's independent children one after the other
+	// (child.Together), so that the convergence simulation stays a function of its seed.
+	Serial bool
 }
 
 // Now is the reconciler's time.
