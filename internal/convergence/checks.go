@@ -41,6 +41,10 @@ type checker struct {
 	// a stale status planted, a late write landing, a leader starting from a stale
 	// cache.
 	faults int
+	// configChanged: the user changed the configuration, which may rightly make a
+	// Ready Service Unknown while its Route's KIngress takes its new hosts, as
+	// Knative's does.
+	configChanged bool
 }
 
 type serviceReady struct {
@@ -100,7 +104,7 @@ func (s *Sim) observe(ch change) {
 		// After a fault, a regression may have its cause outside Ferry (a stale
 		// status read from a child, a stale cache): it must still be put right,
 		// which quiescent checks.
-		if controller && seen && before.ready && !now.ready && before.generation == now.generation && c.faults == 0 {
+		if controller && seen && before.ready && !now.ready && before.generation == now.generation && c.faults == 0 && !c.configChanged {
 			c.violate("Service %s: Ready turned %s in generation %d with no change to its spec (written by %s)",
 				o.Name, readyOf(&o.Status.Status), o.Generation, author)
 		}
@@ -184,6 +188,7 @@ func (c *checker) quiescent() {
 		}
 	}
 	c.checkPlaceholders()
+	c.checkDomains()
 	c.fixpoint()
 }
 
@@ -211,6 +216,20 @@ func (c *checker) checkPlaceholders() {
 		sort.Strings(got)
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			c.violate("Route %s: placeholder Services %v at quiescence, want %v", rt.Name, got, want)
+		}
+	}
+}
+
+// checkDomains: at quiescence every Route's URL is under the domain config-domain names
+// now (the one catch-all entry the workload writes).
+func (c *checker) checkDomains() {
+	s := c.sim
+	for domain := range s.config.Domain.Domains {
+		for _, o := range s.store.list(routeKind, "") {
+			rt := o.(*v1.Route)
+			if rt.Status.URL != "" && !strings.HasSuffix(rt.Status.URL, "."+domain) {
+				c.violate("Route %s: URL %s at quiescence, config-domain names %s", rt.Name, rt.Status.URL, domain)
+			}
 		}
 	}
 }

@@ -150,7 +150,10 @@ func TestSensitivity(t *testing.T) {
 	weakened := []struct {
 		name   string
 		weaken Weaken
-	}{{"tracker reads before it tracks", Weaken{Tracker: true}}}
+	}{
+		{"tracker reads before it tracks", Weaken{Tracker: true}},
+		{"a configuration change wakes no controller", Weaken{ConfigChanges: true}},
+	}
 	for _, g := range statuswriter.Safeguards {
 		if g == statuswriter.RelistKeepsSpec {
 			// Found once in 6,644 runs, before reads could race (racePastRead); not

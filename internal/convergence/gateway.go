@@ -30,8 +30,11 @@ func (s *Sim) startGateway(name string, asOf int) *process {
 	// Buffered beyond anything a run programs: the reconciler sends on it inside a
 	// reconcile, and nothing else runs until that returns.
 	p.requeue = make(chan event.GenericEvent, 4096)
-	programmer := routing.NewProgrammer(backends.NewRegistry())
-	p.run(routing.IngressController(cacheClient{p: p}, apiReader{sim: s}, programmer, p.requeue, nil, publicDomain, privateDomain))
+	ingresses := routing.IngressController(cacheClient{p: p}, apiReader{sim: s}, routing.NewProgrammer(backends.NewRegistry()), p.requeue, nil, publicDomain, privateDomain)
+	// Its one other source reads the requeue channel on a goroutine of its own: the
+	// simulation drains the channel itself (requeueAction).
+	ingresses.Sources = nil
+	p.run(ingresses)
 	p.started = true
 	return p
 }

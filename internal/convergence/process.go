@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 	"github.com/ferry-serving/ferry/internal/reconciler/kit/index"
 	"github.com/ferry-serving/ferry/internal/watches"
@@ -32,6 +33,10 @@ type process struct {
 	set         *reconciler.Set
 	// requeue is a gateway's: the ingresses its programmer hands back.
 	requeue chan event.GenericEvent
+	// config is the configuration as this process's ConfigMap informer last saw it;
+	// onConfig are its subscribers (config.Store.OnChange).
+	config   *config.Config
+	onConfig []func(old, new *config.Config)
 }
 
 type controller struct {
@@ -52,7 +57,7 @@ func (s *Sim) start(name string, asOf int) *process {
 		Recorder: func(string) events.EventRecorder { return s.recorder },
 		Owners:   watches.Owners{Scheme: s.scheme, Mapper: s.mapper},
 		Clock:    s.clock, Serial: true, Without: s.weaken.without(),
-	}, s.options(), route.add, pa.add)
+	}, s.options(p), route.add, pa.add)
 	if s.weaken.Tracker {
 		p.set.Tracker.ReadBeforeTrack()
 	}
@@ -73,15 +78,21 @@ func (s *Sim) start(name string, asOf int) *process {
 }
 
 func (s *Sim) newProcess(name string, asOf int) *process {
-	return &process{name: name, sim: s, alive: true, startAt: asOf, informers: map[string]*informer{}}
+	return &process{name: name, sim: s, alive: true, startAt: asOf, informers: map[string]*informer{}, config: s.config}
 }
 
-// run adds c to the process: a queue, and a listener on the informer of each kind it
-// watches, which lists what the informer holds. Its other sources are the
-// simulation's to drive (the gateway's requeue channel).
+// run adds c to the process: a queue, a listener on the informer of each kind it
+// watches, which lists what the informer holds, and its other sources started on the
+// queue (none of Build's starts a goroutine: they enqueue when the reconcilers or the
+// configuration tell them to).
 func (p *process) run(c watches.Controller) *controller {
 	ctl := &controller{name: c.Name, proc: p, queue: newQueue(p.sim, p), do: c.Reconciler}
 	p.controllers = append(p.controllers, ctl)
+	for _, src := range c.Sources {
+		if err := src.Start(context.Background(), ctl.queue); err != nil {
+			panic(err)
+		}
+	}
 	for _, w := range c.Watches {
 		inf := p.informer(kindOf(p.sim.scheme, w.Object))
 		l := &listener{watch: w, control: ctl}
@@ -149,3 +160,22 @@ func (p *process) controller(name string) *controller {
 type crashed struct{ proc string }
 
 func (c crashed) Error() string { return c.proc + " crashed" }
+
+// configAction is p's ConfigMap informer catching up with the configuration the user
+// wrote last: its store publishes it and tells its subscribers, as config.Store does.
+func (s *Sim) configAction(p *process) (action, bool) {
+	if p.config == s.config {
+		return action{}, false
+	}
+	return action{"config store of " + p.name + " catches up", func() {
+		old := p.config
+		p.config = s.config
+		s.logf("[%s] sees the new configuration", p.name)
+		if s.weaken.ConfigChanges {
+			return
+		}
+		for _, f := range p.onConfig {
+			f(old, p.config)
+		}
+	}}, true
+}

@@ -46,6 +46,9 @@ type Weaken struct {
 	Tracker bool
 	// Safeguard is a status writer safeguard to switch off; "" keeps them all.
 	Safeguard statuswriter.Safeguard
+	// ConfigChanges makes a process take a new configuration without waking the
+	// controllers it concerns: only what they reconcile anyway gets it.
+	ConfigChanges bool
 }
 
 func (w Weaken) without() []statuswriter.Safeguard {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-serving/ferry/api/scheme"
+	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/reconciler"
 )
 
@@ -56,6 +57,10 @@ type Sim struct {
 	world    *world
 	user     *workload
 
+	// config is the configuration the ConfigMaps hold now; each process sees it when
+	// its informer catches up.
+	config *config.Config
+
 	// author is who is writing right now, for the log.
 	author  string
 	steps   int
@@ -77,9 +82,13 @@ type pendingWrite struct {
 	apply      func() error
 }
 
-// options are the reconcilers' options in the simulation: Ferry's defaults.
-func (s *Sim) options() reconciler.Options {
-	return reconciler.Options{}
+// options are the reconcilers' options in process p: Ferry's defaults, with the
+// configuration as p's ConfigMap informer last saw it.
+func (s *Sim) options(p *process) reconciler.Options {
+	return reconciler.Options{
+		Config:         func() *config.Config { return p.config },
+		OnConfigChange: func(f func(old, new *config.Config)) { p.onConfig = append(p.onConfig, f) },
+	}
 }
 
 // simMapper maps every kind of the scheme as namespaced.
@@ -100,7 +109,7 @@ func newSim(seed int64, sc Scenario, weaken Weaken) *Sim {
 	}
 	clk := clocktesting.NewFakePassiveClock(epoch)
 	s := &Sim{seed: seed, rng: rand.New(rand.NewSource(seed)), scenario: sc, weaken: weaken, scheme: scheme,
-		mapper: simMapper{RESTMapper: rm, scheme: scheme}, clock: clk}
+		mapper: simMapper{RESTMapper: rm, scheme: scheme}, clock: clk, config: config.Default()}
 	s.recorder = traceRecorder{s}
 	s.store = newStore(scheme, clk.Now)
 	s.store.onCommit = s.observe
@@ -198,6 +207,9 @@ func (s *Sim) processActions(p *process, nested bool) []action {
 			}
 		}
 		if a, ok := s.requeueAction(p); ok {
+			acts = append(acts, a)
+		}
+		if a, ok := s.configAction(p); ok {
 			acts = append(acts, a)
 		}
 		for _, c := range p.controllers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,8 +57,9 @@ func (w *workload) done() bool { return w.next >= len(w.ops) }
 // newWorkload draws the run's workload from the seed: one or two Services, each
 // created (half of them rolling out new Revisions gradually) and then changed a few
 // times (new templates, traffic splits with tags and back, deletion and re-creation
-// under the same name, a stale status planted by a replica that no longer leads), and
-// sometimes a Route created before the Configuration it names.
+// under the same name, a stale status planted by a replica that no longer leads),
+// sometimes a Route created before the Configuration it names, and in half the runs
+// config-domain changed at some point.
 func newWorkload(s *Sim) *workload {
 	w := &workload{sim: s}
 	for i := range 1 + s.rng.Intn(2) {
@@ -117,7 +119,25 @@ func newWorkload(s *Sim) *workload {
 			w.create(cfg)
 		})
 	}
+	if s.rng.Intn(2) == 0 {
+		// Drawn last, so that the rest of each seed's workload stays as it was.
+		at := 1 + s.rng.Intn(len(w.ops))
+		w.ops = slices.Insert(w.ops, at, op{what: "move every Route to " + movedDomain + " (config-domain)", do: w.moveDomain})
+	}
 	return w
+}
+
+// movedDomain is the domain config-domain names once the user changes it.
+const movedDomain = "example.org"
+
+// moveDomain changes config-domain: every Route's URL and KIngress hosts move to
+// movedDomain, which each process learns when its ConfigMap informer catches up.
+func (w *workload) moveDomain() {
+	c := *w.sim.config
+	c.Domain = &config.Domain{Domains: map[string]config.DomainSelector{movedDomain: {Type: config.DomainTypeWildcard}}}
+	w.sim.config = &c
+	w.sim.checker.configChanged = true
+	w.sim.logf("[user] changes config-domain to %s for every Route", movedDomain)
 }
 
 func (w *workload) add(what string, when func() bool, do func()) {

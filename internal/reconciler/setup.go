@@ -138,19 +138,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	if err := mgr.Add(set.Autoscaler); err != nil {
 		return nil, fmt.Errorf("adding the autoscaler: %w", err)
 	}
-	log := mgr.GetLogger().WithName("config")
-	onChange := func(name string, matters func(old, new *config.Config) bool, list func() client.ObjectList) *configChanges {
-		return &configChanges{name: name, register: opts.OnConfigChange, matters: matters, list: every(c, list),
-			onError: func(err error) { log.Error(err, "Listing objects after a configuration change", "controller", name) }}
-	}
-	set.PodAutoscaler.Sources = append(set.PodAutoscaler.Sources, decisions,
-		onChange("podautoscaler", autoscalerChanged, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }))
-	set.Route.Sources = append(set.Route.Sources, requeue,
-		onChange("route", routingChanged, func() client.ObjectList { return &v1.RouteList{} }))
-	set.Revision.Sources = append(set.Revision.Sources,
-		onChange("revision", logURLChanged, func() client.ObjectList { return &v1.RevisionList{} }))
-	set.GC.Sources = append(set.GC.Sources,
-		onChange("revision-gc", gcChanged, func() client.ObjectList { return &v1.ConfigurationList{} }))
+	set.PodAutoscaler.Sources = append(set.PodAutoscaler.Sources, decisions)
+	set.Route.Sources = append(set.Route.Sources, requeue)
 	for _, ctl := range set.All() {
 		workers := opts.Workers
 		if ctl.Name == set.GC.Name {
@@ -160,8 +149,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 			return nil, err
 		}
 	}
-	set.DomainMapping.Sources = append(set.DomainMapping.Sources,
-		onChange("domainmapping", domainMappingChanged, func() client.ObjectList { return &v1beta1.DomainMappingList{} }))
 	for _, ctl := range set.Beside() {
 		if err := ctl.Register(mgr, opts.Workers); err != nil {
 			return nil, err
@@ -267,11 +254,33 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 		DefaultCertificateClass: opts.CertificateClass, Recorder: d.Recorder("domainmapping-controller")}
 	states := &routingstate.Reconciler{Base: base.Base{Client: c, Clock: clk}, Recorder: d.Recorder("routingstate-controller")}
 	tel := opts.Telemetry
-	return &Set{Tracker: t, Autoscaler: as,
+	set := &Set{Tracker: t, Autoscaler: as,
 		Service: traced(tel, "Service", svc.Controller(d.Owners)), Configuration: traced(tel, "Configuration", cfg.Controller(d.Owners)),
 		Revision: traced(tel, "Revision", rev.Controller(d.Owners)), PodAutoscaler: traced(tel, "PodAutoscaler", pa.Controller(d.Owners)),
 		Route: traced(tel, "Route", rt.Controller(d.Owners, t.Handler())), GC: traced(tel, "Configuration", collector.Controller()),
 		DomainMapping: traced(tel, "DomainMapping", dm.Controller(d.Owners)), RoutingState: traced(tel, "Configuration", states.Controller())}
+	reconcileOnConfigChanges(set, c, opts.OnConfigChange)
+	return set
+}
+
+// reconcileOnConfigChanges wakes each controller with every object it reconciles
+// after a configuration change that concerns it (configChanges).
+func reconcileOnConfigChanges(set *Set, c client.Reader, register func(func(old, new *config.Config))) {
+	log := ctrl.Log.WithName("config")
+	onChange := func(name string, matters func(old, new *config.Config) bool, list func() client.ObjectList) *configChanges {
+		return &configChanges{name: name, register: register, matters: matters, list: every(c, list),
+			onError: func(err error) { log.Error(err, "Listing objects after a configuration change", "controller", name) }}
+	}
+	set.PodAutoscaler.Sources = append(set.PodAutoscaler.Sources,
+		onChange("podautoscaler", autoscalerChanged, func() client.ObjectList { return &av1alpha1.PodAutoscalerList{} }))
+	set.Route.Sources = append(set.Route.Sources,
+		onChange("route", routingChanged, func() client.ObjectList { return &v1.RouteList{} }))
+	set.Revision.Sources = append(set.Revision.Sources,
+		onChange("revision", logURLChanged, func() client.ObjectList { return &v1.RevisionList{} }))
+	set.GC.Sources = append(set.GC.Sources,
+		onChange("revision-gc", gcChanged, func() client.ObjectList { return &v1.ConfigurationList{} }))
+	set.DomainMapping.Sources = append(set.DomainMapping.Sources,
+		onChange("domainmapping", domainMappingChanged, func() client.ObjectList { return &v1beta1.DomainMappingList{} }))
 }
 
 func closed(c <-chan struct{}) bool {
