@@ -17,7 +17,7 @@ const (
 	seedsEnv    = "FERRY_SIM_SEEDS"  // seeds per family (default shortSeeds)
 	firstEnv    = "FERRY_SIM_FIRST"  // first seed (default 1)
 	replayEnv   = "FERRY_SIM_REPLAY" // "<family>:<seed>": print that run's trace
-	shortSeeds  = 2500               // × 4 families: 10,000 runs in CI
+	shortSeeds  = 2000               // × 5 families: 10,000 runs in CI
 	traceOnFail = 400                // trace lines printed for a failing seed
 )
 
@@ -153,6 +153,7 @@ func TestSensitivity(t *testing.T) {
 	}{
 		{"tracker reads before it tracks", Weaken{Tracker: true}},
 		{"a configuration change wakes no controller", Weaken{ConfigChanges: true}},
+		{"a refused write is never tried again", Weaken{RefusalRetry: true}},
 	}
 	for _, g := range statuswriter.Safeguards {
 		if g == statuswriter.RelistKeepsSpec {

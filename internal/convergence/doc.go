@@ -16,7 +16,8 @@
 // reconcile (interleave). The simulated clock moves only by small steps and to the
 // next timer when nothing else can happen.
 //
-// The perturbations follow Sieve (OSDI '22), one Scenario family each: intermediate
+// The perturbations follow Sieve (OSDI '22), one Scenario family each (and a fourth,
+// admission refusing writes): intermediate
 // states (a crash before, after or in the middle of any write), stale states (a new
 // leader whose caches lag the store, and the old leader's writes landing late), and
 // unobserved states (relists that skip intermediate versions, writes that time out

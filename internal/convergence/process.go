@@ -56,7 +56,7 @@ func (s *Sim) start(name string, asOf int) *process {
 		Client: cacheClient{p: p}, APIReader: apiReader{sim: s},
 		Recorder: func(string) events.EventRecorder { return s.recorder },
 		Owners:   watches.Owners{Scheme: s.scheme, Mapper: s.mapper},
-		Clock:    s.clock, Serial: true, Without: s.weaken.without(),
+		Clock:    s.clock, Serial: true, Without: s.weaken.without(), NoRefusalRetry: s.weaken.RefusalRetry,
 	}, s.options(p), route.add, pa.add)
 	if s.weaken.Tracker {
 		p.set.Tracker.ReadBeforeTrack()

@@ -28,14 +28,21 @@ type Scenario struct {
 	// changes relists instead: the intermediate versions are never delivered, only
 	// the latest (unobserved states).
 	Relist float64
+	// Refuse is the chance that a controller's create or update of an object (not
+	// its status) is refused as an admission webhook or a quota refuses it: 403, the
+	// write not applied. The refusal passes: the same write may be let through when
+	// tried again.
+	Refuse float64
 }
 
-// Families are the scenario sets the short and long forms run, each seed in each.
+// Families are the scenario sets the short and long forms run, each seed in each:
+// Sieve's three, and admission refusing writes.
 var Families = []Scenario{
 	{Name: "ordering"},
 	{Name: "intermediate", Crash: 0.03, MaxCrashes: 3},
 	{Name: "stale", Crash: 0.03, MaxCrashes: 3, Stale: true, Timeout: 0.02},
 	{Name: "unobserved", Relist: 0.05, Timeout: 0.02, MaxCrashes: 3},
+	{Name: "refused", Refuse: 0.05, MaxCrashes: 3},
 }
 
 // Weaken switches off one of Ferry's safeguards, to show the simulation finds the
@@ -49,6 +56,8 @@ type Weaken struct {
 	// ConfigChanges makes a process take a new configuration without waking the
 	// controllers it concerns: only what they reconcile anyway gets it.
 	ConfigChanges bool
+	// RefusalRetry makes a refused write come back without a time to try again.
+	RefusalRetry bool
 }
 
 func (w Weaken) without() []statuswriter.Safeguard {

@@ -2,12 +2,14 @@ package convergence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"sort"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -357,6 +359,12 @@ func (s *Sim) write(p *process, verb string, obj client.Object, status bool, app
 	}
 	if sc.Stale && p == s.leader && s.deposed == nil && s.crashes < sc.MaxCrashes && s.rng.Float64() < sc.Crash {
 		s.depose(p)
+	}
+	if (verb == "create" || verb == "update") && s.crashes < sc.MaxCrashes && s.rng.Float64() < sc.Refuse {
+		s.crashes++
+		s.checker.faults++
+		s.logf("[%s] its %s is refused by admission", p.name, what)
+		return apierrors.NewForbidden(s.store.groupResource(s.store.refOf(obj)), obj.GetName(), errors.New("admission webhook \"simulated.ferry.dev\" denied the request"))
 	}
 	if s.crashes < sc.MaxCrashes && s.rng.Float64() < sc.Timeout {
 		s.hold(p, what, obj, apply)

@@ -184,9 +184,10 @@ type Deps struct {
 	Clock clock.PassiveClock
 	// Serial makes every reconcile run on one goroutine (the simulation).
 	Serial bool
-	// Without switches safeguards of every status writer off: the simulation's
-	// sensitivity tests only.
-	Without []statuswriter.Safeguard
+	// Without switches safeguards of every status writer off, and NoRefusalRetry the
+	// retry of refused writes: the simulation's sensitivity tests only.
+	Without        []statuswriter.Safeguard
+	NoRefusalRetry bool
 }
 
 // Set is the reconcilers of one controller process, each with what wakes it, and the
@@ -232,7 +233,13 @@ func build(d Deps, opts Options, requeue, decide func(types.NamespacedName)) *Se
 		}
 		return w
 	}
-	refused := func() *refusal.Writes { return refusal.New(refusal.DefaultInitial, refusal.DefaultMax).WithClock(clk) }
+	refused := func() *refusal.Writes {
+		w := refusal.New(refusal.DefaultInitial, refusal.DefaultMax).WithClock(clk)
+		if d.NoRefusalRetry {
+			w.NeverRetry()
+		}
+		return w
+	}
 	children := func() *created.Children { return created.New(c).WithClock(clk) }
 	// owner is the Base of a reconciler that owns children and writes statuses.
 	owner := func(w *statuswriter.Writer) base.Base {

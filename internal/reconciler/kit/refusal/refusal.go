@@ -93,6 +93,8 @@ func IsRefusal(err error) bool {
 type Writes struct {
 	initial, max time.Duration
 	now          func() time.Time
+	// noRetry: refusals come back without a retry (NeverRetry).
+	noRetry bool
 
 	mu      sync.Mutex
 	refused map[string]*entry
@@ -148,7 +150,18 @@ func (w *Writes) Do(id, verb, kind, name string, write func() error) error {
 	}
 	e.until = now.Add(e.delay)
 	e.err = &Error{Verb: verb, Kind: kind, Name: name, Err: err, RetryAfter: e.delay}
+	if w.noRetry {
+		e.err.RetryAfter = 0
+	}
 	return e.err
+}
+
+// NeverRetry makes refusals come back without a time to try again, so that nothing
+// wakes the owner when the back-off ends: the stall this package exists to prevent.
+// The convergence simulation's sensitivity test only.
+func (w *Writes) NeverRetry() *Writes {
+	w.noRetry = true
+	return w
 }
 
 // sweep forgets refusals nobody retried for twice the longest back-off: their owner
