@@ -134,11 +134,16 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 	if !sleep(ctx, seconds(p.InitialDelaySeconds)) {
 		return
 	}
+	tries := 1
 	for ok, _ := try(p, "readiness"); !ok; ok, _ = try(p, "readiness") {
 		if !sleep(ctx, 100*time.Millisecond) {
 			return
 		}
+		tries++
 	}
+	r.mu.Lock()
+	r.startup.step(fmt.Sprintf("%s's readiness probe passed (try %d)", c.spec.Name, tries))
+	r.mu.Unlock()
 	r.setReady(c, id, true)
 	r.watch(ctx, p, try, "readiness", func() { r.setReady(c, id, true) }, func(string) { r.setReady(c, id, false) })
 }
