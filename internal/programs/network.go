@@ -1,7 +1,6 @@
 package programs
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -17,9 +16,10 @@ import (
 // Services. The host reaches every pod at its IP, as a node does on a cluster, and
 // pods of one Revision may all listen on :8080.
 //
-// It drives iproute2's `ip` rather than netlink from Go: setting up a namespace from
-// Go means moving a locked OS thread into it, and the commands are few and rare (one
-// pod start each).
+// It talks netlink from Go (network_linux.go: vishvananda/netlink, as CNI's plugins
+// do) rather than running iproute2's `ip`: a pod's namespace is on the way of every
+// cold start, and ten `ip` processes are ten forks and execs (docs/programs.md, "Cold
+// start", has what each cost).
 type network struct {
 	plan clusternet.Plan
 
@@ -32,7 +32,7 @@ func newNetwork(plan clusternet.Plan) *network {
 }
 
 // create makes the namespace of the pod with uid, with an address of its own.
-func (n *network) create(ctx context.Context, uid string) (*sandbox, error) {
+func (n *network) create(uid string) (*sandbox, error) {
 	ip, err := n.allocate()
 	if err != nil {
 		return nil, err
@@ -42,33 +42,16 @@ func (n *network) create(ctx context.Context, uid string) (*sandbox, error) {
 		id = id[:8]
 	}
 	s := &sandbox{netns: n.plan.Prefix + id, ip: ip}
-	node := n.plan.NodeNamespace()
-	veth := s.netns // the node's end; interface names are at most 15 characters: prefix (7) + 8
-	gw := n.plan.PodGateway.String()
-	steps := [][]string{
-		{"netns", "add", s.netns},
-		{"-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", s.netns},
-		{"-n", s.netns, "link", "set", "lo", "up"},
-		{"-n", s.netns, "addr", "add", ip.String() + "/32", "dev", "eth0"},
-		{"-n", s.netns, "link", "set", "eth0", "up"},
-		{"-n", s.netns, "route", "add", gw, "dev", "eth0"},
-		{"-n", s.netns, "route", "add", "default", "via", gw},
-		{"-n", node, "addr", "add", gw + "/32", "dev", veth},
-		{"-n", node, "link", "set", veth, "up"},
-		{"-n", node, "route", "add", ip.String() + "/32", "dev", veth, "src", gw},
-	}
-	for _, args := range steps {
-		if err := clusternet.IP(ctx, args...); err != nil {
-			n.remove(context.WithoutCancel(ctx), s)
-			return nil, err
-		}
+	if err := joinNode(s.netns, ip, n.plan.PodGateway, n.plan.NodeNamespace()); err != nil {
+		n.remove(s)
+		return nil, err
 	}
 	return s, nil
 }
 
 // remove deletes a pod's namespace, which takes its veth pair and route with it.
-func (n *network) remove(ctx context.Context, s *sandbox) {
-	_ = clusternet.IP(ctx, "netns", "delete", s.netns)
+func (n *network) remove(s *sandbox) {
+	_ = deleteNamespace(s.netns)
 	n.mu.Lock()
 	delete(n.used, s.ip)
 	n.mu.Unlock()
