@@ -44,8 +44,10 @@ func newIsolated(ctx context.Context, r *runc, plan clusternet.Plan, client kube
 
 func (i *isolated) idScheme() string { return "runc://" }
 
+func (i *isolated) close() { i.network.close() }
+
 func (i *isolated) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*sandbox, error) {
-	sb, err := i.network.create(string(pod.UID))
+	sb, err := i.network.create()
 	if err != nil {
 		return nil, fmt.Errorf("pod network: %w", err)
 	}

@@ -180,6 +180,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil
 		})
 	if err != nil {
+		n.runtime.close()
 		return nil, err
 	}
 	go func() {
@@ -187,6 +188,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		broadcaster.Shutdown()
 	}()
 	if err := n.vk.WaitReady(ctx, time.Minute); err != nil {
+		n.runtime.close()
 		return nil, fmt.Errorf("the program node: %w", err)
 	}
 	return n, nil
@@ -208,6 +210,7 @@ func (n *Node) Stop() {
 		r.cancel()
 		<-r.done
 	}
+	n.runtime.close()
 }
 
 // DrainWith tells the node how many requests the gateway has in flight to a pod's
