@@ -83,7 +83,7 @@ type Node struct {
 	runtime runtime
 	vk      *nodeutil.Node
 	events  record.EventRecorder
-	log     io.Writer
+	log     io.Writer // nil discards
 
 	mu       sync.Mutex
 	pods     map[types.NamespacedName]*podRunner
@@ -126,9 +126,6 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, support
 	}
 	n := &Node{ctx: ctx, client: opts.Client, images: opts.Images, dir: opts.Dir, pods: map[types.NamespacedName]*podRunner{}, log: opts.Log}
-	if n.log == nil {
-		n.log = io.Discard
-	}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "pods"), 0o700); err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func (r *podRunner) setReady(c *containerRun, id string, ready bool) {
 	if changed {
 		r.notify()
 	}
-	if line != "" {
+	if line != "" && r.n.log != nil {
 		_, _ = io.WriteString(r.n.log, line)
 	}
 }
