@@ -181,7 +181,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		}
 		labelled(ctx, "programs", func(ctx context.Context) {
 			c.programs, err = programs.Start(ctx, programs.Options{Client: cs, Images: opts.Programs, Dir: filepath.Join(c.dir, "programs"),
-				Processes: opts.ProgramProcesses, Network: c.network, ClientCAFile: kubelet.caFile})
+				Processes: opts.ProgramProcesses, Network: c.network, ClientCAFile: kubelet.caFile, Log: logs})
 		})
 		if err != nil {
 			return err

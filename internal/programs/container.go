@@ -117,6 +117,7 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	}
 	startedAt := metav1.Now()
 	r.mu.Lock()
+	r.startup.step(c.spec.Name + " started")
 	c.id, c.running, c.ready = id, true, false
 	c.logs = append(c.logs, logPath)
 	c.status.ContainerID = r.rt.idScheme() + id

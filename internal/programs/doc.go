@@ -36,8 +36,8 @@
 // leaving pod's drain ends as soon as the gateway has no request in flight to it
 // (Node.DrainWith) rather than at the end of the 310 s preStop sleep, as Knative's
 // queue-proxy ends its own wait once drained. Until a container's first readiness
-// success, the probe runs every 100 ms, as Knative's queue-proxy probes a new pod:
-// Ferry has no queue-proxy.
+// success, the probe runs every 25 ms, as Knative's queue-proxy probes a new pod
+// (every 50 ms there): Ferry has no queue-proxy.
 //
 // Isolation needs Linux, root, runc, iproute2 and nftables (Debian's packages);
 // Supported says what is missing. Without them (macOS, not root), or when ferry up is asked to

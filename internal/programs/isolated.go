@@ -44,19 +44,21 @@ func newIsolated(ctx context.Context, r *runc, plan clusternet.Plan, client kube
 
 func (i *isolated) idScheme() string { return "runc://" }
 
+func (i *isolated) close() { i.network.close() }
+
 func (i *isolated) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*sandbox, error) {
-	sb, err := i.network.create(ctx, string(pod.UID))
+	sb, err := i.network.create()
 	if err != nil {
 		return nil, fmt.Errorf("pod network: %w", err)
 	}
 	if err := podFiles(ctx, i.client, pod, sb.ip.String(), dir, clusternet.DNSClusterIP); err != nil {
-		i.network.remove(context.WithoutCancel(ctx), sb)
+		i.network.remove(sb)
 		return nil, err
 	}
 	return sb, nil
 }
 
-func (i *isolated) release(ctx context.Context, sb *sandbox) { i.network.remove(ctx, sb) }
+func (i *isolated) release(_ context.Context, sb *sandbox) { i.network.remove(sb) }
 
 func (i *isolated) start(c containerStart) (*exec.Cmd, error) {
 	mounts, err := containerMounts(c.container, c.dir, podVolumes(c.pod, c.dir))

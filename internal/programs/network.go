@@ -1,10 +1,8 @@
 package programs
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
 
 	"github.com/ferry-serving/ferry/internal/clusternet"
@@ -17,66 +15,113 @@ import (
 // Services. The host reaches every pod at its IP, as a node does on a cluster, and
 // pods of one Revision may all listen on :8080.
 //
-// It drives iproute2's `ip` rather than netlink from Go: setting up a namespace from
-// Go means moving a locked OS thread into it, and the commands are few and rare (one
-// pod start each).
+// Nothing of a namespace depends on its pod, so one is kept spare, made before a pod
+// asks for it and made again as soon as one takes it: a cold start finds its network
+// ready. The spare is named with the node's prefix like the pods', so that the next
+// ferry up removes it if this one is killed (clusternet.RemoveStale).
+//
+// It talks netlink from Go (network_linux.go: vishvananda/netlink, as CNI's plugins
+// do) rather than running iproute2's `ip`: a pod's namespace is on the way of every
+// cold start that finds no spare, and ten `ip` processes are ten forks and execs
+// (docs/programs.md, "Cold start", has what each cost).
 type network struct {
-	plan clusternet.Plan
+	plan  clusternet.Plan
+	wake  chan struct{} // the spare was taken
+	stop  chan struct{} // close has begun
+	ended chan struct{} // the keeper has returned
 
-	mu   sync.Mutex
-	used map[netip.Addr]bool
+	mu    sync.Mutex
+	used  map[netip.Addr]bool
+	seq   uint32   // names the namespaces
+	spare *sandbox // nil while being made
 }
 
+// newNetwork is the pods' network of plan, which starts making a spare namespace; close
+// removes it.
 func newNetwork(plan clusternet.Plan) *network {
-	return &network{plan: plan, used: map[netip.Addr]bool{}}
+	n := &network{plan: plan, used: map[netip.Addr]bool{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), ended: make(chan struct{})}
+	n.wake <- struct{}{}
+	go n.keep()
+	return n
 }
 
-// create makes the namespace of the pod with uid, with an address of its own.
-func (n *network) create(ctx context.Context, uid string) (*sandbox, error) {
+// keep makes a spare whenever there is none, until close.
+func (n *network) keep() {
+	defer close(n.ended)
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.wake:
+		}
+		s, err := n.make()
+		if err != nil {
+			continue // the next pod makes its own, and says why if it fails too
+		}
+		n.mu.Lock()
+		n.spare = s
+		n.mu.Unlock()
+	}
+}
+
+// close removes the spare namespace, once none is being made.
+func (n *network) close() {
+	close(n.stop)
+	<-n.ended
+	n.mu.Lock()
+	s := n.spare
+	n.spare = nil
+	n.mu.Unlock()
+	if s != nil {
+		n.remove(s)
+	}
+}
+
+// create is a namespace for a pod, with an address of its own: the spare if there is
+// one, else one made now.
+func (n *network) create() (*sandbox, error) {
+	n.mu.Lock()
+	s := n.spare
+	n.spare = nil
+	n.mu.Unlock()
+	if s == nil {
+		return n.make()
+	}
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+	return s, nil
+}
+
+// make makes a namespace with an address of its own.
+func (n *network) make() (*sandbox, error) {
+	n.mu.Lock()
 	ip, err := n.allocate()
+	n.seq++
+	name := fmt.Sprintf("%s%08x", n.plan.Prefix, n.seq) // interface names are at most 15 characters: prefix (7) + 8
+	n.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	id := strings.ReplaceAll(uid, "-", "")
-	if len(id) > 8 {
-		id = id[:8]
-	}
-	s := &sandbox{netns: n.plan.Prefix + id, ip: ip}
-	node := n.plan.NodeNamespace()
-	veth := s.netns // the node's end; interface names are at most 15 characters: prefix (7) + 8
-	gw := n.plan.PodGateway.String()
-	steps := [][]string{
-		{"netns", "add", s.netns},
-		{"-n", node, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", s.netns},
-		{"-n", s.netns, "link", "set", "lo", "up"},
-		{"-n", s.netns, "addr", "add", ip.String() + "/32", "dev", "eth0"},
-		{"-n", s.netns, "link", "set", "eth0", "up"},
-		{"-n", s.netns, "route", "add", gw, "dev", "eth0"},
-		{"-n", s.netns, "route", "add", "default", "via", gw},
-		{"-n", node, "addr", "add", gw + "/32", "dev", veth},
-		{"-n", node, "link", "set", veth, "up"},
-		{"-n", node, "route", "add", ip.String() + "/32", "dev", veth, "src", gw},
-	}
-	for _, args := range steps {
-		if err := clusternet.IP(ctx, args...); err != nil {
-			n.remove(context.WithoutCancel(ctx), s)
-			return nil, err
-		}
+	s := &sandbox{netns: name, ip: ip}
+	if err := joinNode(s.netns, ip, n.plan.PodGateway, n.plan.NodeNamespace()); err != nil {
+		n.remove(s)
+		return nil, err
 	}
 	return s, nil
 }
 
 // remove deletes a pod's namespace, which takes its veth pair and route with it.
-func (n *network) remove(ctx context.Context, s *sandbox) {
-	_ = clusternet.IP(ctx, "netns", "delete", s.netns)
+func (n *network) remove(s *sandbox) {
+	_ = deleteNamespace(s.netns)
 	n.mu.Lock()
 	delete(n.used, s.ip)
 	n.mu.Unlock()
 }
 
+// allocate takes the first free address of the node's /24; n.mu held.
 func (n *network) allocate() (netip.Addr, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	cidr := n.plan.PodCIDR
 	for ip := n.plan.PodGateway.Next(); cidr.Contains(ip); ip = ip.Next() {
 		if !n.used[ip] && cidr.Contains(ip.Next()) { // not the broadcast address

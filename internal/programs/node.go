@@ -64,6 +64,9 @@ type Options struct {
 	// Network is the node's network, made (clusternet.SetUp) before the node starts:
 	// each pod's namespace joins it. Required unless Processes.
 	Network *clusternet.Plan
+	// Log gets a line for each pod once it is first ready: how long each step of its
+	// start took. Nil discards them.
+	Log io.Writer
 	// ClientCAFile holds the CA of the API server's client certificate
 	// (--kubelet-client-certificate): the kubelet API (logs, exec, attach,
 	// port-forward) serves no client without a certificate it signed.
@@ -80,6 +83,7 @@ type Node struct {
 	runtime runtime
 	vk      *nodeutil.Node
 	events  record.EventRecorder
+	log     io.Writer // nil discards
 
 	mu       sync.Mutex
 	pods     map[types.NamespacedName]*podRunner
@@ -121,7 +125,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if support != nil {
 		return nil, support
 	}
-	n := &Node{ctx: ctx, client: opts.Client, images: opts.Images, dir: opts.Dir, pods: map[types.NamespacedName]*podRunner{}}
+	n := &Node{ctx: ctx, client: opts.Client, images: opts.Images, dir: opts.Dir, pods: map[types.NamespacedName]*podRunner{}, log: opts.Log}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "pods"), 0o700); err != nil {
 		return nil, err
 	}
@@ -173,6 +177,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil
 		})
 	if err != nil {
+		n.runtime.close()
 		return nil, err
 	}
 	go func() {
@@ -180,6 +185,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		broadcaster.Shutdown()
 	}()
 	if err := n.vk.WaitReady(ctx, time.Minute); err != nil {
+		n.runtime.close()
 		return nil, fmt.Errorf("the program node: %w", err)
 	}
 	return n, nil
@@ -201,6 +207,7 @@ func (n *Node) Stop() {
 		r.cancel()
 		<-r.done
 	}
+	n.runtime.close()
 }
 
 // DrainWith tells the node how many requests the gateway has in flight to a pod's

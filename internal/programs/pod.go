@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,7 @@ type podRunner struct {
 	inits       []*containerRun
 	ctrs        []*containerRun
 	terminating bool
+	startup     startup
 }
 
 // containerRun is one container of the pod across its restarts.
@@ -78,6 +80,7 @@ func newPodRunner(n *Node, rt runtime, pod *corev1.Pod) *podRunner {
 	ctx, cancel := context.WithCancel(n.ctx)
 	r := &podRunner{n: n, rt: rt, ctx: ctx, cancel: cancel, done: make(chan struct{}), pod: pod.DeepCopy(),
 		phase: corev1.PodPending, started: metav1.Now(), dir: filepath.Join(n.dir, "pods", string(pod.UID))}
+	r.startup.reached = r.started.Time
 	// As the kubelet reports them: containers wait for the init containers to complete.
 	waiting := "ContainerCreating"
 	for i := range r.pod.Spec.InitContainers {
@@ -149,6 +152,11 @@ func (r *podRunner) prepare() bool {
 }
 
 func (r *podRunner) resolvePrograms() error {
+	defer func() {
+		r.mu.Lock()
+		r.startup.step("programs")
+		r.mu.Unlock()
+	}()
 	for _, c := range r.all() {
 		if c.program.Path != "" {
 			continue
@@ -184,6 +192,7 @@ func (r *podRunner) makeSandbox() error {
 		return err
 	}
 	r.mu.Lock()
+	r.startup.step("sandbox")
 	r.sandbox = sb
 	if len(sb.annotations) > 0 && r.pod.Annotations == nil {
 		r.pod.Annotations = map[string]string{}
@@ -215,9 +224,16 @@ func (r *podRunner) setReady(c *containerRun, id string, ready bool) {
 	if changed {
 		c.ready = ready
 	}
+	var line string
+	if changed && ready && r.phase == corev1.PodRunning && !slices.ContainsFunc(r.ctrs, func(c *containerRun) bool { return !c.ready }) {
+		line = r.startup.line(r.pod.Namespace + "/" + r.pod.Name)
+	}
 	r.mu.Unlock()
 	if changed {
 		r.notify()
+	}
+	if line != "" && r.n.log != nil {
+		_, _ = io.WriteString(r.n.log, line)
 	}
 }
 

@@ -74,11 +74,17 @@ func probeOnce(ctx context.Context, p *corev1.Probe, ctr *corev1.Container, ip s
 	return false, out
 }
 
+// firstReadinessEvery is how often readiness is tried until its first success, rather
+// than every periodSeconds, so that a new pod is ready as soon as it listens. Knative's
+// queue-proxy probes a new container so, every 50 ms (retryInterval in
+// pkg/queue/readiness/probe.go); Ferry has no queue-proxy, and tries twice as often: a
+// failed probe of a pod on this machine costs a refused connection, and a cold start
+// waits half the interval on average.
+const firstReadinessEvery = 25 * time.Millisecond
+
 // probe runs a container run's probes until the run ends or the pod is deleted: the
-// startup probe, then readiness and liveness. Until its first success, readiness is
-// tried every 100 ms rather than every periodSeconds: Knative's queue-proxy probes a
-// new container so, and Ferry has no queue-proxy, so a new pod is ready as soon as it
-// listens.
+// startup probe, then readiness and liveness, readiness every firstReadinessEvery
+// until its first success.
 func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
@@ -134,11 +140,16 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 	if !sleep(ctx, seconds(p.InitialDelaySeconds)) {
 		return
 	}
+	tries := 1
 	for ok, _ := try(p, "readiness"); !ok; ok, _ = try(p, "readiness") {
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !sleep(ctx, firstReadinessEvery) {
 			return
 		}
+		tries++
 	}
+	r.mu.Lock()
+	r.startup.step(fmt.Sprintf("%s's readiness probe passed (try %d)", c.spec.Name, tries))
+	r.mu.Unlock()
 	r.setReady(c, id, true)
 	r.watch(ctx, p, try, "readiness", func() { r.setReady(c, id, true) }, func(string) { r.setReady(c, id, false) })
 }

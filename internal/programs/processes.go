@@ -108,6 +108,8 @@ func newProcesses(client kubernetes.Interface, events record.EventRecorder) *pro
 
 func (p *processes) idScheme() string { return "process://" }
 
+func (p *processes) close() {}
+
 // sandbox refuses a pod with volumes for good, and gives the serving container a free
 // port, recorded on the pod before it can be Ready so that the gateway dials it. An
 // Event says what of the pod's spec a plain process does not get.

@@ -36,6 +36,9 @@ type runtime interface {
 	command(ctx context.Context, id string, args []string, tty bool) (*exec.Cmd, error)
 	// idScheme prefixes the container IDs of the pod's status: "runc://", "process://".
 	idScheme() string
+	// close removes what the runtime keeps ready for pods to come, once every pod has
+	// stopped.
+	close()
 }
 
 // sandbox is what a pod's containers share, as its runtime made it.
