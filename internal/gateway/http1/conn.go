@@ -227,7 +227,9 @@ func (c *conn) serveOne(h http.Handler, req *http.Request) (keep bool) {
 	if err := w.finish(); err != nil {
 		return false
 	}
-	return !w.closeAfter && !c.dead.Load()
+	// A client that went away after sending more requests still gets them served,
+	// as net/http does; their contexts are cancelled already.
+	return !w.closeAfter
 }
 
 // run calls the handler, and reports false when it aborted the response with a
