@@ -3,6 +3,7 @@ package http1
 import (
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,7 +84,7 @@ func (w *response) Write(p []byte) (int, error) {
 			w.pending = append(w.pending, p...)
 			return len(p), nil
 		}
-		if err := w.commit(); err != nil {
+		if err := w.commit(p); err != nil {
 			return 0, err
 		}
 	}
@@ -96,7 +97,7 @@ func (w *response) Flush() {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit()
+		w.commit(nil)
 	}
 	w.c.bw.Flush()
 }
@@ -108,7 +109,7 @@ func (w *response) finish() error {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		if err := w.commit(); err != nil {
+		if err := w.commit(nil); err != nil {
 			return err
 		}
 	}
@@ -125,10 +126,15 @@ func (w *response) finish() error {
 	return bw.Flush()
 }
 
-// commit writes the status line and headers, then the held body.
-func (w *response) commit() error {
+// commit writes the status line and headers, then the held body; next is the
+// write that does not fit with it, to sniff from when nothing is held.
+func (w *response) commit(next []byte) error {
 	w.committed = true
 	h, p := w.header, w.pending
+	sniff := p
+	if len(sniff) == 0 {
+		sniff = next
+	}
 	isHead := w.req.Method == http.MethodHead
 	for _, v := range h["Trailer"] {
 		for _, k := range strings.Split(v, ",") {
@@ -161,8 +167,8 @@ func (w *response) commit() error {
 		w.closeAfter = true
 	}
 	if bodyAllowed(w.status) {
-		if _, haveType := h["Content-Type"]; !haveType && !hasTE && h.Get("Content-Encoding") == "" && len(p) > 0 {
-			setType = http.DetectContentType(p)
+		if _, haveType := h["Content-Type"]; !haveType && !hasTE && h.Get("Content-Encoding") == "" && len(sniff) > 0 {
+			setType = http.DetectContentType(sniff)
 		}
 	}
 	setChunked := false
@@ -247,7 +253,7 @@ func (w *response) writeHeaderFields(h http.Header) {
 		h = w.header
 	}
 	for k, vv := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) {
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) || slices.Contains(w.trailers, k) {
 			continue
 		}
 		for _, v := range vv {
