@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -40,8 +41,9 @@ type conn struct {
 
 	idle     atomic.Bool // between requests, nothing buffered: Shutdown may close it
 	stopping atomic.Bool // the reader is being stopped for a handover
-	dead     atomic.Bool // the client's side is closed
-	cancel   atomic.Pointer[context.CancelFunc]
+	mu       sync.Mutex
+	dead     bool               // the client's side is closed
+	cancel   context.CancelFunc // the request's in flight
 }
 
 func newConn(s *Server, rwc net.Conn) *conn {
@@ -77,10 +79,19 @@ func (c *conn) readLoop() {
 // gone cancels the request in flight and those to come: the client cannot be
 // answered any more.
 func (c *conn) gone() {
-	c.dead.Store(true)
-	if cancel := c.cancel.Load(); cancel != nil {
-		(*cancel)()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dead = true
+	if c.cancel != nil {
+		c.cancel()
 	}
+}
+
+// isDead reports whether the client's side is closed.
+func (c *conn) isDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
 }
 
 // connWriter is the responses' way out; a failed write ends the request, as in
@@ -143,7 +154,8 @@ func (c *conn) serve() {
 		if c.s.closing.Load() {
 			return
 		}
-		req, n, v := c.readHead(srv)
+		var req http.Request
+		n, v := c.readHead(srv, &req)
 		switch v {
 		case closed:
 			return
@@ -152,7 +164,7 @@ func (c *conn) serve() {
 			c.handOver()
 			return
 		}
-		if !c.serveOne(srv.Handler, req) {
+		if !c.serveOne(srv.Handler, &req) {
 			return
 		}
 		c.consume(n)
@@ -161,16 +173,15 @@ func (c *conn) serve() {
 
 // readHead reads until the buffer starts with a complete head the lean loop takes,
 // or one it declines, or the connection ends or times out.
-func (c *conn) readHead(srv *http.Server) (*http.Request, int, verdict) {
+func (c *conn) readHead(srv *http.Server, req *http.Request) (int, verdict) {
 	var headerDeadline time.Time
 	for {
 		if len(c.buf) > 0 {
 			if headerDeadline.IsZero() && srv.ReadHeaderTimeout > 0 {
 				headerDeadline = time.Now().Add(srv.ReadHeaderTimeout)
 			}
-			req, n, v := parseRequest(c.buf, leanHeadLimit)
-			if v != incomplete {
-				return req, n, v
+			if n, v := parseRequest(req, c.buf, leanHeadLimit); v != incomplete {
+				return n, v
 			}
 		}
 		timeout := srv.IdleTimeout
@@ -179,22 +190,22 @@ func (c *conn) readHead(srv *http.Server) (*http.Request, int, verdict) {
 			timeout = 0
 			if !headerDeadline.IsZero() {
 				if timeout = time.Until(headerDeadline); timeout <= 0 {
-					return nil, 0, closed
+					return 0, closed
 				}
 			}
 		} else {
 			c.idle.Store(true)
 		}
 		if !c.fill(timeout) {
-			if len(c.buf) > 0 && !c.dead.Load() {
-				return nil, 0, closed // the header timeout
+			if len(c.buf) > 0 && !c.isDead() {
+				return 0, closed // the header timeout
 			}
 			if len(c.buf) > 0 {
 				// A head cut short by the client's close: net/http says what it
 				// says of that.
-				return nil, 0, declined
+				return 0, declined
 			}
-			return nil, 0, closed
+			return 0, closed
 		}
 	}
 }
@@ -205,23 +216,28 @@ func (c *conn) consume(n int) {
 	c.buf = c.buf[:rest]
 }
 
-// serveOne runs the handler for req and reports whether the connection stays open.
-func (c *conn) serveOne(h http.Handler, req *http.Request) (keep bool) {
+// serveOne runs the handler for the request parsed into head and reports whether the
+// connection stays open.
+func (c *conn) serveOne(h http.Handler, head *http.Request) (keep bool) {
 	ctx, cancel := context.WithCancel(c.base)
-	c.cancel.Store(&cancel)
-	if c.dead.Load() {
+	c.mu.Lock()
+	c.cancel = cancel
+	if c.dead {
 		cancel()
 	}
+	c.mu.Unlock()
 	defer func() {
-		c.cancel.Store(nil)
+		c.mu.Lock()
+		c.cancel = nil
+		c.mu.Unlock()
 		cancel()
 	}()
-	req = req.WithContext(ctx)
-	req.RemoteAddr = c.remote
+	r := head.WithContext(ctx)
+	r.RemoteAddr = c.remote
 	clear(c.header)
-	c.res = response{c: c, req: req, header: c.header, contentLength: -1, pending: c.body[:0], closeAfter: req.Close}
+	c.res = response{c: c, req: r, header: c.header, contentLength: -1, pending: c.body[:0], closeAfter: r.Close}
 	w := &c.res
-	if !c.run(h, w, req) {
+	if !c.run(h, w, r) {
 		return false
 	}
 	if err := w.finish(); err != nil {

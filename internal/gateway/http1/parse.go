@@ -34,33 +34,35 @@ const maxLeanHeaders = 100
 //     HTTP2-Settings, Pragma (net/http adds Cache-Control for it);
 //   - the head within limit.
 //
-// Anything else is declined, so that net/http reads it. n is the head's length.
-func parseRequest(b []byte, limit int) (req *http.Request, n int, v verdict) {
+// Anything else is declined, so that net/http reads it. n is the head's length. The
+// request is filled in from the caller, so that the copy WithContext makes is the
+// only one allocated.
+func parseRequest(req *http.Request, b []byte, limit int) (n int, v verdict) {
 	end := bytes.Index(b, []byte("\r\n\r\n"))
 	if end < 0 {
 		if len(b) >= limit {
-			return nil, 0, declined
+			return 0, declined
 		}
-		return nil, 0, incomplete
+		return 0, incomplete
 	}
 	n = end + 4
 	if n > limit {
-		return nil, 0, declined
+		return 0, declined
 	}
 	// One string for the head: every part of the request is a piece of it.
 	head := string(b[:end+2])
 	line, rest, _ := strings.Cut(head, "\r\n")
 	method, target, proto, ok := requestLine(line)
 	if !ok {
-		return nil, 0, declined
+		return 0, declined
 	}
 	u, err := url.ParseRequestURI(target)
 	if err != nil {
-		return nil, 0, declined
+		return 0, declined
 	}
 	fields := strings.Count(rest, "\n")
 	if fields > maxLeanHeaders {
-		return nil, 0, declined
+		return 0, declined
 	}
 	header := make(http.Header, fields)
 	values := make([]string, fields)
@@ -70,7 +72,7 @@ func parseRequest(b []byte, limit int) (req *http.Request, n int, v verdict) {
 		field, rest, _ = strings.Cut(rest, "\r\n")
 		name, value, ok := headerField(field)
 		if !ok {
-			return nil, 0, declined
+			return 0, declined
 		}
 		name = textproto.CanonicalMIMEHeaderKey(name)
 		switch name {
@@ -78,7 +80,7 @@ func parseRequest(b []byte, limit int) (req *http.Request, n int, v verdict) {
 			host, hosts = value, hosts+1
 			continue
 		case "Content-Length", "Transfer-Encoding", "Upgrade", "Expect", "Http2-Settings", "Pragma":
-			return nil, 0, declined
+			return 0, declined
 		}
 		if vv, ok := header[name]; ok {
 			header[name] = append(vv, value)
@@ -89,9 +91,9 @@ func parseRequest(b []byte, limit int) (req *http.Request, n int, v verdict) {
 		values = values[1:]
 	}
 	if hosts != 1 || !httpguts.ValidHostHeader(host) {
-		return nil, 0, declined
+		return 0, declined
 	}
-	req = &http.Request{
+	*req = http.Request{
 		Method:     method,
 		URL:        u,
 		Proto:      proto,
@@ -103,7 +105,7 @@ func parseRequest(b []byte, limit int) (req *http.Request, n int, v verdict) {
 		RequestURI: target,
 		Close:      httpguts.HeaderValuesContainsToken(header["Connection"], "close"),
 	}
-	return req, n, complete
+	return n, complete
 }
 
 func requestLine(line string) (method, target, proto string, ok bool) {
