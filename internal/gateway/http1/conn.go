@@ -3,77 +3,57 @@ package http1
 import (
 	"bufio"
 	"context"
+	"errors"
 	"log"
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// readSize is the size of each of a connection's two read buffers; leanHeadLimit
-// bounds the head the lean loop parses (a larger one goes to net/http, which applies
-// MaxHeaderBytes).
+// readSize is what a connection reads at a time; leanHeadLimit bounds the head the
+// lean loop parses (a larger one goes to net/http, which applies MaxHeaderBytes).
 const (
 	readSize      = 4 << 10
 	leanHeadLimit = 8 << 10
 )
 
-// conn is one client connection on the lean loop. Its reader goroutine reads into
-// two buffers that circulate through chunks and free; the serving goroutine parses
-// and answers. The reader is always in a Read, so a client that goes away cancels
-// the request in flight at once, as net/http's background read does, without a
-// goroutine started and stopped per request.
+// conn is one client connection on the lean loop. One goroutine reads, parses and
+// answers, as fasthttp's server does: a goroutine per connection that also watched for
+// the client going away (net/http's background read) costs a hand-off per request,
+// which on two cores was a tenth of the gateway's rate. A request still running after
+// watchDelay gets that watcher (watch.go).
 type conn struct {
-	s      *Server
-	rwc    net.Conn
-	chunks chan []byte // read by the reader, to parse; closed when it stops
-	free   chan []byte // back to the reader
-	buf    []byte      // read and not yet parsed
-	bw     *bufio.Writer
-	res    response // reused: the handler has let go of it when it returns
-	header http.Header
-	body   []byte // reused for response.pending
-	timer  *time.Timer
-	base   context.Context
-	remote string
-
+	s        *Server
+	rwc      net.Conn
+	buf      []byte // read and not yet served
+	deadline time.Time
+	bw       *bufio.Writer
+	res      response // reused: the handler has let go of it when it returns
+	header   http.Header
+	body     []byte // reused for response.pending
+	base     context.Context
+	remote   string
 	idle     atomic.Bool // between requests, nothing buffered: Shutdown may close it
-	stopping atomic.Bool // the reader is being stopped for a handover
-	mu       sync.Mutex
-	dead     bool               // the client's side is closed
-	cancel   context.CancelFunc // the request's in flight
+
+	mu     sync.Mutex
+	dead   bool               // the client's side is closed
+	cancel context.CancelFunc // the request's in flight
+	watcher
 }
 
 func newConn(s *Server, rwc net.Conn) *conn {
-	c := &conn{s: s, rwc: rwc, chunks: make(chan []byte, 2), free: make(chan []byte, 2),
-		buf: make([]byte, 0, readSize), remote: rwc.RemoteAddr().String(), header: make(http.Header), body: make([]byte, 0, bufferBeforeCommit)}
+	c := &conn{s: s, rwc: rwc, buf: make([]byte, 0, readSize), remote: rwc.RemoteAddr().String(),
+		header: make(http.Header), body: make([]byte, 0, bufferBeforeCommit)}
 	c.bw = bufio.NewWriterSize(connWriter{c}, readSize)
-	c.free <- make([]byte, readSize)
-	c.free <- make([]byte, readSize)
+	c.watchTimer = time.AfterFunc(time.Hour, c.watch)
+	c.watchTimer.Stop()
 	ctx := context.WithValue(context.Background(), http.ServerContextKey, s.Fallback)
 	c.base = context.WithValue(ctx, http.LocalAddrContextKey, rwc.LocalAddr())
 	return c
-}
-
-func (c *conn) readLoop() {
-	defer close(c.chunks)
-	for {
-		b := <-c.free
-		n, err := c.rwc.Read(b[:cap(b)])
-		if n > 0 {
-			c.chunks <- b[:n]
-		} else {
-			c.free <- b
-		}
-		if err != nil {
-			if !c.stopping.Load() {
-				c.gone()
-			}
-			return
-		}
-	}
 }
 
 // gone cancels the request in flight and those to come: the client cannot be
@@ -85,13 +65,6 @@ func (c *conn) gone() {
 	if c.cancel != nil {
 		c.cancel()
 	}
-}
-
-// isDead reports whether the client's side is closed.
-func (c *conn) isDead() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.dead
 }
 
 // connWriter is the responses' way out; a failed write ends the request, as in
@@ -106,38 +79,6 @@ func (w connWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// fill waits up to timeout (0: without end) for more bytes, and reports whether
-// it got any.
-func (c *conn) fill(timeout time.Duration) bool {
-	select {
-	case b, ok := <-c.chunks:
-		return c.take(b, ok)
-	default:
-	}
-	if timeout <= 0 {
-		b, ok := <-c.chunks
-		return c.take(b, ok)
-	}
-	c.timer.Reset(timeout)
-	select {
-	case b, ok := <-c.chunks:
-		c.timer.Stop()
-		return c.take(b, ok)
-	case <-c.timer.C:
-		return false
-	}
-}
-
-func (c *conn) take(b []byte, ok bool) bool {
-	if !ok {
-		return false
-	}
-	c.idle.Store(false)
-	c.buf = append(c.buf, b...)
-	c.free <- b
-	return true
-}
-
 func (c *conn) serve() {
 	handedOver := false
 	defer func() {
@@ -146,9 +87,6 @@ func (c *conn) serve() {
 		}
 		c.s.forget(c)
 	}()
-	c.timer = time.NewTimer(time.Hour)
-	c.timer.Stop()
-	go c.readLoop()
 	srv := c.s.Fallback
 	for {
 		if c.s.closing.Load() {
@@ -164,7 +102,7 @@ func (c *conn) serve() {
 			c.handOver()
 			return
 		}
-		if !c.serveOne(srv.Handler, &req) {
+		if !c.serveOne(srv.Handler, &req, len(c.buf) > n) {
 			return
 		}
 		c.consume(n)
@@ -174,40 +112,71 @@ func (c *conn) serve() {
 // readHead reads until the buffer starts with a complete head the lean loop takes,
 // or one it declines, or the connection ends or times out.
 func (c *conn) readHead(srv *http.Server, req *http.Request) (int, verdict) {
-	var headerDeadline time.Time
+	inHead := false
 	for {
 		if len(c.buf) > 0 {
-			if headerDeadline.IsZero() && srv.ReadHeaderTimeout > 0 {
-				headerDeadline = time.Now().Add(srv.ReadHeaderTimeout)
-			}
 			if n, v := parseRequest(req, c.buf, leanHeadLimit); v != incomplete {
 				return n, v
 			}
-		}
-		timeout := srv.IdleTimeout
-		if len(c.buf) > 0 {
-			c.idle.Store(false)
-			timeout = 0
-			if !headerDeadline.IsZero() {
-				if timeout = time.Until(headerDeadline); timeout <= 0 {
-					return 0, closed
-				}
+			// A head in parts: from its first byte, ReadHeaderTimeout bounds it.
+			if !inHead && srv.ReadHeaderTimeout > 0 {
+				c.setReadDeadline(time.Now().Add(srv.ReadHeaderTimeout))
 			}
+			inHead = true
 		} else {
 			c.idle.Store(true)
+			c.keepIdleDeadline(srv.IdleTimeout)
 		}
-		if !c.fill(timeout) {
-			if len(c.buf) > 0 && !c.isDead() {
-				return 0, closed // the header timeout
+		err := c.read()
+		c.idle.Store(false)
+		if err != nil {
+			var ne net.Error
+			if len(c.buf) == 0 || errors.As(err, &ne) && ne.Timeout() {
+				return 0, closed
 			}
-			if len(c.buf) > 0 {
-				// A head cut short by the client's close: net/http says what it
-				// says of that.
-				return 0, declined
-			}
-			return 0, closed
+			// A head cut short by the client's close: net/http says what it says
+			// of that.
+			return 0, declined
 		}
 	}
+}
+
+// read appends what the connection has to the buffer.
+func (c *conn) read() error {
+	if cap(c.buf)-len(c.buf) < readSize/4 {
+		c.buf = slices.Grow(c.buf, readSize)
+	}
+	for {
+		n, err := c.rwc.Read(c.buf[len(c.buf):cap(c.buf)])
+		c.buf = c.buf[:len(c.buf)+n]
+		if n > 0 {
+			return nil // an error comes back on the next read
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// keepIdleDeadline keeps the read deadline between half of idle and idle away, so
+// that most requests move no timer for it: a connection idle for longer than idle is
+// closed, one idle for half of it may be.
+func (c *conn) keepIdleDeadline(idle time.Duration) {
+	if idle <= 0 {
+		if !c.deadline.IsZero() {
+			c.setReadDeadline(time.Time{})
+		}
+		return
+	}
+	now := time.Now()
+	if left := c.deadline.Sub(now); c.deadline.IsZero() || left < idle/2 || left > idle {
+		c.setReadDeadline(now.Add(idle))
+	}
+}
+
+func (c *conn) setReadDeadline(t time.Time) {
+	c.deadline = t
+	c.rwc.SetReadDeadline(t)
 }
 
 // consume drops the n bytes of the request served.
@@ -218,7 +187,7 @@ func (c *conn) consume(n int) {
 
 // serveOne runs the handler for the request parsed into head and reports whether the
 // connection stays open.
-func (c *conn) serveOne(h http.Handler, head *http.Request) (keep bool) {
+func (c *conn) serveOne(h http.Handler, head *http.Request, pipelined bool) (keep bool) {
 	ctx, cancel := context.WithCancel(c.base)
 	c.mu.Lock()
 	c.cancel = cancel
@@ -226,7 +195,12 @@ func (c *conn) serveOne(h http.Handler, head *http.Request) (keep bool) {
 		cancel()
 	}
 	c.mu.Unlock()
+	if !pipelined {
+		// Another request read already: the client is not watched (as in net/http).
+		c.startWatch()
+	}
 	defer func() {
+		c.stopWatch()
 		c.mu.Lock()
 		c.cancel = nil
 		c.mu.Unlock()
@@ -244,7 +218,7 @@ func (c *conn) serveOne(h http.Handler, head *http.Request) (keep bool) {
 		return false
 	}
 	// A client that went away after sending more requests still gets them served,
-	// as net/http does; their contexts are cancelled already.
+	// as net/http does, with their contexts cancelled.
 	return !w.closeAfter
 }
 
@@ -265,15 +239,10 @@ func (c *conn) run(h http.Handler, w *response, req *http.Request) (ok bool) {
 	return true
 }
 
-// handOver stops the reader and gives the connection, with every byte read and not
-// yet served, to net/http.
+// handOver gives the connection, with every byte read and not yet served, to
+// net/http, which sets read deadlines of its own.
 func (c *conn) handOver() {
-	c.stopping.Store(true)
-	c.rwc.SetReadDeadline(time.Unix(1, 0))
-	for b := range c.chunks {
-		c.buf = append(c.buf, b...)
-	}
-	c.rwc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	c.s.handOver(&replayConn{Conn: c.rwc, pending: c.buf})
 }
 
