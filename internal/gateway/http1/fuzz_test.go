@@ -72,7 +72,7 @@ var parseSeeds = []string{
 // FuzzParse feeds the same bytes, cut into reads of the same sizes, to net/http's
 // server and to the lean loop, each serving a handler that records every request,
 // and requires the same requests (method, target, host, headers, body) and the same
-// status codes back. The lean loop hands net/http what it does not take, so this
+// status codes back, or a 400 more (a refusal). The lean loop hands net/http what it does not take, so this
 // holds its own parser to net/http's on what it does take. CI runs the seeds;
 // `make fuzz` runs it longer.
 func FuzzParse(f *testing.F) {
@@ -85,7 +85,11 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("input %q:\nlean:     %+v\nnet/http: %+v", input, got, want)
 		}
-		if !slicesEqual(gotCodes, wantCodes) {
+		// A refusal where net/http stays silent is allowed: net/http drops a
+		// one-byte fragment after a request that its background read took, and
+		// answers 400 to any longer one.
+		refusedMore := slicesEqual(gotCodes, append(wantCodes[:len(wantCodes):len(wantCodes)], "HTTP/1.1 400"))
+		if !slicesEqual(gotCodes, wantCodes) && !refusedMore {
 			t.Fatalf("input %q: status codes %v, net/http's %v", input, gotCodes, wantCodes)
 		}
 	})
