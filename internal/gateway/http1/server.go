@@ -3,10 +3,10 @@
 // and every other connection, from its first doubtful byte on, by net/http's server.
 // net/http's per-request costs (a goroutine for the background read, a cancellable
 // context registered on the connection's, a clone of the header map, the handler's
-// response buffers) were half of the gateway's CPU besides the system calls
-// (docs/gateway.md, "Proxy numbers"); here one reader goroutine per connection both
-// fetches the requests and watches for the client going away, and the head is parsed
-// in place.
+// response buffers) were about a third of the gateway's CPU besides the system calls
+// (docs/gateway.md, "Proxy numbers"); here one goroutine per connection reads, parses
+// the head in place and answers, and watches for the client going away only once a
+// request runs long (watch.go).
 //
 // Trust: the lean parser accepts only a strict subset of what net/http accepts and
 // builds the same *http.Request from it; anything else (h2c's preface, a body,
