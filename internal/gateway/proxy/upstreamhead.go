@@ -53,7 +53,9 @@ func plainResponse(br *bufio.Reader, req *http.Request) *http.Response {
 	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
 		return nil
 	}
-	header := make(http.Header, strings.Count(rest, "\n"))
+	fields := strings.Count(rest, "\n")
+	header := make(http.Header, fields)
+	values := make([]string, fields) // every field's value, one allocation
 	length := int64(-1)
 	for rest != "" {
 		var field string
@@ -73,7 +75,13 @@ func plainResponse(br *bufio.Reader, req *http.Request) *http.Response {
 			}
 			length = n
 		}
-		header[name] = append(header[name], value)
+		if vv, ok := header[name]; ok {
+			header[name] = append(vv, value)
+			continue
+		}
+		values[0] = value
+		header[name] = values[:1:1]
+		values = values[1:]
 	}
 	if length == -1 {
 		return nil

@@ -78,3 +78,30 @@ func TestPlainResponseTakesGoAnswers(t *testing.T) {
 		t.Fatalf("plainResponse = %+v", res)
 	}
 }
+
+// TestPlainResponseAllocations counts what reading a Go pod's answer head allocates in
+// place and by http.ReadResponse (docs/gateway.md quotes it): fewer, or the parser is
+// not worth its keep.
+func TestPlainResponseAllocations(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "http://pod/", nil)
+	in := "HTTP/1.1 200 OK\r\nContent-Length: 23\r\nContent-Type: text/plain; charset=utf-8\r\nDate: Sun, 06 Dec 2026 13:00:00 GMT\r\n\r\nhello from the backend\n"
+	r := strings.NewReader(in)
+	br := bufio.NewReader(r)
+	read := func(f func(*bufio.Reader, *http.Request) (*http.Response, error)) float64 {
+		return testing.AllocsPerRun(100, func() {
+			r.Reset(in)
+			br.Reset(r)
+			br.Peek(1)
+			res, err := f(br, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, res.Body)
+		})
+	}
+	plain, std := read(readResponse), read(http.ReadResponse)
+	t.Logf("allocations per answer: in place %v, http.ReadResponse %v", plain, std)
+	if plain >= std {
+		t.Errorf("in place %v allocations, not fewer than http.ReadResponse's %v", plain, std)
+	}
+}
