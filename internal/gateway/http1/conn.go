@@ -113,9 +113,14 @@ func (c *conn) serve() {
 // or one it declines, or the connection ends or times out.
 func (c *conn) readHead(srv *http.Server, req *http.Request) (int, verdict) {
 	inHead := false
+	// Never more than net/http would take: it refuses a head over MaxHeaderBytes.
+	limit := leanHeadLimit
+	if srv.MaxHeaderBytes > 0 {
+		limit = min(limit, srv.MaxHeaderBytes)
+	}
 	for {
 		if len(c.buf) > 0 {
-			if n, v := parseRequest(req, c.buf, leanHeadLimit); v != incomplete {
+			if n, v := parseRequest(req, c.buf, limit); v != incomplete {
 				return n, v
 			}
 			// A head in parts: from its first byte, ReadHeaderTimeout bounds it.

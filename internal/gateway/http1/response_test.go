@@ -147,3 +147,29 @@ func fetchTwice(t *testing.T, lean bool, h http.Handler, method string) answer {
 	}
 	return a
 }
+
+// A head over a small MaxHeaderBytes goes to net/http, which refuses it.
+func TestHeadOverMaxHeaderBytesIsRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Fallback: &http.Server{Handler: http.NotFoundHandler(), MaxHeaderBytes: 100, ErrorLog: discardLog}}
+	served := make(chan struct{})
+	go func() { s.Serve(ln); close(served) }()
+	defer func() { s.Shutdown(context.Background()); <-served }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\nX: "+strings.Repeat("v", 4200+100)+"\r\n\r\n")
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("status %d, want 431", res.StatusCode)
+	}
+}
