@@ -69,6 +69,16 @@ test-ha-long: build
 test-faults-long: build
 	FERRY_FAULT_N=500 $(LONG_TESTS) -run 'TestFault'
 
+# The gateway's fuzz tests, each for FUZZTIME (CI runs their seeds within `make test`):
+# the lean HTTP/1.1 loop's parser against net/http's server, host routing, and the
+# pods' plain answers read in place against http.ReadResponse.
+FUZZTIME ?= 2m
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/gateway/http1/
+	$(GO) test -run '^$$' -fuzz '^FuzzRouteHost$$' -fuzztime $(FUZZTIME) ./internal/gateway/proxy/
+	$(GO) test -run '^$$' -fuzz '^FuzzPlainResponse$$' -fuzztime $(FUZZTIME) ./internal/gateway/proxy/
+
 # The convergence simulation's long form: SEEDS seeds in each of its four families
 # (CI runs 2,500). It prints how many ran and every failing seed, with how to replay it.
 SEEDS ?= 250000

@@ -10,6 +10,10 @@
 //     pod free (Knative's activator), enforces the revision's timeouts, and forwards
 //     them, or answers for kwok's simulated pods; and it serves spec.tls over HTTPS.
 //
+// A fourth, http1, serves the plain listeners' HTTP/1.1 with a lean connection loop
+// of its own and hands every connection it does not take (h2c, bodies, upgrades) to
+// net/http's server; it serves any http.Handler and imports none of the others.
+//
 // Imports run one way only, as docs/gateway.md draws them: proxy imports routing and
 // backends, routing imports backends (a compiled split holds its *backends.Service),
 // backends imports neither, and none imports gateway. Gateway assembles them: New

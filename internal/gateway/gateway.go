@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferry-serving/ferry/internal/config"
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/http1"
 	"github.com/ferry-serving/ferry/internal/gateway/proxy"
 	"github.com/ferry-serving/ferry/internal/gateway/requestlog"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
@@ -156,6 +157,7 @@ func (g *Gateway) bind() error {
 		}
 		g.https.server.TLSConfig = &tls.Config{GetCertificate: g.tlsStore.GetCertificate, MinVersion: tls.VersionTLS12}
 		g.https.server.Protocols.SetHTTP2(true)
+		g.https.lean = nil
 	}
 	if g.external, err = g.listen(g.opts.ExternalAddr, true); err != nil {
 		g.https.close()
@@ -224,7 +226,8 @@ func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 		// Outermost, so that everything within sees the request's trace.
 		h = proxy.Traced(g.opts.Telemetry, h)
 	}
-	return &listener{ln: ln, server: g.newServer(h)}, nil
+	server := g.newServer(h)
+	return &listener{ln: ln, server: server, lean: &http1.Server{Fallback: server}}, nil
 }
 
 func (g *Gateway) newServer(h http.Handler) *http.Server {
@@ -244,6 +247,8 @@ func (g *Gateway) newServer(h http.Handler) *http.Server {
 type listener struct {
 	ln     net.Listener
 	server *http.Server
+	// lean serves plain HTTP/1.1 and hands server the rest; nil with TLS.
+	lean *http1.Server
 }
 
 func (l *listener) addr() string {
@@ -261,10 +266,17 @@ func (l *listener) close() {
 
 // serve serves plain HTTP, or TLS when the server has a TLS config.
 func (l *listener) serve() error {
-	if l.server.TLSConfig != nil {
+	if l.lean == nil {
 		return l.server.ServeTLS(l.ln, "", "")
 	}
-	return l.server.Serve(l.ln)
+	return l.lean.Serve(l.ln)
+}
+
+func (l *listener) shutdown(ctx context.Context) error {
+	if l.lean != nil {
+		return l.lean.Shutdown(ctx)
+	}
+	return l.server.Shutdown(ctx)
 }
 
 // listeners serves the bound listeners until the manager stops, then drains them.
@@ -299,7 +311,7 @@ func (ls *listeners) Start(ctx context.Context) error {
 	}
 	for _, l := range ls.all {
 		// Shutdown stops accepting and waits for in-flight requests to finish.
-		if shutdownErr := l.server.Shutdown(drainCtx); shutdownErr != nil {
+		if shutdownErr := l.shutdown(drainCtx); shutdownErr != nil {
 			err = errors.Join(err, fmt.Errorf("draining gateway listener %s: %w", l.addr(), shutdownErr))
 		}
 	}

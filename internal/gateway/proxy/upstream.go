@@ -191,7 +191,7 @@ func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*
 		return nil, err
 	}
 	for {
-		res, err := http.ReadResponse(c.br, req)
+		res, err := readResponse(c.br, req)
 		if err != nil {
 			return nil, err
 		}
