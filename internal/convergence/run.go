@@ -16,7 +16,7 @@ type Scenario struct {
 	// it, or with the write in flight, applied by the API server later (intermediate
 	// states: a crash between two writes).
 	Crash float64
-	// MaxCrashes bounds the crashes and timeouts of a run, so that it ends.
+	// MaxCrashes bounds the crashes, timeouts and refusals of a run, so that it ends.
 	MaxCrashes int
 	// Stale makes a new leader start from caches behind the store, by up to 40
 	// writes (stale states: a failed-over replica reading from a cache that lags).
