@@ -38,6 +38,11 @@ type inProcessOptions struct {
 	// programs says a node runs some pods as processes: the gateway forwards to
 	// those and answers only for kwok's.
 	programs bool
+	// reconcilersElsewhere leaves the reconcilers to `ferry controller` processes
+	// (ferry soak kills them), whose autoscaler takes the gateway's load reports at
+	// autoscalerAddr.
+	reconcilersElsewhere bool
+	autoscalerAddr       string
 	// writes, when set, counts Ferry's own writes: the API server's metrics cannot
 	// tell them apart from the controller manager's, the scheduler's and kwok's.
 	writes *scale.WriteCounter
@@ -65,8 +70,9 @@ func startFerry(ctx context.Context, cluster localCluster, o inProcessOptions) (
 		o.reconciler.CertificateClass = netv1alpha1.LocalCACertificateClass
 	}
 	ferry, err := manager.New(cfg, manager.Options{
-		Reconcilers:       true,
+		Reconcilers:       !o.reconcilersElsewhere,
 		ReconcilerOptions: o.reconciler,
+		AutoscalerAddress: o.autoscalerAddr,
 		LocalCADir:        o.localCADir,
 		// Knative's validation and defaulting, by URL on 127.0.0.1, and back-pressure.
 		Admission: &admission.Options{InProgressLimit: o.inProgressLimit, ControllerUser: cluster.ControllerUser()},

@@ -28,7 +28,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newScaleCommand(), newVersionCommand())
+	root.AddCommand(newUpCommand(), newControllerCommand(), newGatewayCommand(), newScaleCommand(), newSoakCommand(), newVersionCommand())
 	root.AddCommand(newExplainCommand(), newLoadCommand(), newDashboardCommand())
 	root.AddCommand(localClusterCommands()...)
 	asKubectlPlugin(root)

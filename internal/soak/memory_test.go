@@ -1,0 +1,49 @@
+package soak
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func series(minutes int, rss func(m float64) uint64) MemorySeries {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	s := MemorySeries{Name: "p", PID: 1}
+	for i := 0; i <= minutes*6; i++ {
+		m := float64(i) / 6
+		s.Samples = append(s.Samples, MemorySample{At: t0.Add(time.Duration(i) * 10 * time.Second), RSS: rss(m)})
+	}
+	return s
+}
+
+func TestMemoryTrend(t *testing.T) {
+	const mib = 1 << 20
+	cases := []struct {
+		name           string
+		s              MemorySeries
+		judged, failed bool
+	}{
+		{"flat after a warm-up that grew", series(60, func(m float64) uint64 {
+			if m < 5 {
+				return uint64(100*mib + m*100*mib)
+			}
+			return 600 * mib
+		}), true, false},
+		{"growing 5 % over the hour", series(60, func(m float64) uint64 { return uint64(500*mib + m*0.4*mib) }), true, false},
+		{"growing 20 % over the hour", series(60, func(m float64) uint64 { return uint64(500*mib + m*2*mib) }), true, true},
+		{"too short to judge", series(12, func(m float64) uint64 { return uint64(100*mib + m*100*mib) }), false, false},
+	}
+	for _, c := range cases {
+		v := trend(c.s)
+		if v.Judged != c.judged || v.Failed != c.failed {
+			t.Errorf("%s: judged %v failed %v (%s), want %v %v", c.name, v.Judged, v.Failed, v.Message, c.judged, c.failed)
+		}
+	}
+}
+
+func TestResidentBytesOfThisProcess(t *testing.T) {
+	rss, err := residentBytes(os.Getpid())
+	if err != nil || rss < 1<<20 {
+		t.Fatalf("residentBytes(self) = %d, %v", rss, err)
+	}
+}
