@@ -79,6 +79,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRouteHost$$' -fuzztime $(FUZZTIME) ./internal/gateway/proxy/
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainResponse$$' -fuzztime $(FUZZTIME) ./internal/gateway/proxy/
 
+# ferry soak's nightly form (make test runs two minutes, TestSoak): ten minutes of load
+# on a fleet of Services on a local cluster while it changes and every fault strikes;
+# the reports go to SOAK_REPORT. docs/soak.md has the hour's.
+SOAK_DURATION ?= 10m
+SOAK_REPORT ?= soak-report
+.PHONY: soak
+soak: build
+	bin/ferry soak --duration $(SOAK_DURATION) --faults all --report-dir $(SOAK_REPORT)
+
 # The convergence simulation's long form: SEEDS seeds in each of its four families
 # (CI runs 2,500). It prints how many ran and every failing seed, with how to replay it.
 SEEDS ?= 250000

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -215,6 +216,10 @@ func (g *Gateway) LocalAddrForPods() string { return g.localForPods.addr() }
 // IP:port for pods that share one IP: a kubelet in the same process (ferry up's
 // program node) ends a leaving pod's drain when none are left.
 func (g *Gateway) InFlightTo(ip string) int64 { return g.services.InFlightTo(ip) }
+
+// Warm says whether this replica's routing table serves every KIngress it found at
+// start (routing.Programmer.Warm): its readiness.
+func (g *Gateway) Warm(ctx context.Context, c client.Reader) error { return g.programmer.Warm(ctx, c) }
 
 func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	ln, err := net.Listen("tcp", addr)

@@ -10,6 +10,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 )
 
@@ -19,7 +20,8 @@ const probeTimeout = 500 * time.Millisecond
 // addProbes adds the checks behind the manager's /healthz and /readyz. Liveness is
 // only that the process answers: a dependency that is down must not restart it.
 // Readiness is that the caches have synced and, for what serves traffic, that it
-// serves: the gateway's listeners answer HTTP and the webhooks are registered.
+// serves: the gateway's listeners answer HTTP and its table routes every KIngress it
+// found at start, and the webhooks are registered.
 func (f *Ferry) addProbes(mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
@@ -31,6 +33,7 @@ func (f *Ferry) addProbes(mgr ctrl.Manager) error {
 	ready := map[string]healthz.Checker{"caches": cachesSynced(started, mgr.GetCache())}
 	if f.Gateway != nil {
 		ready["gateway"] = listenersServe(f.Gateway.ExternalAddr(), f.Gateway.LocalAddr())
+		ready["routes"] = routesProgrammed(started, f.Gateway, mgr.GetCache())
 	}
 	if f.Admission != nil {
 		ready["admission"] = closed(f.Admission.Ready(), "the webhooks are not registered yet")
@@ -72,6 +75,24 @@ func cachesSynced(started startedGate, c cache.Cache) healthz.Checker {
 			return errors.New("the caches have not synced yet")
 		}
 		return nil
+	}
+}
+
+// routesProgrammed passes once the gateway has programmed every KIngress its cache
+// held (gateway.Gateway.Warm): a replica that restarts must not take traffic it
+// would answer 404.
+func routesProgrammed(started startedGate, g interface {
+	Warm(context.Context, client.Reader) error
+}, c client.Reader) healthz.Checker {
+	return func(req *http.Request) error {
+		select {
+		case <-started:
+		default:
+			return errors.New("the manager has not started its controllers yet")
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), probeTimeout)
+		defer cancel()
+		return g.Warm(ctx, c)
 	}
 }
 

@@ -255,6 +255,13 @@ func (r *run) crashProgram(ctx context.Context) (string, error) {
 // are expected not Ready then, and judged again from the rollback on.
 type crashWindow struct{ from, to time.Time }
 
+// notJudged says whether a not-Ready span is not the soak's to judge: it ended while
+// the fleet was being created (the first pod of a program may wait for its build), or
+// it is crashy's expected failure.
+func (r *run) notJudged(object string, from, to time.Time) bool {
+	return to.Before(r.started) || r.expectedFailure(object, from, to)
+}
+
 // expectedFailure says whether a not-Ready span is crashy's expected one.
 func (r *run) expectedFailure(object string, from, to time.Time) bool {
 	if object != "Service/"+crashy && object != "Configuration/"+crashy {

@@ -48,7 +48,7 @@ func (r *run) report(ended time.Time) *Report {
 		Events: slices.Clone(r.events), ToZero: r.toZero, FromZero: r.fromZero, Objects: r.readiness.count()}
 	crashUnseen := r.crashUnseen
 	r.mu.Unlock()
-	rep.Late = r.readiness.late(ended, r.o.ReadyBound, r.expectedFailure)
+	rep.Late = r.readiness.late(ended, r.o.ReadyBound, r.notJudged)
 	rep.Memory = r.memory.snapshot()
 	for _, s := range rep.Memory {
 		rep.MemoryJudged = append(rep.MemoryJudged, trend(s))

@@ -19,6 +19,8 @@ type Programmer struct {
 	services *backends.Registry
 	// current is what the listeners read.
 	current atomic.Pointer[Table]
+	// warm is set once every KIngress the replica found at start is programmed (Warm).
+	warm atomic.Bool
 
 	mu        sync.Mutex
 	ingresses map[types.NamespacedName]*compiledIngress
