@@ -25,8 +25,12 @@ import (
 	"github.com/ferry-serving/ferry/internal/soak"
 )
 
-// soakImage is the fleet's program on the local cluster when pods run as programs.
-const soakImage = "ko://github.com/ferry-serving/ferry/examples/hello"
+// The fleet's programs on the local cluster when pods run as programs: Ferry's
+// examples, built from the working directory.
+const (
+	soakImage         = "ko://github.com/ferry-serving/ferry/examples/hello"
+	soakFrontendImage = "ko://github.com/ferry-serving/ferry/examples/frontend"
+)
 
 // soakCluster is the local cluster a soak without --kubeconfig runs on: the control
 // plane, Ferry's admission and gateway replica A in this process (as ferry up runs
@@ -142,6 +146,9 @@ func startSoakCluster(ctx context.Context, out io.Writer, f soakFlags, opts *soa
 	opts.Processes = s.processes
 	if opts.Image == "" {
 		opts.Image = soakImage
+		if !s.simulatedPods {
+			opts.FrontendImage = soakFrontendImage
+		}
 		if s.simulatedPods {
 			opts.Image = scale.DefaultImage
 			fmt.Fprintf(out, "Pods are simulated by kwok (%v): the program fault cannot strike.\n", programsErr)

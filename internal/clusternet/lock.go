@@ -40,13 +40,17 @@ func lock(p Plan) error {
 	return nil
 }
 
-// unlock releases p's lock.
+// unlock releases p's lock and removes its file, still holding it: every temporary
+// data directory (ferry scale, ferry soak, the tests) has a plan of its own, and
+// /run/ferry would keep a file for each. A process killed leaves its file behind,
+// unlocked, which is what tells its namespaces stale.
 func unlock(p Plan) {
 	heldMu.Lock()
 	f := held[p.Prefix]
 	delete(held, p.Prefix)
 	heldMu.Unlock()
 	if f != nil {
+		_ = os.Remove(f.Name())
 		f.Close()
 	}
 }

@@ -1,6 +1,7 @@
 package clusternet
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,9 @@ func TestLock(t *testing.T) {
 	unlock(p)
 	if inUse(p.Prefix) {
 		t.Error("an unlocked plan is still in use")
+	}
+	if _, err := os.Stat(lockPath(p.Prefix)); !os.IsNotExist(err) {
+		t.Errorf("the lock file of a plan let go is left behind: %v", err)
 	}
 	if err := lock(p); err != nil {
 		t.Errorf("locking it again: %v", err)

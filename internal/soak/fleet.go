@@ -26,9 +26,24 @@ const (
 	private = "private" // cluster-local: only the gateway's cluster-local listener serves it
 	zero    = "zero"    // scaled to zero between bursts of load
 	crashy  = "crashy"  // rolled out to a program that crashes (the program fault), then back
+	// frontend is a program that calls private by its cluster name for every answer:
+	// programs talking to each other, where pods run programs (Options.FrontendImage).
+	frontend = "frontend"
 )
 
-var fleet = []string{plain, split, tagged, rollout, private, zero, crashy}
+// fleet is the Services the run creates and loads.
+func (o *Options) fleet() []string {
+	f := []string{plain, split, tagged, rollout, private, zero, crashy}
+	if o.FrontendImage != "" {
+		f = append(f, frontend)
+	}
+	return f
+}
+
+// backendURL is where frontend calls private: its cluster-local name.
+func (o *Options) backendURL() string {
+	return "http://" + private + "." + o.Namespace + ".svc.cluster.local"
+}
 
 // Pinned Revisions, named by the soak as Knative's bring-your-own names allow.
 const (
@@ -70,6 +85,8 @@ func (o *Options) service(name string) *v1.Service {
 		s.Labels[netv1alpha1.VisibilityLabelKey] = netv1alpha1.VisibilityClusterLocal
 	case zero:
 		s.Spec.Template.ObjectMeta.Annotations = map[string]string{av1alpha1.WindowAnnotation[0]: "6s"}
+	case frontend:
+		s.Spec.Template.Spec.Containers = []corev1.Container{{Image: o.FrontendImage, Env: []corev1.EnvVar{{Name: "BACKEND", Value: o.backendURL()}}}}
 	}
 	return s
 }

@@ -22,7 +22,7 @@ type target struct {
 // tagged one, and the zero Service only while its burst is on.
 func (r *run) targets() []target {
 	var ts []target
-	for _, name := range fleet {
+	for _, name := range r.o.fleet() {
 		t := target{name: name, route: name, local: name == private}
 		if name == zero {
 			t.active = r.zeroBurst.Load
@@ -110,6 +110,11 @@ func (r *run) ask(client *http.Client, t target, host string) answer {
 		a.err = "reading the answer: " + err.Error()
 		return a
 	}
-	a.status, a.revision = resp.StatusCode, revisionOf(body)
+	a.status = resp.StatusCode
+	if t.route == frontend {
+		parseFrontend(&a, body)
+	} else {
+		a.revision = revisionOf(body)
+	}
 	return a
 }

@@ -102,6 +102,10 @@ type Options struct {
 	Image    string
 	Args     []string
 	Programs bool
+	// FrontendImage, if set, adds a Service of it that calls the private one by its
+	// cluster name for every answer, saying "frontend REVISION asked URL (STATUS in
+	// TIME): BODY" as Ferry's examples/frontend does.
+	FrontendImage string
 	// ChangeAutoscaler allows toggling config-autoscaler's stable-window (restored at
 	// the end): it touches every Service of the cluster, so only on the soak's own.
 	ChangeAutoscaler bool

@@ -17,6 +17,8 @@ type answer struct {
 	status     int    // 0: no HTTP answer
 	err        string // the transport's error, if no answer
 	revision   string // the Revision that answered, from the body ("" if it does not say)
+	// backend is what a front end's back end answered it, for the front end's answers.
+	backend *answer
 }
 
 // Verdicts of an answer.
@@ -39,8 +41,32 @@ func revisionOf(body []byte) string {
 	return ""
 }
 
+// frontendAnswer is examples/frontend's answer: its Revision, the URL it asked, and
+// what the back end answered.
+var frontendAnswer = regexp.MustCompile(`(?s)^frontend (\S+) asked (\S+) \((\d+) in [^)]*\): (.*)$`)
+
+// parseFrontend fills a front end's answer from its body: its own Revision, and the
+// back end's status, host and Revision as the front end saw them.
+func parseFrontend(a *answer, body []byte) {
+	m := frontendAnswer.FindSubmatch(body)
+	if m == nil {
+		a.revision = revisionOf(body)
+		return
+	}
+	a.revision = string(m[1])
+	b := &answer{target: a.target + " → back end", host: hostOf(string(m[2])), start: a.start, end: a.end, revision: revisionOf(m[4])}
+	fmt.Sscan(string(m[3]), &b.status)
+	a.backend = b
+}
+
 // judge gives an answer's verdict against the traffic log, grace either side of it.
 func judge(a answer, traffic *trafficLog, grace time.Duration) string {
+	if a.backend != nil && a.status == 200 {
+		// The front end answered: its back end's answer is the verdict, then its own.
+		if v := judge(*a.backend, traffic, grace); v != verdictOK && v != verdictUnjudgeable {
+			return v
+		}
+	}
 	from, to := a.start.Add(-grace), a.end.Add(grace)
 	switch {
 	case a.status == 200 && a.revision == "":
@@ -68,6 +94,15 @@ type recorder struct {
 	bad     []Bad
 	badN    map[string]int
 	pending []answer
+	// stopped, once set, drops answers that end after it (an interrupted run).
+	stopped time.Time
+}
+
+// stopJudging drops the answers that end after at.
+func (r *recorder) stopJudging(at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = at
 }
 
 // TargetStats is what one load target got over the run.
@@ -107,6 +142,9 @@ func (b Bad) String() string {
 	if b.Verdict == verdictWrongRev {
 		what = "answered by " + b.Answer
 	}
+	if b.Status != 0 && b.Error != "" {
+		what += ": " + b.Error
+	}
 	return fmt.Sprintf("%s %s (%s): %s: %s after %s", b.At.Format("15:04:05.000"), b.Target, b.Host, b.Verdict, what, b.Took.Round(time.Millisecond))
 }
 
@@ -123,7 +161,7 @@ func (r *recorder) add(a answer) {
 	v := judge(a, r.traffic, r.grace)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if v == verdictWrongRev || v == verdictFailed && a.status == 404 {
+	if v == verdictWrongRev || v == verdictFailed && (a.status == 404 || a.backend != nil && a.backend.status == 404) {
 		r.pending = append(r.pending, a)
 		return
 	}
@@ -145,6 +183,9 @@ func (r *recorder) settle() {
 }
 
 func (r *recorder) count(a answer, v string) {
+	if !r.stopped.IsZero() && a.end.After(r.stopped) {
+		return
+	}
 	t := r.targets[a.target]
 	if t == nil {
 		t = &TargetStats{Statuses: map[string]int{}, Revisions: map[string]int{}, Verdicts: map[string]int{}}
@@ -172,7 +213,11 @@ func (r *recorder) count(a answer, v string) {
 		r.minutes[m].Failed++
 		r.badN[v]++
 		if len(r.bad) < maxBadListed {
-			r.bad = append(r.bad, Bad{At: a.start, Target: a.target, Host: a.host, Verdict: v, Status: a.status, Error: a.err, Took: took, Answer: a.revision})
+			b := Bad{At: a.start, Target: a.target, Host: a.host, Verdict: v, Status: a.status, Error: a.err, Took: took, Answer: a.revision}
+			if a.backend != nil && a.status == 200 {
+				b.Error = fmt.Sprintf("its back end %s answered %d from Revision %q", a.backend.host, a.backend.status, a.backend.revision)
+			}
+			r.bad = append(r.bad, b)
 		}
 	}
 }

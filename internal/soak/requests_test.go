@@ -82,3 +82,28 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("p50 %s p99 %s max %s", p50, p99, p100)
 	}
 }
+
+func TestFrontendAnswersAreJudgedWithTheirBackEnds(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	l := newTrafficLog()
+	l.observe(t0, route("frontend", "http://frontend.ns.example.com", percent("frontend-00001", 100)))
+	l.observe(t0, route("private", "http://private.ns.svc.cluster.local", percent("private-00001", 100)))
+	ask := func(body string) answer {
+		a := answer{target: "frontend", host: "frontend.ns.example.com", start: t0.Add(time.Minute), end: t0.Add(time.Minute), status: 200}
+		parseFrontend(&a, []byte(body))
+		return a
+	}
+	cases := []struct {
+		body, want string
+	}{
+		{"frontend frontend-00001 asked http://private.ns.svc.cluster.local (200 in 2ms): Hello Ferry! Revision private-00001, pod p (pid 9)\n", verdictOK},
+		{"frontend frontend-00001 asked http://private.ns.svc.cluster.local (502 in 2ms): no pod\n", verdictFailed},
+		{"frontend frontend-00001 asked http://private.ns.svc.cluster.local (200 in 2ms): Hello Ferry! Revision private-00009, pod p (pid 9)\n", verdictWrongRev},
+		{"frontend frontend-00007 asked http://private.ns.svc.cluster.local (200 in 2ms): Hello Ferry! Revision private-00001, pod p (pid 9)\n", verdictWrongRev},
+	}
+	for _, c := range cases {
+		if got := judge(ask(c.body), l, grace); got != c.want {
+			t.Errorf("%q: %q, want %q", c.body, got, c.want)
+		}
+	}
+}

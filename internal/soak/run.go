@@ -71,7 +71,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.watchAll(watchCtx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Progress, "Creating the fleet in namespace %s: %v ...\n", o.Namespace, fleet)
+	fmt.Fprintf(o.Progress, "Creating the fleet in namespace %s: %v ...\n", o.Namespace, o.fleet())
 	if err := r.createFleet(ctx); err != nil {
 		return nil, err
 	}
@@ -86,13 +86,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	go r.sampleMemory(sampleCtx)
 
 	interrupted := r.cycles(ctx)
+	if interrupted != nil {
+		// Whatever runs Ferry here stops with the same signal: answers from now on
+		// say nothing about Ferry.
+		r.requests.stopJudging(time.Now())
+		stopLoad()
+	}
 
-	// Settle: every object gets its bound to be Ready after the last change.
+	// Settle: every object gets its bound to be Ready after the last change; an
+	// interrupted run only puts the configuration back.
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), o.ReadyBound)
 	if err := r.restoreConfig(settleCtx); err != nil {
 		r.note(Event{At: time.Now(), Kind: "change", What: "restoring the configuration", Err: err.Error()})
 	}
-	r.settleReady(settleCtx)
+	if interrupted == nil {
+		r.settleReady(settleCtx)
+	}
 	cancelSettle()
 	stopLoad()
 	loadDone.Wait()
@@ -102,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	stopWatching()
 	rep := r.report(ended)
 	if interrupted != nil {
-		rep.Notes = append(rep.Notes, "interrupted: "+interrupted.Error())
+		rep.Failures = append(rep.Failures, "interrupted ("+interrupted.Error()+"): answers after the interruption are not judged, nor is readiness after it")
 	}
 	return rep, nil
 }
@@ -132,7 +141,7 @@ func (r *run) ensureNamespace(ctx context.Context) error {
 // createFleet creates the fleet, gives the split Service its second Revision, and
 // waits until all is Ready.
 func (r *run) createFleet(ctx context.Context) error {
-	for _, name := range fleet {
+	for _, name := range r.o.fleet() {
 		if err := r.c.Create(ctx, r.o.service(name)); err != nil {
 			return fmt.Errorf("creating Service %s: %w", name, err)
 		}

@@ -14,7 +14,7 @@ import (
 
 // TestSoak is `ferry soak`'s short form (make soak runs ten minutes, docs/soak.md an
 // hour): two minutes of load on the fleet with a change every 15 s and each of the
-// four faults struck twice, with real programs in runc. The soak's own judgement is
+// four faults struck twice, with real programs in runc, one calling another. The soak's own judgement is
 // the test's: any failed request, answer from a Revision no target named, object late
 // to be Ready, or crashing program not shown on its Service fails it.
 func TestSoak(t *testing.T) {
@@ -41,8 +41,9 @@ func TestSoak(t *testing.T) {
 	for _, ts := range rep.Targets {
 		total += ts.Requests
 	}
-	if len(rep.Targets) != 9 || total < 10000 {
-		t.Errorf("%d requests to %d targets, want over 10,000 to 9\n%s", total, len(rep.Targets), out)
+	// Nine targets and the front end that calls the private one.
+	if len(rep.Targets) != 10 || total < 10000 || rep.Targets["frontend"].Verdicts["ok"] == 0 {
+		t.Errorf("%d requests to %d targets, want over 10,000 to 10, some answered by the front end and its back end\n%s", total, len(rep.Targets), out)
 	}
 	struck := map[string]bool{}
 	for _, e := range rep.Events {
