@@ -272,16 +272,22 @@ func memoryChart(series []MemorySeries) template.HTML {
 	colours := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg width="%d" height="%d" role="img">`, width, height+20)
-	for i, s := range series {
+	// One colour per process name: a restarted process's incarnations continue its line.
+	colourOf := map[string]string{}
+	for _, s := range series {
+		c, ok := colourOf[s.Name]
+		if !ok {
+			c = colours[len(colourOf)%len(colours)]
+			fmt.Fprintf(&b, `<text x="5" y="%d" font-size="12" fill="%s">%s</text>`, 14+14*len(colourOf), c, template.HTMLEscapeString(s.Name))
+			colourOf[s.Name] = c
+		}
 		var pts []string
 		for _, p := range s.Samples {
 			x := float64(p.At.Sub(first)) / float64(span) * width
 			y := height - float64(p.RSS)/float64(top)*height
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 		}
-		c := colours[i%len(colours)]
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" points="%s"><title>%s (pid %d)</title></polyline>`, c, strings.Join(pts, " "), template.HTMLEscapeString(s.Name), s.PID)
-		fmt.Fprintf(&b, `<text x="5" y="%d" font-size="12" fill="%s">%s (pid %d)</text>`, 14+14*i, c, template.HTMLEscapeString(s.Name), s.PID)
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" text-anchor="end">top %.0f MiB, %s</text></svg>`, width, height+15, float64(top)/(1<<20), span.Round(time.Second))
 	return template.HTML(b.String())
