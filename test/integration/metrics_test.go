@@ -78,7 +78,7 @@ func TestMetrics(t *testing.T) {
 	// Once Ferry has done something, every check passes.
 	eventually(t, 30*time.Second, func() (bool, string) {
 		code, body := probe(t, healthAddr, "/readyz?verbose")
-		return code == http.StatusOK && strings.Contains(body, "[+]caches ok") && strings.Contains(body, "[+]gateway ok"),
+		return code == http.StatusOK && strings.Contains(body, "[+]caches ok") && strings.Contains(body, "[+]gateway ok") && strings.Contains(body, "[+]routes ok"),
 			strconv.Itoa(code) + " " + body
 	})
 
