@@ -35,6 +35,7 @@ type Report struct {
 	ToZero       int                    `json:"to_zero"`
 	FromZero     int                    `json:"from_zero"`
 	Objects      int                    `json:"objects"`
+	Programs     bool                   `json:"programs"` // pods ran real programs
 	Notes        []string               `json:"notes"`
 	Failures     []string               `json:"failures"` // why the run failed; empty: passed
 }
@@ -45,7 +46,7 @@ func (r *run) report(ended time.Time) *Report {
 	r.mu.Lock()
 	rep := &Report{Namespace: r.o.Namespace, Started: r.started, Ended: ended, Duration: ended.Sub(r.started), Cycle: r.o.Cycle,
 		Faults: r.o.Faults, Rate: r.o.Rate, ReadyBound: r.o.ReadyBound, Targets: targets, Minutes: minutes, Bad: bad, BadCounts: badN,
-		Events: slices.Clone(r.events), ToZero: r.toZero, FromZero: r.fromZero, Objects: r.readiness.count()}
+		Events: slices.Clone(r.events), ToZero: r.toZero, FromZero: r.fromZero, Objects: r.readiness.count(), Programs: r.o.Programs}
 	crashUnseen := r.crashUnseen
 	r.mu.Unlock()
 	rep.Late = r.readiness.late(ended, r.o.ReadyBound, r.notJudged)
@@ -77,6 +78,11 @@ func (rep *Report) judge(crashUnseen int) {
 	}
 	if len(rep.Late) > 0 {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%d times an object stayed not Ready longer than %s after its latest change", len(rep.Late), rep.ReadyBound))
+	}
+	// zero is idle for a cycle at a time: with a minute or more (its 6 s window and
+	// Knative's 30 s scale-to-zero grace period), it must reach zero in four cycles.
+	if rep.Cycle >= time.Minute && rep.Duration >= 4*rep.Cycle && rep.ToZero == 0 && rep.Programs {
+		rep.Failures = append(rep.Failures, "the zero Service never scaled to zero while idle for a cycle at a time")
 	}
 	if crashUnseen > 0 {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%d crashing programs were not shown on their Service as Ready False within %s", crashUnseen, rep.ReadyBound))
