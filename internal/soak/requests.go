@@ -222,6 +222,16 @@ func (r *recorder) count(a answer, v string) {
 	}
 }
 
+// totals are the requests judged so far, and the failed and wrong ones among them.
+func (r *recorder) totals() (requests, failed, wrong int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.targets {
+		requests += t.Requests
+	}
+	return requests, r.badN[verdictFailed], r.badN[verdictWrongRev]
+}
+
 // snapshot is the recorder's numbers, percentiles computed.
 func (r *recorder) snapshot() (map[string]TargetStats, []MinuteStats, []Bad, map[string]int) {
 	r.mu.Lock()

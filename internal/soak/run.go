@@ -192,6 +192,11 @@ func (r *run) cycles(ctx context.Context) error {
 		// The zero Service's load is on in even cycles, off in odd ones: off for a
 		// cycle is long enough to scale to zero, and the next burst wakes it.
 		r.zeroBurst.Store(i%2 == 0)
+		if i > 0 {
+			n, failed, wrong := r.requests.totals()
+			fmt.Fprintf(r.o.Progress, "%7s so far: %d requests, %d failed, %d from a Revision not named\n",
+				time.Since(r.started).Round(time.Second), n, failed, wrong)
+		}
 		r.act(ctx, "change", func(ctx context.Context) (string, error) { return changes[i%len(changes)](ctx) })
 		if len(r.o.Faults) == 0 {
 			continue

@@ -19,7 +19,18 @@ import (
 // to be Ready, or crashing program not shown on its Service fails it.
 func TestSoak(t *testing.T) {
 	needIsolation(t)
-	dir := t.TempDir()
+	// Kept when the test fails, for its report.html and the processes' logs.
+	dir, err := os.MkdirTemp("", "ferry-soak-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the soak's reports and logs are kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
 	cmd := exec.Command(ferryBinary(t), "soak", "--duration", "2m", "--cycle", "15s", "--faults", "all",
 		"--program-isolation", "runc", "--report-dir", dir)
 	start := time.Now()
