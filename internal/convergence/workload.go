@@ -124,30 +124,7 @@ func newWorkload(s *Sim) *workload {
 		at := 1 + s.rng.Intn(len(w.ops))
 		w.ops = slices.Insert(w.ops, at, op{what: "move every Route to " + movedDomain + " (config-domain)", do: w.moveDomain})
 	}
-	if s.rng.Intn(2) == 0 {
-		// Drawn after the domain, for the same reason.
-		at := 1 + s.rng.Intn(len(w.ops))
-		w.ops = slices.Insert(w.ops, at, op{what: "give every Route a host of " + flatTemplate + " (config-network)", do: w.flattenHosts})
-	}
 	return w
-}
-
-// flatTemplate is the domain-template config-network names once the user changes it:
-// one label for name and namespace, as wildcard certificates want.
-const flatTemplate = "{{.Name}}-{{.Namespace}}.{{.Domain}}"
-
-// flattenHosts changes config-network's domain-template: every external Route's host
-// and its KIngress move, as with config-domain.
-func (w *workload) flattenHosts() {
-	c := *w.sim.config
-	n, err := config.NewNetworkFromConfigMap(&corev1.ConfigMap{Data: map[string]string{"domain-template": flatTemplate}})
-	if err != nil {
-		panic(err) // a constant that parses
-	}
-	c.Network = n
-	w.sim.config = &c
-	w.sim.checker.configChanged = true
-	w.sim.logf("[user] changes config-network's domain-template to %s", flatTemplate)
 }
 
 // movedDomain is the domain config-domain names once the user changes it.
