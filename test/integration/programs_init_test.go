@@ -59,9 +59,12 @@ func TestProgramsInitContainers(t *testing.T) {
 		for _, s := range printedStatuses(t, cs, v1.RevisionLabelKey+"=init-00001") {
 			seen[s] = true
 		}
-		rev := &v1.Revision{}
-		ready := get(t, c, "default", "init-00001", rev) && rev.Status.GetCondition(duck.ConditionReady).IsTrue()
-		return ready, fmt.Sprintf("statuses seen %v; Revision %+v", seen, rev.Status.Conditions)
+		// The Service, not only the Revision: its Route must be served before the
+		// request below (CI once asked between the two and got 404).
+		rev, s := &v1.Revision{}, &v1.Service{}
+		ready := get(t, c, "default", "init-00001", rev) && rev.Status.GetCondition(duck.ConditionReady).IsTrue() &&
+			get(t, c, "default", "init", s) && s.IsReady()
+		return ready, fmt.Sprintf("statuses seen %v; Revision %+v; Service %+v", seen, rev.Status.Conditions, s.Status.Conditions)
 	})
 	if !seen["Init:0/1"] {
 		t.Errorf("kubectl never showed the pod as Init:0/1 while its init container ran: %v", seen)
