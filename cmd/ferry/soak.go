@@ -89,6 +89,12 @@ func runSoak(ctx context.Context, out io.Writer, f soakFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.kubeconfig == "" && (f.gateway != "" || f.gatewayLocal != "" || f.changeAutoscaler) {
+		return errors.New("soak: --gateway, --gateway-local and --change-autoscaler are for --kubeconfig; the local cluster's gateways are loaded, and config-autoscaler changed, anyway")
+	}
+	if f.kubeconfig != "" && f.isolation != "auto" {
+		return errors.New("soak: --program-isolation is for the local cluster; with --kubeconfig the cluster runs the pods")
+	}
 	runID := rand.String(5)
 	if f.namespace == "" {
 		f.namespace = "ferry-soak-" + runID

@@ -10,7 +10,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 )
 
@@ -30,10 +29,12 @@ func (f *Ferry) addProbes(mgr ctrl.Manager) error {
 	if err := mgr.Add(started); err != nil {
 		return err
 	}
-	ready := map[string]healthz.Checker{"caches": cachesSynced(started, mgr.GetCache())}
+	ready := map[string]healthz.Checker{"caches": afterStart(started, cachesSynced(mgr.GetCache()))}
 	if f.Gateway != nil {
 		ready["gateway"] = listenersServe(f.Gateway.ExternalAddr(), f.Gateway.LocalAddr())
-		ready["routes"] = routesProgrammed(started, f.Gateway, mgr.GetCache())
+		// Programmed every KIngress its cache held (gateway.Gateway.Warm): a replica
+		// that restarts must not take traffic it would answer 404.
+		ready["routes"] = afterStart(started, func(ctx context.Context) error { return f.Gateway.Warm(ctx, mgr.GetCache()) })
 	}
 	if f.Admission != nil {
 		ready["admission"] = closed(f.Admission.Ready(), "the webhooks are not registered yet")
@@ -59,10 +60,9 @@ func (g startedGate) Start(context.Context) error {
 
 func (g startedGate) NeedLeaderElection() bool { return false }
 
-// cachesSynced passes once the manager has started and every informer it runs has
-// synced; an informer added later (a watch of a controller that just started, or that
-// waited for leader election) fails it until it has synced too.
-func cachesSynced(started startedGate, c cache.Cache) healthz.Checker {
+// afterStart runs check, within a probe's time, once the manager has started its
+// controllers; before, it fails.
+func afterStart(started startedGate, check func(ctx context.Context) error) healthz.Checker {
 	return func(req *http.Request) error {
 		select {
 		case <-started:
@@ -71,28 +71,19 @@ func cachesSynced(started startedGate, c cache.Cache) healthz.Checker {
 		}
 		ctx, cancel := context.WithTimeout(req.Context(), probeTimeout)
 		defer cancel()
+		return check(ctx)
+	}
+}
+
+// cachesSynced passes once every informer the manager runs has synced; an informer
+// added later (a watch of a controller that just started, or that waited for leader
+// election) fails it until it has synced too.
+func cachesSynced(c cache.Cache) func(context.Context) error {
+	return func(ctx context.Context) error {
 		if !c.WaitForCacheSync(ctx) {
 			return errors.New("the caches have not synced yet")
 		}
 		return nil
-	}
-}
-
-// routesProgrammed passes once the gateway has programmed every KIngress its cache
-// held (gateway.Gateway.Warm): a replica that restarts must not take traffic it
-// would answer 404.
-func routesProgrammed(started startedGate, g interface {
-	Warm(context.Context, client.Reader) error
-}, c client.Reader) healthz.Checker {
-	return func(req *http.Request) error {
-		select {
-		case <-started:
-		default:
-			return errors.New("the manager has not started its controllers yet")
-		}
-		ctx, cancel := context.WithTimeout(req.Context(), probeTimeout)
-		defer cancel()
-		return g.Warm(ctx, c)
 	}
 }
 
