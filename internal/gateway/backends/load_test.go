@@ -116,6 +116,43 @@ func TestReporterAveragesOverThePeriod(t *testing.T) {
 	}
 }
 
+// A request that began a little after the reporter's reading time (its clock read
+// after the reporter's, its count added before the reporter looked) makes the area
+// shrink for that reading: the period reports no load, not the wrapped difference,
+// 17 million requests in flight, and the next period counts the request.
+func TestReporterRequestAfterItsReading(t *testing.T) {
+	services := NewRegistry()
+	services.Update(gatewaytest.Key("quiet-1"), BuildEndpoints(gatewaytest.ServiceWithPort("quiet-1"),
+		[]discoveryv1.EndpointSlice{gatewaytest.SliceFor("quiet-1", 8012, "10.0.0.1")}, gatewaytest.NotSimulated))
+	svc := services.services[gatewaytest.Key("quiet-1")]
+	set := &ActiveSet{}
+	r := NewReporter(discardSink{}, "gw-1", time.Second, set)
+	t0 := clockBase.Add(time.Hour)
+	at := func(d time.Duration) uint64 { return Micros(t0.Add(d)) }
+	r.last = t0
+
+	// A 1 ms request in the period, then one that begins 30 ms after the reading.
+	svc.Load.Begin(at(500*time.Millisecond), set)
+	svc.Load.End(at(501 * time.Millisecond))
+	late := at(time.Second + 30*time.Millisecond)
+	svc.Load.Begin(late, set)
+	se := svc.endpoints.Load()
+	slot := se.Targets(intstr.FromInt32(80)).Acquire(se.Limit(), *alone)
+	slot.Pod.Began(late)
+
+	report := r.Collect(t0.Add(time.Second))
+	if len(report.Stats) != 1 || report.Stats[0].AverageConcurrency != 0 || report.Stats[0].Requests != 2 ||
+		len(report.Stats[0].Pods) != 1 || report.Stats[0].Pods[0].AverageConcurrency != 0 {
+		t.Fatalf("period with a request after its reading: %+v", report.Stats)
+	}
+	// The next period counts both: the 1 ms request and the late one's 970 ms.
+	report = r.Collect(t0.Add(2 * time.Second))
+	if len(report.Stats) != 1 || !near(report.Stats[0].AverageConcurrency, 0.971) ||
+		len(report.Stats[0].Pods) != 1 || !near(report.Stats[0].Pods[0].AverageConcurrency, 0.970) {
+		t.Errorf("next period: %+v", report.Stats)
+	}
+}
+
 func near(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
 
 // BenchmarkAccounting is what the accounting adds to each request: the clock twice,

@@ -64,8 +64,7 @@ func (r *Reporter) Collect(now time.Time) stats.Report {
 	r.last = now
 	for l := range r.tracked {
 		area, _ := l.Read(t)
-		grown := (area - l.lastArea) & loadAreaMask
-		l.lastArea = area
+		grown := advanceArea(&l.lastArea, area)
 		arrived := l.arrivals.Swap(0)
 		if grown == 0 && arrived == 0 {
 			// Idle: untrack, then look again, since a request that arrived
@@ -101,8 +100,7 @@ func (r *Reporter) podStats(l *RevisionLoad, t, period uint64) []stats.PodStat {
 	var out []stats.PodStat
 	add := func(p *PodSlot, gone bool) {
 		area, _ := p.load.read(t)
-		grown := (area - p.lastArea) & loadAreaMask
-		p.lastArea = area
+		grown := advanceArea(&p.lastArea, area)
 		arrived := p.arrivals.Swap(0)
 		if gone && grown == 0 && arrived == 0 || period == 0 {
 			return
