@@ -1,6 +1,8 @@
 package duck
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -77,6 +79,22 @@ type Status struct {
 // Duck returns the Status itself, so that code that handles every kind's status alike
 // (each embeds a Status) can reach it.
 func (s *Status) Duck() *Status { return s }
+
+// KeepTransitionTimes gives each condition the time it last changed status as seen
+// from before, the status readers last saw: before's time where the status is the same,
+// now where it changed. A condition that flipped and flipped back within one reconcile
+// then compares equal to before, and is not written for its time alone; and the time
+// comes from the writer's clock, not from whenever a reconcile happened to mark it.
+func (s *Status) KeepTransitionTimes(before *Status, now time.Time) {
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if old := before.GetCondition(c.Type); old != nil && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		} else {
+			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+		}
+	}
+}
 
 // GetCondition returns the condition of type t, or nil.
 func (s *Status) GetCondition(t ConditionType) *Condition {

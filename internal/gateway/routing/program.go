@@ -156,6 +156,11 @@ func (p *Programmer) replaceLocked(old, next *compiledIngress) (affected []types
 	for key := range affectedSet {
 		affected = append(affected, key)
 	}
+	// In a fixed order, so that a replay (the convergence simulation's seed) requeues
+	// them as it did before.
+	slices.SortFunc(affected, func(a, b types.NamespacedName) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	return affected
 }
 

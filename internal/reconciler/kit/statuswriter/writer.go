@@ -41,6 +41,7 @@ import (
 // Status is the status of a Knative object: a struct embedding duck.Status.
 type Status interface {
 	GetCondition(duck.ConditionType) *duck.Condition
+	Duck() *duck.Status
 }
 
 // Writer writes the status of one kind of object. It is safe for concurrent use.
@@ -223,6 +224,7 @@ func (w *Writer) Write(ctx context.Context, obj client.Object, cached, desired S
 	// written, or it is lost — the write's own watch event is filtered out (Changes)
 	// and wakes no one.
 	behind := seen && cacheBehind(last, obj.GetResourceVersion()) && !w.off[RewriteWhileBehind]
+	desired.Duck().KeepTransitionTimes(cached.Duck(), w.now())
 	if equality.Semantic.DeepEqual(cached, desired) && !behind {
 		w.release(key)
 		return reconcile.Result{}, nil

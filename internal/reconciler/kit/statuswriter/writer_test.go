@@ -9,12 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
+	"github.com/ferry-serving/ferry/api/duck"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -443,5 +445,65 @@ func TestBehind(t *testing.T) {
 	}
 	if w.Behind(written) {
 		t.Error("the written version is behind")
+	}
+}
+
+// TestTransitionTimes: a condition's time is when readers saw its status change. One
+// that flipped and flipped back within a reconcile is not written for its time alone,
+// and a real transition takes the Writer's clock, not the moment it was marked.
+func TestTransitionTimes(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := v1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	seen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stored := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1}}
+	stored.Status.ObservedGeneration = 1
+	sm := v1.RouteConditions.Manage(&stored.Status.Status).WithClock(func() time.Time { return seen })
+	sm.InitializeConditions()
+	sm.MarkTrue(v1.RouteConditionAllTrafficAssigned)
+	sm.MarkTrue(v1.RouteConditionIngressReady)
+	sm.MarkTrue(v1.RouteConditionCertificateProvisioned)
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	writes := seen.Add(time.Hour)
+	w := New(c, nil, 0).WithClock(clocktesting.NewFakePassiveClock(writes))
+	ctx := context.Background()
+
+	marked := seen.Add(time.Minute)
+	desired := stored.Status.DeepCopy()
+	m := v1.RouteConditions.Manage(&desired.Status).WithClock(func() time.Time { return marked })
+	m.MarkUnknown(v1.RouteConditionIngressReady, "Flapping", "")
+	m.MarkTrue(v1.RouteConditionIngressReady)
+	if _, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, desired); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 0 {
+		t.Fatalf("%d patches for a status that only flipped and flipped back, want 0", patches)
+	}
+
+	m.MarkFalse(v1.RouteConditionIngressReady, "Broken", "no")
+	if _, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, desired); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.Route{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cond duck.ConditionType
+		want time.Time
+	}{
+		{v1.RouteConditionIngressReady, writes},
+		{v1.RouteConditionReady, writes},
+		{v1.RouteConditionAllTrafficAssigned, seen},
+	} {
+		if at := got.Status.GetCondition(tc.cond).LastTransitionTime.Time; !at.Equal(tc.want) {
+			t.Errorf("%s changed at %v, want %v", tc.cond, at, tc.want)
+		}
 	}
 }
