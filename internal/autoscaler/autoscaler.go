@@ -6,8 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ferry-serving/ferry/internal/autoscaler/decider"
 	"github.com/ferry-serving/ferry/internal/autoscaler/stats"
@@ -27,6 +29,7 @@ type Autoscaler struct {
 	notify, background func(key types.NamespacedName)
 	now                func() time.Time
 	tick               time.Duration
+	log                logr.Logger
 
 	mu   sync.Mutex
 	revs map[types.NamespacedName]*revision
@@ -90,7 +93,8 @@ type PodLoad struct {
 // New returns an Autoscaler that calls notify when a decision changes. notify must
 // not block.
 func New(notify func(types.NamespacedName)) *Autoscaler {
-	return &Autoscaler{notify: notify, now: time.Now, tick: Tick, revs: map[types.NamespacedName]*revision{}}
+	return &Autoscaler{notify: notify, now: time.Now, tick: Tick, log: ctrllog.Log.WithName("autoscaler"),
+		revs: map[types.NamespacedName]*revision{}}
 }
 
 // WithBackground sends the changes to fewer pods to f instead of notify: no request
@@ -232,7 +236,7 @@ func (a *Autoscaler) Poke(namespace, name string) {
 	}
 	var changed, lower bool
 	if rev.watched {
-		changed, lower = a.decideLocked(rev, now)
+		changed, lower = a.decideLocked(key, rev, now)
 	}
 	a.mu.Unlock()
 	if changed {
@@ -309,7 +313,7 @@ func (a *Autoscaler) Decision(key types.NamespacedName) decider.Decision {
 		return decider.Decision{DesiredPods: NoDecision}
 	}
 	if !rev.decided {
-		a.decideLocked(rev, now)
+		a.decideLocked(key, rev, now)
 	}
 	return rev.last
 }
@@ -317,7 +321,7 @@ func (a *Autoscaler) Decision(key types.NamespacedName) decider.Decision {
 // decideLocked runs the decider for rev and reports whether the outcome changed in a
 // way the reconciler acts on: the desired scale, or the sign of the excess burst
 // capacity (as Knative publishes); lower says the change asks for no more pods.
-func (a *Autoscaler) decideLocked(rev *revision, now time.Time) (changed, lower bool) {
+func (a *Autoscaler) decideLocked(key types.NamespacedName, rev *revision, now time.Time) (changed, lower bool) {
 	s := rev.settings
 	w := &rev.concurrency
 	if s.Metric == decider.MetricRPS {
@@ -334,6 +338,12 @@ func (a *Autoscaler) decideLocked(rev *revision, now time.Time) (changed, lower 
 			average = w.WeightedAverage
 		}
 		d = rev.state.Decide(s, now, rev.ready, rev.reachable, average(now, s.StableWindow), average(now, s.PanicWindow))
+	}
+	if d.Panicking != rev.last.Panicking {
+		// Panic is where a decision jumps: say what it saw, so that a Revision with
+		// many more pods than its load needs can be traced to its numbers.
+		a.log.Info("panic mode", "revision", key, "panicking", d.Panicking, "desiredPods", d.DesiredPods,
+			"readyPods", rev.ready, "panicValue", d.PanicValue, "stableValue", d.StableValue, "target", s.Target, "metric", s.Metric)
 	}
 	changed = !rev.decided || d.DesiredPods != rev.last.DesiredPods ||
 		(d.ExcessBurstCapacity < 0) != (rev.last.ExcessBurstCapacity < 0)
@@ -387,7 +397,7 @@ func (a *Autoscaler) DecideAll() []Change {
 			rev.concurrency.IsEmpty(now, rev.settings.StableWindow) && rev.rps.IsEmpty(now, rev.settings.StableWindow) {
 			continue
 		}
-		if c, lower := a.decideLocked(rev, now); c {
+		if c, lower := a.decideLocked(key, rev, now); c {
 			changed = append(changed, Change{Key: key, Lower: lower})
 		}
 	}

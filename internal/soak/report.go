@@ -32,6 +32,8 @@ type Report struct {
 	Events       []Event                `json:"events"`
 	Memory       []MemorySeries         `json:"memory"`
 	MemoryJudged []MemoryVerdict        `json:"memory_verdicts"`
+	MostPods     []PodPeak              `json:"most_pods"` // the Revisions that asked for the most pods
+	PodBound     int32                  `json:"pod_bound"`
 	ToZero       int                    `json:"to_zero"`
 	FromZero     int                    `json:"from_zero"`
 	Objects      int                    `json:"objects"`
@@ -46,7 +48,7 @@ func (r *run) report(ended time.Time) *Report {
 	r.mu.Lock()
 	rep := &Report{Namespace: r.o.Namespace, Started: r.started, Ended: ended, Duration: ended.Sub(r.started), Cycle: r.o.Cycle,
 		Faults: r.o.Faults, Rate: r.o.Rate, ReadyBound: r.o.ReadyBound, Targets: targets, Minutes: minutes, Bad: bad, BadCounts: badN,
-		Events: slices.Clone(r.events), ToZero: r.toZero, FromZero: r.fromZero, Objects: r.readiness.count(), Programs: r.o.Programs}
+		Events: slices.Clone(r.events), MostPods: r.pods.top(3), PodBound: podBound, ToZero: r.toZero, FromZero: r.fromZero, Objects: r.readiness.count(), Programs: r.o.Programs}
 	crashUnseen := r.crashUnseen
 	r.mu.Unlock()
 	rep.Late = r.readiness.late(ended, r.o.ReadyBound, r.notJudged)
@@ -78,6 +80,11 @@ func (rep *Report) judge(crashUnseen int) {
 	}
 	if len(rep.Late) > 0 {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%d times an object stayed not Ready longer than %s after its latest change", len(rep.Late), rep.ReadyBound))
+	}
+	for _, p := range rep.MostPods {
+		if p.Pods > rep.PodBound {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: the load asks for about 1, the bound is %d", p, rep.PodBound))
+		}
 	}
 	// zero is idle for a cycle at a time: with a minute or more (its 6 s window and
 	// Knative's 30 s scale-to-zero grace period), it must reach zero in four cycles.
@@ -126,6 +133,10 @@ func (rep *Report) WriteText(w io.Writer) {
 	for _, n := range names {
 		t := rep.Targets[n]
 		fmt.Fprintf(w, "  %-18s %9d %9s %9s %9s  %s; %d Revisions\n", n, t.Requests, t.P50, t.P99, t.Max.Round(time.Millisecond), counts(t.Statuses), len(t.Revisions))
+	}
+	fmt.Fprintf(w, "\nPods: the most any Revision asked for (bound %d):\n", rep.PodBound)
+	for _, p := range rep.MostPods {
+		fmt.Fprintf(w, "  %s\n", p)
 	}
 	fmt.Fprintf(w, "\nScale to zero and back: the zero Service went to no pods %d times and came back %d times\n", rep.ToZero, rep.FromZero)
 	fmt.Fprintf(w, "\nReadiness: %d objects followed; %d spans not Ready past %s after their latest change\n", rep.Objects, len(rep.Late), rep.ReadyBound)

@@ -25,6 +25,7 @@ type run struct {
 	readiness *readinessLog
 	requests  *recorder
 	memory    *memoryLog
+	pods      *podLog
 
 	zeroBurst atomic.Bool
 
@@ -59,7 +60,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{o: o, c: c, traffic: newTrafficLog(), readiness: newReadinessLog(), memory: newMemoryLog(),
+	r := &run{o: o, c: c, traffic: newTrafficLog(), readiness: newReadinessLog(), memory: newMemoryLog(), pods: newPodLog(),
 		zeroPods: map[string]int32{}, generation: map[string]int{}, original: map[string]map[string]string{}}
 	r.requests = newRecorder(time.Now(), r.traffic, grace)
 

@@ -15,8 +15,8 @@ import (
 )
 
 // watchAll follows the run's Services, Configurations, Routes and Revisions: their
-// readiness into the readiness log, the Routes' traffic into the traffic log, and
-// the zero Service's pods coming and going.
+// readiness into the readiness log, the Routes' traffic into the traffic log, the
+// pods each Revision asks for, and the zero Service's pods coming and going.
 func (r *run) watchAll(ctx context.Context) error {
 	kinds := []struct {
 		list    func() client.ObjectList
@@ -41,7 +41,14 @@ func (r *run) watchAll(ctx context.Context) error {
 			}
 		}},
 		{func() client.ObjectList { return &v1.RevisionList{} }, &v1.Revision{}, func(obj any, gone bool) {
-			if rev := obj.(*v1.Revision); !gone && rev.Labels[v1.ServiceLabelKey] == zero && rev.Status.ActualReplicas != nil {
+			rev := obj.(*v1.Revision)
+			if gone {
+				return
+			}
+			if rev.Status.DesiredReplicas != nil {
+				r.pods.observe(time.Now(), rev.Name, *rev.Status.DesiredReplicas)
+			}
+			if rev.Labels[v1.ServiceLabelKey] == zero && rev.Status.ActualReplicas != nil {
 				r.zeroReplicas(rev.Name, *rev.Status.ActualReplicas)
 			}
 		}},
