@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"time"
@@ -38,6 +39,10 @@ type MemorySeries struct {
 type MemorySample struct {
 	At  time.Time `json:"at"`
 	RSS uint64    `json:"rss_bytes"`
+	// Heap is the bytes of heap objects, live or not yet swept, for the soak's own
+	// process only: resident memory is the heap's high-water mark, so a rise in RSS
+	// with a flat heap is a peak, not a leak.
+	Heap uint64 `json:"heap_bytes,omitempty"`
 }
 
 // MemoryVerdict is the judgement of one series.
@@ -73,7 +78,11 @@ func (m *memoryLog) sample(at time.Time, procs []Process) {
 			m.byPID[p.PID] = s
 			m.series = append(m.series, s)
 		}
-		s.Samples = append(s.Samples, MemorySample{At: at, RSS: rss})
+		sample := MemorySample{At: at, RSS: rss}
+		if p.PID == os.Getpid() {
+			sample.Heap = heapObjectBytes()
+		}
+		s.Samples = append(s.Samples, sample)
 		m.mu.Unlock()
 	}
 }
@@ -101,21 +110,26 @@ func trend(s MemorySeries) MemoryVerdict {
 		v.Message = fmt.Sprintf("lived %s: under %s, not judged", last.Sub(first).Round(time.Second), warmUp+2*memoryWindow)
 		return v
 	}
-	early := mean(s.Samples, first.Add(warmUp), first.Add(warmUp+memoryWindow))
-	late := mean(s.Samples, last.Add(-memoryWindow), last.Add(time.Nanosecond))
+	rss := func(m MemorySample) uint64 { return m.RSS }
+	early := mean(s.Samples, first.Add(warmUp), first.Add(warmUp+memoryWindow), rss)
+	late := mean(s.Samples, last.Add(-memoryWindow), last.Add(time.Nanosecond), rss)
 	v.Judged = true
 	v.Growth = late/early - 1
 	v.Failed = v.Growth > maxGrowth
 	v.Message = fmt.Sprintf("%.0f MiB after warm-up, %.0f MiB at the end: %+.1f %%", early/(1<<20), late/(1<<20), 100*v.Growth)
+	heap := func(m MemorySample) uint64 { return m.Heap }
+	if early, late := mean(s.Samples, first.Add(warmUp), first.Add(warmUp+memoryWindow), heap), mean(s.Samples, last.Add(-memoryWindow), last.Add(time.Nanosecond), heap); early > 0 {
+		v.Message += fmt.Sprintf(" (heap objects %.0f → %.0f MiB: %+.1f %%)", early/(1<<20), late/(1<<20), 100*(late/early-1))
+	}
 	return v
 }
 
-func mean(samples []MemorySample, from, to time.Time) float64 {
+func mean(samples []MemorySample, from, to time.Time, value func(MemorySample) uint64) float64 {
 	var sum float64
 	n := 0
 	for _, s := range samples {
 		if !s.At.Before(from) && s.At.Before(to) {
-			sum += float64(s.RSS)
+			sum += float64(value(s))
 			n++
 		}
 	}
@@ -123,6 +137,16 @@ func mean(samples []MemorySample, from, to time.Time) float64 {
 		return 0
 	}
 	return sum / float64(n)
+}
+
+// heapObjectBytes is this process's heap objects' bytes, as of its last GC's sweep.
+func heapObjectBytes() uint64 {
+	m := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return m[0].Value.Uint64()
 }
 
 // residentBytes is a process's VmRSS from /proc.

@@ -47,3 +47,17 @@ func TestResidentBytesOfThisProcess(t *testing.T) {
 		t.Fatalf("residentBytes(self) = %d, %v", rss, err)
 	}
 }
+
+// The soak's own process is sampled with its heap too; another process without.
+func TestSampleHeapOfThisProcessOnly(t *testing.T) {
+	m := newMemoryLog()
+	m.sample(time.Now(), []Process{{Name: "self", PID: os.Getpid()}, {Name: "init", PID: 1}})
+	for _, s := range m.snapshot() {
+		switch {
+		case s.Name == "self" && (len(s.Samples) != 1 || s.Samples[0].Heap == 0 || s.Samples[0].Heap > s.Samples[0].RSS):
+			t.Errorf("self: %+v", s.Samples)
+		case s.Name == "init" && s.Samples[0].Heap != 0:
+			t.Errorf("init has a heap sample: %+v", s.Samples)
+		}
+	}
+}
