@@ -39,6 +39,11 @@ type MemorySeries struct {
 type MemorySample struct {
 	At  time.Time `json:"at"`
 	RSS uint64    `json:"rss_bytes"`
+	// Anon is the anonymous part of RSS (heap, stacks): what a leak grows, and what
+	// is judged. The rest is files mapped in, above all the embedded etcd's database,
+	// which grows with what the cluster stores (events live an hour) and which the
+	// kernel can reclaim.
+	Anon uint64 `json:"anon_bytes"`
 	// Heap is the bytes of heap objects, live or not yet swept, for the soak's own
 	// process only: resident memory is the heap's high-water mark, so a rise in RSS
 	// with a flat heap is a peak, not a leak.
@@ -67,7 +72,7 @@ func newMemoryLog() *memoryLog { return &memoryLog{byPID: map[int]*MemorySeries{
 // (it is being restarted).
 func (m *memoryLog) sample(at time.Time, procs []Process) {
 	for _, p := range procs {
-		rss, err := residentBytes(p.PID)
+		rss, anon, err := residentBytes(p.PID)
 		if err != nil {
 			continue
 		}
@@ -78,7 +83,7 @@ func (m *memoryLog) sample(at time.Time, procs []Process) {
 			m.byPID[p.PID] = s
 			m.series = append(m.series, s)
 		}
-		sample := MemorySample{At: at, RSS: rss}
+		sample := MemorySample{At: at, RSS: rss, Anon: anon}
 		if p.PID == os.Getpid() {
 			sample.Heap = heapObjectBytes()
 		}
@@ -97,8 +102,8 @@ func (m *memoryLog) snapshot() []MemorySeries {
 	return out
 }
 
-// trend judges one series: flat when its last window's mean is within maxGrowth of
-// the window after its warm-up.
+// trend judges one series: flat when its last window's mean of anonymous resident
+// memory is within maxGrowth of the window after its warm-up.
 func trend(s MemorySeries) MemoryVerdict {
 	v := MemoryVerdict{Series: fmt.Sprintf("%s (pid %d)", s.Name, s.PID)}
 	if len(s.Samples) < 2 {
@@ -110,16 +115,20 @@ func trend(s MemorySeries) MemoryVerdict {
 		v.Message = fmt.Sprintf("lived %s: under %s, not judged", last.Sub(first).Round(time.Second), warmUp+2*memoryWindow)
 		return v
 	}
-	rss := func(m MemorySample) uint64 { return m.RSS }
-	early := mean(s.Samples, first.Add(warmUp), first.Add(warmUp+memoryWindow), rss)
-	late := mean(s.Samples, last.Add(-memoryWindow), last.Add(time.Nanosecond), rss)
+	windows := func(value func(MemorySample) uint64) (early, late float64) {
+		return mean(s.Samples, first.Add(warmUp), first.Add(warmUp+memoryWindow), value),
+			mean(s.Samples, last.Add(-memoryWindow), last.Add(time.Nanosecond), value)
+	}
+	early, late := windows(func(m MemorySample) uint64 { return m.Anon })
 	v.Judged = true
 	v.Growth = late/early - 1
 	v.Failed = v.Growth > maxGrowth
-	v.Message = fmt.Sprintf("%.0f MiB after warm-up, %.0f MiB at the end: %+.1f %%", early/(1<<20), late/(1<<20), 100*v.Growth)
-	heap := func(m MemorySample) uint64 { return m.Heap }
-	if early, late := mean(s.Samples, first.Add(warmUp), first.Add(warmUp+memoryWindow), heap), mean(s.Samples, last.Add(-memoryWindow), last.Add(time.Nanosecond), heap); early > 0 {
-		v.Message += fmt.Sprintf(" (heap objects %.0f → %.0f MiB: %+.1f %%)", early/(1<<20), late/(1<<20), 100*(late/early-1))
+	v.Message = fmt.Sprintf("anonymous %.0f MiB after warm-up, %.0f MiB at the end: %+.1f %%", early/(1<<20), late/(1<<20), 100*v.Growth)
+	if early, late := windows(func(m MemorySample) uint64 { return m.RSS }); early > 0 {
+		v.Message += fmt.Sprintf("; all resident %.0f → %.0f MiB (%+.1f %%)", early/(1<<20), late/(1<<20), 100*(late/early-1))
+	}
+	if early, late := windows(func(m MemorySample) uint64 { return m.Heap }); early > 0 {
+		v.Message += fmt.Sprintf("; heap objects %.0f → %.0f MiB (%+.1f %%)", early/(1<<20), late/(1<<20), 100*(late/early-1))
 	}
 	return v
 }
@@ -149,18 +158,37 @@ func heapObjectBytes() uint64 {
 	return m[0].Value.Uint64()
 }
 
-// residentBytes is a process's VmRSS from /proc.
-func residentBytes(pid int) (uint64, error) {
+// residentBytes is a process's VmRSS and RssAnon from /proc.
+func residentBytes(pid int) (rss, anon uint64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	found := 0
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		if f := bytes.Fields(sc.Bytes()); len(f) >= 2 && string(f[0]) == "VmRSS:" {
-			kb, err := strconv.ParseUint(string(f[1]), 10, 64)
-			return kb << 10, err
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 2 {
+			continue
 		}
+		var into *uint64
+		switch string(f[0]) {
+		case "VmRSS:":
+			into = &rss
+		case "RssAnon:":
+			into = &anon
+		default:
+			continue
+		}
+		kb, err := strconv.ParseUint(string(f[1]), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("pid %d: %s: %w", pid, f[0], err)
+		}
+		*into = kb << 10
+		found++
 	}
-	return 0, fmt.Errorf("pid %d: no VmRSS", pid)
+	if found != 2 {
+		return 0, 0, fmt.Errorf("pid %d: no VmRSS and RssAnon", pid)
+	}
+	return rss, anon, nil
 }

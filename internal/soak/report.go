@@ -233,7 +233,7 @@ var htmlReport = template.Must(template.New("soak").Parse(`<!doctype html>
 <h1>ferry soak: {{if .Failures}}FAILED{{else}}PASSED{{end}}</h1>
 <h2>Requests per minute (red: failed or wrong Revision)</h2>
 {{.Requests}}
-<h2>Resident memory per process</h2>
+<h2>Anonymous resident memory per process (judged; all resident memory is in report.json)</h2>
 {{.Memory}}
 <h2>Summary</h2>
 <pre>{{.Text}}</pre>
@@ -266,7 +266,7 @@ func minutesChart(ms []MinuteStats) template.HTML {
 	return template.HTML(b.String())
 }
 
-// memoryChart draws each series' resident memory as a line over the run.
+// memoryChart draws each series. anonymous resident memory as a line over the run.
 func memoryChart(series []MemorySeries) template.HTML {
 	const width, height = 900, 200
 	var first, last time.Time
@@ -279,7 +279,7 @@ func memoryChart(series []MemorySeries) template.HTML {
 			if p.At.After(last) {
 				last = p.At
 			}
-			top = max(top, p.RSS)
+			top = max(top, p.Anon)
 		}
 	}
 	span := last.Sub(first)
@@ -301,7 +301,7 @@ func memoryChart(series []MemorySeries) template.HTML {
 		var pts []string
 		for _, p := range s.Samples {
 			x := float64(p.At.Sub(first)) / float64(span) * width
-			y := height - float64(p.RSS)/float64(top)*height
+			y := height - float64(p.Anon)/float64(top)*height
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" points="%s"><title>%s (pid %d)</title></polyline>`, c, strings.Join(pts, " "), template.HTMLEscapeString(s.Name), s.PID)
