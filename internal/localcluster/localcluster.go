@@ -106,7 +106,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	// Pods in network namespaces of their own get a cluster's network; plain
 	// processes share the host's.
 	if opts.Programs != nil && !opts.ProgramProcesses {
-		plan := clusternet.PlanFor(filepath.Join(c.dir, "programs"))
+		plan := NetworkPlan(c.dir)
 		if err := clusternet.SetUp(ctx, plan); err != nil {
 			return fmt.Errorf("the program node's network: %w", err)
 		}
@@ -312,4 +312,10 @@ func prepareDataDir(dir string) error {
 		return fmt.Errorf("data directory %s is not writable: %w", dir, err)
 	}
 	return os.Remove(probe)
+}
+
+// NetworkPlan is the program node's network of the cluster kept in dataDir: a test
+// that reaches a ClusterIP through that cluster's node finds the namespace by it.
+func NetworkPlan(dataDir string) clusternet.Plan {
+	return clusternet.PlanFor(filepath.Join(dataDir, "programs"))
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,12 +65,13 @@ func TestInstallAsPods(t *testing.T) {
 	}
 	t.Logf("config/ applied; the controller and gateway pods Ready %v later", time.Since(start).Round(time.Millisecond))
 
-	// The installed gateway's Service, from the host, through kube-proxy.
+	// The installed gateway's Service, through this cluster's kube-proxy.
 	gateway := &corev1.Service{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "ferry-gateway"}, gateway); err != nil {
 		t.Fatal(err)
 	}
 	gatewayAddr := gateway.Spec.ClusterIP + ":80"
+	node := nodeClient(t, dataDirOf(t, upArgs))
 
 	// The webhook, served by the controller pods behind Service ferry-webhook, defaults
 	// what it admits and refuses what Knative refuses.
@@ -86,7 +88,7 @@ func TestInstallAsPods(t *testing.T) {
 		t.Errorf("a Service with min-scale -1: got %v, want the webhook's refusal naming the annotation", err)
 	}
 	waitCondition(t, c, real, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
-	waitAnswer(t, gatewayAddr, "real.default.example.com", "Revision real-00001")
+	waitAnswer(t, node, gatewayAddr, "real.default.example.com", "Revision real-00001")
 
 	// The leader's pod deleted: another pod leads, and a new Service is Ready and
 	// answers after it.
@@ -105,7 +107,7 @@ func TestInstallAsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, c, after, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
-	waitAnswer(t, gatewayAddr, "after.default.example.com", "Revision after-00001")
+	waitAnswer(t, node, gatewayAddr, "after.default.example.com", "Revision after-00001")
 	t.Logf("a new Service answered %v after the leader's pod was deleted", time.Since(deleted).Round(time.Millisecond))
 
 	// A pod still leaving when ferry up stops: with no gateway in ferry up's process,
@@ -184,12 +186,24 @@ func controllerLeader(t *testing.T, c client.Client) string {
 	return holder
 }
 
-// waitAnswer waits until the gateway at addr answers host with 200 and a body that
-// contains want.
-func waitAnswer(t *testing.T, addr, host, want string) {
+// waitAnswer waits until the gateway at addr, asked through client, answers host with
+// 200 and a body that contains want.
+func waitAnswer(t *testing.T, client *http.Client, addr, host, want string) {
 	t.Helper()
 	eventually(t, readyTimeout, func() (bool, string) {
-		code, body := getHostErr(addr, host)
+		code, body := getHostWith(client, addr, host)
 		return code == 200 && strings.Contains(body, want), fmt.Sprintf("%s answered %d %q", host, code, body)
 	})
+}
+
+// dataDirOf is the --data-dir of ferry up's arguments.
+func dataDirOf(t *testing.T, args []string) string {
+	t.Helper()
+	for i, a := range args[:len(args)-1] {
+		if a == "--data-dir" {
+			return args[i+1]
+		}
+	}
+	t.Fatalf("no --data-dir in %v", args)
+	return ""
 }

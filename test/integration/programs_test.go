@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -258,17 +257,7 @@ func getHost(t *testing.T, addr, host string) (int, string) {
 }
 
 // getHostErr is getHost with an error as the body and code 0.
-func getHostErr(addr, host string) (int, string) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
-}
+func getHostErr(addr, host string) (int, string) { return getHostWith(http.DefaultClient, addr, host) }
 
 // processesOf counts the machine's processes that run program (mounted in their
 // container at /ko-app/<name>).
