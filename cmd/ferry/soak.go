@@ -28,6 +28,7 @@ type soakFlags struct {
 	image                       string
 	changeAutoscaler            bool
 	isolation                   string
+	pprofAddr                   string
 }
 
 func newSoakCommand() *cobra.Command {
@@ -81,6 +82,7 @@ The exit status is 1 when the soak found anything wrong.`,
 	fl.StringVar(&f.image, "image", "", "the fleet's image (default: the examples' hello as a real program on the local cluster, else Ferry's simulated image)")
 	fl.BoolVar(&f.changeAutoscaler, "change-autoscaler", false, "with --kubeconfig: also toggle config-autoscaler's stable-window (every Service of the cluster follows it; restored at the end). Always on the local cluster")
 	fl.StringVar(&f.isolation, "program-isolation", "auto", "without --kubeconfig: how the local node runs programs, as ferry up's flag")
+	fl.StringVar(&f.pprofAddr, "pprof-addr", "0", "without --kubeconfig: where Go's profiles of the soak's own process (control plane, admission, gateway A, load) are served; 0 turns them off")
 	return cmd
 }
 
@@ -94,6 +96,9 @@ func runSoak(ctx context.Context, out io.Writer, f soakFlags) error {
 	}
 	if f.kubeconfig != "" && f.isolation != "auto" {
 		return errors.New("soak: --program-isolation is for the local cluster; with --kubeconfig the cluster runs the pods")
+	}
+	if f.kubeconfig != "" && f.pprofAddr != "0" {
+		return errors.New("soak: --pprof-addr is for the local cluster; with --kubeconfig, profile Ferry's own processes")
 	}
 	runID := rand.String(5)
 	if f.namespace == "" {

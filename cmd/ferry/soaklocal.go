@@ -115,7 +115,7 @@ func startSoakCluster(ctx context.Context, out io.Writer, f soakFlags, opts *soa
 	if host := s.cluster.PodHostAddr(); host != "" {
 		localAddrForPods = net.JoinHostPort(host, "0")
 	}
-	s.ferry, err = startFerry(ctx, s.cluster, inProcessOptions{log: ferryLog, reconcilersElsewhere: true, autoscalerAddr: s.statsAddr,
+	s.ferry, err = startFerry(ctx, s.cluster, inProcessOptions{log: ferryLog, reconcilersElsewhere: true, autoscalerAddr: s.statsAddr, pprofAddr: f.pprofAddr,
 		gatewayAddr: "127.0.0.1:0", gatewayLocalAddr: "127.0.0.1:0", gatewayLocalAddrForPods: localAddrForPods,
 		leaseNamespace: config.SystemNamespace, programs: !s.simulatedPods})
 	if err != nil {
