@@ -26,12 +26,7 @@ func TestWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := &v1.Route{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "u1", Generation: 1}}
-	patches := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches++
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		}}).Build()
+	c, patches := patchCounting(scheme, stored)
 	rec := events.NewFakeRecorder(10)
 	w := New(c, rec, 0)
 	ctx := context.Background()
@@ -65,8 +60,8 @@ func TestWrite(t *testing.T) {
 	if _, err := w.Write(ctx, got.DeepCopy(), &got.Status, desired); err != nil {
 		t.Fatal(err)
 	}
-	if patches != 1 {
-		t.Errorf("%d patches, want 1", patches)
+	if *patches != 1 {
+		t.Errorf("%d patches, want 1", *patches)
 	}
 
 	// A new status is written, over whatever the stale copy says.
@@ -77,8 +72,8 @@ func TestWrite(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
 		t.Fatal(err)
 	}
-	if patches != 2 || got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned).Status != corev1.ConditionTrue {
-		t.Errorf("patches = %d, status = %+v", patches, got.Status)
+	if *patches != 2 || got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned).Status != corev1.ConditionTrue {
+		t.Errorf("patches = %d, status = %+v", *patches, got.Status)
 	}
 
 	// Back to what the stale cache shows, before the cache has seen the last write:
@@ -98,8 +93,8 @@ func TestWrite(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
 		t.Fatal(err)
 	}
-	if patches != 4 || got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned).Status != corev1.ConditionTrue {
-		t.Errorf("patches = %d, status = %+v; want the flip back written over %+v", patches, got.Status, lastWritten)
+	if *patches != 4 || got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned).Status != corev1.ConditionTrue {
+		t.Errorf("patches = %d, status = %+v; want the flip back written over %+v", *patches, got.Status, lastWritten)
 	}
 
 	// A version another writer made after the one this Writer's last write was
@@ -122,8 +117,8 @@ func TestWrite(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(stored), got); err != nil {
 		t.Fatal(err)
 	}
-	if c := got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned); patches != 6 || c.Reason != "Other" {
-		t.Errorf("patches = %d, AllTrafficAssigned = %+v; want the other writer's status written back over ours", patches, c)
+	if c := got.Status.GetCondition(v1.RouteConditionAllTrafficAssigned); *patches != 6 || c.Reason != "Other" {
+		t.Errorf("patches = %d, AllTrafficAssigned = %+v; want the other writer's status written back over ours", *patches, c)
 	}
 
 	// A deleted object is not an error, and is forgotten.
@@ -464,12 +459,7 @@ func TestTransitionTimes(t *testing.T) {
 	sm.MarkTrue(v1.RouteConditionAllTrafficAssigned)
 	sm.MarkTrue(v1.RouteConditionIngressReady)
 	sm.MarkTrue(v1.RouteConditionCertificateProvisioned)
-	patches := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches++
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		}}).Build()
+	c, patches := patchCounting(scheme, stored)
 	writes := seen.Add(time.Hour)
 	w := New(c, nil, 0).WithClock(clocktesting.NewFakePassiveClock(writes))
 	ctx := context.Background()
@@ -482,8 +472,8 @@ func TestTransitionTimes(t *testing.T) {
 	if _, err := w.Write(ctx, stored.DeepCopy(), &stored.Status, desired); err != nil {
 		t.Fatal(err)
 	}
-	if patches != 0 {
-		t.Fatalf("%d patches for a status that only flipped and flipped back, want 0", patches)
+	if *patches != 0 {
+		t.Fatalf("%d patches for a status that only flipped and flipped back, want 0", *patches)
 	}
 
 	m.MarkFalse(v1.RouteConditionIngressReady, "Broken", "no")
@@ -506,4 +496,16 @@ func TestTransitionTimes(t *testing.T) {
 			t.Errorf("%s changed at %v, want %v", tc.cond, at, tc.want)
 		}
 	}
+}
+
+// patchCounting is a fake API server holding stored, and the count of the status
+// patches it has taken.
+func patchCounting(scheme *runtime.Scheme, stored client.Object) (client.Client, *int) {
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		}}).Build()
+	return c, &patches
 }
