@@ -292,7 +292,7 @@ func TestKIngressReadyWaitsForEveryGatewayReplica(t *testing.T) {
 
 	// The lagging replica catches up and says so in its Lease.
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, gateway.ServesAnnotation,
-		fmt.Sprintf(`{"%s/%s":%d}`, ns, ing.Name, ing.Generation))
+		fmt.Sprintf(`{"%s/%s":{"uid":%q,"generation":%d}}`, ns, ing.Name, ing.UID, ing.Generation))
 	if err := testClient.Patch(ctx, lagging, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/ferry-serving/ferry/api/networking/v1alpha1"
@@ -27,16 +29,27 @@ const (
 	MessageWaitingForReplicas = "Waiting for load balancer to be ready"
 )
 
-// Programmed records that this replica serves generation gen of key; the record
-// reaches the Lease at once (one write for what accumulates meanwhile) when other
-// replicas read it.
-func (rs *ReplicaSet) Programmed(key types.NamespacedName, gen int64) {
+// served is one entry of a replica's record: the generation it serves of one
+// incarnation of a KIngress. The UID tells a KIngress deleted and created again
+// under its name (a Route recreated) from the one before, whose generations start
+// again at 1: by name alone, a replica that served the old one's generation 1
+// vouched for the new one's.
+type served struct {
+	UID        types.UID `json:"uid"`
+	Generation int64     `json:"generation"`
+}
+
+// Programmed records that this replica serves generation gen of the KIngress key
+// with uid; the record reaches the Lease at once (one write for what accumulates
+// meanwhile) when other replicas read it.
+func (rs *ReplicaSet) Programmed(key types.NamespacedName, uid types.UID, gen int64) {
 	if rs == nil {
 		return
 	}
+	entry := served{UID: uid, Generation: gen}
 	rs.mu.Lock()
-	changed := rs.serves[key] != gen
-	rs.serves[key] = gen
+	changed := rs.serves[key] != entry
+	rs.serves[key] = entry
 	rs.mu.Unlock()
 	// Alone, nobody reads the record: it waits for the next renewal, or for a
 	// replica to join (refresh writes it then).
@@ -56,9 +69,9 @@ func (rs *ReplicaSet) Forget(key types.NamespacedName) {
 }
 
 // ServedByAll reports whether every live replica other than this one records
-// generation gen of key or a later one. It remembers a KIngress that waits, to look
-// again when the membership changes.
-func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName, gen int64) bool {
+// generation gen, or a later one, of the KIngress key with uid. It remembers a
+// KIngress that waits, to look again when the membership changes.
+func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName, uid types.UID, gen int64) bool {
 	if rs == nil {
 		return true
 	}
@@ -74,7 +87,7 @@ func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName,
 		if l.Name == rs.name || rs.expiredFor(l) >= 0 {
 			continue
 		}
-		if rs.recordOf(l)[key.String()] < gen {
+		if e := rs.recordOf(l)[key.String()]; e.UID != uid || e.Generation < gen {
 			all = false
 			break
 		}
@@ -88,12 +101,13 @@ func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName,
 }
 
 // recordOf parses a Lease's record, once per resourceVersion. An unreadable record
-// is empty: that replica serves nothing yet, as far as Ready goes. Called under mu.
-func (rs *ReplicaSet) recordOf(l *coordinationv1.Lease) map[string]int64 {
+// (one written by a replica of an older release, too) is empty: that replica serves
+// nothing yet, as far as Ready goes. Called under mu.
+func (rs *ReplicaSet) recordOf(l *coordinationv1.Lease) map[string]served {
 	if p, ok := rs.parsed[l.Name]; ok && p.resourceVersion == l.ResourceVersion {
 		return p.serves
 	}
-	var serves map[string]int64
+	var serves map[string]served
 	_ = json.Unmarshal([]byte(l.Annotations[ServesAnnotation]), &serves)
 	rs.parsed[l.Name] = parsedServes{resourceVersion: l.ResourceVersion, serves: serves}
 	return serves
@@ -107,7 +121,7 @@ func (rs *ReplicaSet) Affected(ctx context.Context, o client.Object) []reconcile
 		return nil
 	}
 	rs.refresh(ctx)
-	var serves map[string]int64
+	var serves map[string]served
 	_ = json.Unmarshal([]byte(l.Annotations[ServesAnnotation]), &serves)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -121,30 +135,35 @@ func (rs *ReplicaSet) Affected(ctx context.Context, o client.Object) []reconcile
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
+	slices.SortFunc(reqs, func(a, b reconcile.Request) int { return compareKeys(a.NamespacedName, b.NamespacedName) })
 	return reqs
 }
 
-// prune drops from the record what no longer needs saying: KIngresses gone, and
-// those whose status has moved past waiting for that generation (Ready, or not
-// configured for a reason of their own).
+func compareKeys(a, b types.NamespacedName) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+// prune drops from the record what no longer needs saying: KIngresses gone (or
+// deleted and created again), and those whose status has moved past waiting for that
+// generation (Ready, or not configured for a reason of their own).
 func (rs *ReplicaSet) prune(ctx context.Context) {
 	rs.mu.Lock()
-	keys := make(map[types.NamespacedName]int64, len(rs.serves))
-	for key, gen := range rs.serves {
-		keys[key] = gen
+	entries := make(map[types.NamespacedName]served, len(rs.serves))
+	for key, e := range rs.serves {
+		entries[key] = e
 	}
 	rs.mu.Unlock()
-	for key, gen := range keys {
+	for key, e := range entries {
 		ing := &v1alpha1.Ingress{}
 		err := rs.client.Get(ctx, key, ing)
 		if err != nil && !apierrors.IsNotFound(err) {
 			continue
 		}
-		if err == nil && (ing.Status.ObservedGeneration < gen || WaitingForReplicas(&ing.Status)) {
+		if err == nil && ing.UID == e.UID && (ing.Status.ObservedGeneration < e.Generation || WaitingForReplicas(&ing.Status)) {
 			continue
 		}
 		rs.mu.Lock()
-		if rs.serves[key] == gen {
+		if rs.serves[key] == e {
 			delete(rs.serves, key)
 		}
 		rs.mu.Unlock()

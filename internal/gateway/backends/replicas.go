@@ -33,7 +33,8 @@ const (
 	ReplicaLabel = "serving.ferry.dev/gateway-replica"
 	// ServesAnnotation on a replica's Lease maps "namespace/name" of the KIngresses it
 	// has programmed, while their status is not yet Ready for that generation, to the
-	// generation: JSON, for example {"default/hello":3}.
+	// UID and generation: JSON, for example
+	// {"default/hello":{"uid":"6f1c…","generation":3}}.
 	ServesAnnotation = "serving.ferry.dev/serves"
 )
 
@@ -45,7 +46,6 @@ type ReplicaSet struct {
 	namespace string
 	holder    string
 	duration  time.Duration
-	now       func() time.Time
 	// requeue takes the KIngresses whose Ready may change with the membership.
 	requeue chan<- event.GenericEvent
 	// OnChange runs when the membership changes: held requests look at their share
@@ -53,6 +53,9 @@ type ReplicaSet struct {
 	OnChange func(Membership)
 	// Idle reports whether this replica has no request in flight, for the stop.
 	Idle func() bool
+	// Now is the clock Leases are renewed and judged by: time.Now unless set (the
+	// convergence simulation sets its own).
+	Now func() time.Time
 	// drainTimeout bounds how long a stopping replica waits for idle.
 	drainTimeout time.Duration
 
@@ -65,7 +68,7 @@ type ReplicaSet struct {
 	mu   sync.Mutex
 	name string // of the own Lease, once created
 	// serves is this replica's record: KIngresses programmed, by generation.
-	serves map[types.NamespacedName]int64
+	serves map[types.NamespacedName]served
 	// waiting are the KIngresses whose Ready waits for another replica.
 	waiting map[types.NamespacedName]bool
 	// parsed caches the others' records by Lease name and resourceVersion.
@@ -74,7 +77,7 @@ type ReplicaSet struct {
 
 type parsedServes struct {
 	resourceVersion string
-	serves          map[string]int64
+	serves          map[string]served
 }
 
 // NewReplicaSet is this replica's Lease, named after holder, in namespace: it counts
@@ -82,8 +85,8 @@ type parsedServes struct {
 // deleting it. requeue takes the KIngresses whose Ready the membership may change.
 func NewReplicaSet(c client.Client, namespace, holder string, duration, drainTimeout time.Duration, requeue chan<- event.GenericEvent) *ReplicaSet {
 	rs := &ReplicaSet{client: c, namespace: namespace, holder: holder, duration: duration,
-		now: time.Now, requeue: requeue, drainTimeout: drainTimeout, dirty: make(chan struct{}, 1),
-		serves: map[types.NamespacedName]int64{}, waiting: map[types.NamespacedName]bool{}, parsed: map[string]parsedServes{}}
+		Now: time.Now, requeue: requeue, drainTimeout: drainTimeout, dirty: make(chan struct{}, 1),
+		serves: map[types.NamespacedName]served{}, waiting: map[types.NamespacedName]bool{}, parsed: map[string]parsedServes{}}
 	rs.current.Store(alone)
 	return rs
 }
@@ -108,7 +111,7 @@ func (rs *ReplicaSet) Start(ctx context.Context) error {
 	defer ticker.Stop()
 	// Until its Lease exists this replica counts itself alone, and says so.
 	for {
-		err := rs.create(ctx)
+		err := rs.Join(ctx)
 		if err == nil {
 			break
 		}
@@ -120,23 +123,44 @@ func (rs *ReplicaSet) Start(ctx context.Context) error {
 		}
 	}
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
 			rs.leave(logger)
 			return nil
 		case <-ticker.C:
-			rs.refresh(ctx)
-			rs.collect(ctx)
+			err = rs.Renew(ctx)
 		case <-rs.dirty:
+			err = rs.Flush(ctx)
 		}
-		if err := rs.write(ctx); err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil {
 			logger.Error(err, "renewing the gateway replica's Lease")
 		}
 	}
 }
 
+// The steps Start takes, apart for the convergence simulation, which takes them on
+// its own clock: Join once, Renew every third of the duration, Flush when Dirty.
+
+// Join creates this replica's Lease and reads the membership.
+func (rs *ReplicaSet) Join(ctx context.Context) error { return rs.create(ctx) }
+
+// Renew rereads the membership, collects the Leases of replicas long gone, and renews
+// this replica's Lease with its record.
+func (rs *ReplicaSet) Renew(ctx context.Context) error {
+	rs.refresh(ctx)
+	rs.collect(ctx)
+	return rs.write(ctx)
+}
+
+// Flush writes the record at once, for the replicas waiting on it.
+func (rs *ReplicaSet) Flush(ctx context.Context) error { return rs.write(ctx) }
+
+// Dirty receives when the record has changed since it was last written.
+func (rs *ReplicaSet) Dirty() <-chan struct{} { return rs.dirty }
+
 func (rs *ReplicaSet) create(ctx context.Context) error {
-	now := metav1.NewMicroTime(rs.now())
+	now := metav1.NewMicroTime(rs.Now())
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "ferry-gateway-", Namespace: rs.namespace,
 			Labels: map[string]string{ReplicaLabel: "true"}},
@@ -160,9 +184,9 @@ func (rs *ReplicaSet) write(ctx context.Context) error {
 	rs.prune(ctx)
 	rs.mu.Lock()
 	name := rs.name
-	record := make(map[string]int64, len(rs.serves))
-	for key, gen := range rs.serves {
-		record[key.String()] = gen
+	record := make(map[string]served, len(rs.serves))
+	for key, e := range rs.serves {
+		record[key.String()] = e
 	}
 	rs.mu.Unlock()
 	value, err := json.Marshal(record)
@@ -171,7 +195,7 @@ func (rs *ReplicaSet) write(ctx context.Context) error {
 	}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{ServesAnnotation: string(value)}},
-		"spec":     map[string]any{"renewTime": metav1.NewMicroTime(rs.now())},
+		"spec":     map[string]any{"renewTime": metav1.NewMicroTime(rs.Now())},
 	})
 	if err != nil {
 		return err
@@ -189,8 +213,8 @@ func (rs *ReplicaSet) write(ctx context.Context) error {
 // leave waits, within the drain timeout, for this replica's requests to finish, then
 // deletes its Lease so the others count it out at once.
 func (rs *ReplicaSet) leave(logger logr.Logger) {
-	deadline := rs.now().Add(rs.drainTimeout)
-	for rs.Idle != nil && !rs.Idle() && rs.now().Before(deadline) {
+	deadline := rs.Now().Add(rs.drainTimeout)
+	for rs.Idle != nil && !rs.Idle() && rs.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -232,7 +256,7 @@ func (rs *ReplicaSet) expiredFor(l *coordinationv1.Lease) time.Duration {
 	if l.Spec.LeaseDurationSeconds != nil {
 		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
-	return rs.now().Sub(l.Spec.RenewTime.Add(d))
+	return rs.Now().Sub(l.Spec.RenewTime.Add(d))
 }
 
 // refresh recomputes the membership from the live Leases, this replica's always
@@ -275,6 +299,9 @@ func (rs *ReplicaSet) refresh(ctx context.Context) {
 		waiting = append(waiting, key)
 	}
 	rs.mu.Unlock()
+	// In a fixed order, so that a run of the convergence simulation is a function of
+	// its seed.
+	slices.SortFunc(waiting, compareKeys)
 	for _, key := range waiting {
 		select {
 		case rs.requeue <- ingressEvent(key):

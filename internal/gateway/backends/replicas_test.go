@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,13 +118,13 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 		return l
 	}
 	c := fake.NewClientBuilder().WithScheme(gatewaytest.NewScheme(t)).WithObjects(
-		lease("ferry-gateway-a", time.Second, `{"ns/x":2,"ns/y":1}`),
+		lease("ferry-gateway-a", time.Second, `{"ns/x":{"uid":"ux","generation":2},"ns/y":{"uid":"uy","generation":1}}`),
 		lease("ferry-gateway-c", 20*time.Second, ""),                                                    // expired: gone
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "ferry-controller"}}, // not a replica
 	).Build()
 	requeue := make(chan event.GenericEvent, 10)
 	rs := NewReplicaSet(c, "gw", "me", 15*time.Second, 25*time.Second, requeue)
-	rs.now = func() time.Time { return now }
+	rs.Now = func() time.Time { return now }
 	changes := 0
 	rs.OnChange = func(Membership) { changes++ }
 	if err := rs.create(ctx); err != nil {
@@ -133,11 +134,14 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 		t.Fatalf("membership %+v (changes %d): want this replica and ferry-gateway-a", m, changes)
 	}
 
-	if !rs.ServedByAll(ctx, gatewaytest.Key("x"), 2) || !rs.ServedByAll(ctx, gatewaytest.Key("x"), 1) {
+	if !rs.ServedByAll(ctx, gatewaytest.Key("x"), "ux", 2) || !rs.ServedByAll(ctx, gatewaytest.Key("x"), "ux", 1) {
 		t.Error("ferry-gateway-a records x at generation 2")
 	}
-	if rs.ServedByAll(ctx, gatewaytest.Key("y"), 2) || rs.ServedByAll(ctx, gatewaytest.Key("z"), 1) {
+	if rs.ServedByAll(ctx, gatewaytest.Key("y"), "uy", 2) || rs.ServedByAll(ctx, gatewaytest.Key("z"), "uz", 1) {
 		t.Error("ferry-gateway-a does not serve y at generation 2, nor z")
+	}
+	if rs.ServedByAll(ctx, gatewaytest.Key("x"), "ux-again", 1) {
+		t.Error("x deleted and created again: ferry-gateway-a's record is of the x before, not of this one")
 	}
 	// When ferry-gateway-a's Lease runs out, what waited for it is Ready, and the
 	// membership shrinks.
@@ -146,10 +150,10 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	if m := rs.Members(); m != (Membership{Count: 1, index: 0}) {
 		t.Errorf("membership %+v after the other replica's Lease expired", m)
 	}
-	if len(requeue) != 2 {
-		t.Errorf("%d ingresses requeued when the membership changed, want y and z", len(requeue))
+	if len(requeue) != 3 {
+		t.Errorf("%d ingresses requeued when the membership changed, want y, z and the new x", len(requeue))
 	}
-	if !rs.ServedByAll(ctx, gatewaytest.Key("y"), 2) {
+	if !rs.ServedByAll(ctx, gatewaytest.Key("y"), "uy", 2) {
 		t.Error("y still waits for a replica that is gone")
 	}
 
@@ -163,12 +167,18 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	if err := c.Create(ctx, ready); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, gatewaytest.SimpleIngress("y", 0, "y-1", "y.example.com")); err != nil {
+	y := gatewaytest.SimpleIngress("y", 0, "y-1", "y.example.com")
+	if err := c.Create(ctx, y); err != nil {
 		t.Fatal(err)
 	}
-	rs.Programmed(gatewaytest.Key("x"), 1)
-	rs.Programmed(gatewaytest.Key("z"), 1) // deleted since
-	rs.Programmed(gatewaytest.Key("y"), 3)
+	w := gatewaytest.SimpleIngress("w", 0, "w-1", "w.example.com")
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	rs.Programmed(gatewaytest.Key("x"), ready.UID, 1)
+	rs.Programmed(gatewaytest.Key("z"), "uz", 1)            // deleted since
+	rs.Programmed(gatewaytest.Key("w"), w.UID+"-before", 1) // deleted and created again since
+	rs.Programmed(gatewaytest.Key("y"), y.UID, 3)
 	if err := rs.write(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -176,8 +186,8 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 	if err := c.Get(ctx, types.NamespacedName{Namespace: "gw", Name: rs.name}, own); err != nil {
 		t.Fatal(err)
 	}
-	if got := own.Annotations[ServesAnnotation]; got != `{"ns/y":3}` {
-		t.Errorf("record %s, want y only (x is Ready at generation 1, z is gone)", got)
+	if got, want := own.Annotations[ServesAnnotation], fmt.Sprintf(`{"ns/y":{"uid":%q,"generation":3}}`, y.UID); got != want {
+		t.Errorf("record %s, want %s: y only (x is Ready at generation 1, z is gone, w is another w)", got, want)
 	}
 	if !own.Spec.RenewTime.Time.Equal(now.Truncate(time.Microsecond)) {
 		t.Errorf("renewTime %v, want %v", own.Spec.RenewTime, now)

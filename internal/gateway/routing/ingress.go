@@ -112,9 +112,9 @@ func (r *ingressReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	// this generation is true of this replica's data plane. The others say so in
 	// their Leases; until they all do, it is not Ready.
 	if ing.Status.ObservedGeneration < ci.generation || backends.WaitingForReplicas(&ing.Status) {
-		r.replicas.Programmed(ci.key, ci.generation)
+		r.replicas.Programmed(ci.key, ci.uid, ci.generation)
 	}
-	allServe := r.replicas.ServedByAll(ctx, ci.key, ci.generation)
+	allServe := r.replicas.ServedByAll(ctx, ci.key, ci.uid, ci.generation)
 	return reconcile.Result{}, r.updateStatus(ctx, ing, ci, conflicts, allServe)
 }
 

@@ -59,6 +59,15 @@ func (p *Programmer) Apply(ing *v1alpha1.Ingress) error {
 	return nil
 }
 
+// Serves returns the generation of key this replica's table serves (false: none),
+// as it records in its Lease.
+func (p *Programmer) Serves(key types.NamespacedName) (generation int64, ok bool) {
+	if ci := p.compiled(key); ci != nil {
+		return ci.generation, true
+	}
+	return 0, false
+}
+
 // compiled returns the entry programmed for key, or nil.
 func (p *Programmer) compiled(key types.NamespacedName) *compiledIngress {
 	p.mu.Lock()
