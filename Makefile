@@ -88,8 +88,8 @@ SOAK_REPORT ?= soak-report
 soak: build
 	bin/ferry soak --duration $(SOAK_DURATION) --faults all --report-dir $(SOAK_REPORT)
 
-# The convergence simulation's long form: SEEDS seeds in each of its four families
-# (CI runs 2,500). It prints how many ran and every failing seed, with how to replay it.
+# The convergence simulation's long form: SEEDS seeds in each of its six families
+# (CI runs 2,000). It prints how many ran and every failing seed, with how to replay it.
 SEEDS ?= 250000
 .PHONY: simulate
 simulate:

@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
+	netv1alpha1 "github.com/ferry-serving/ferry/api/networking/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -97,6 +101,8 @@ func (s *Sim) observe(ch change) {
 					o.Labels[v1.ConfigurationGenerationLabelKey], len(c.revisions[cfg]), c.revisions[cfg])
 			}
 		}
+	case *netv1alpha1.Ingress:
+		s.checkServed(o, author, ch)
 	case *v1.Service:
 		now := serviceReady{generation: o.Generation, ready: o.Status.ObservedGeneration == o.Generation && o.IsReady()}
 		before, seen := c.ready[o.UID]
@@ -109,6 +115,54 @@ func (s *Sim) observe(ch change) {
 				o.Name, readyOf(&o.Status.Status), o.Generation, author)
 		}
 	}
+}
+
+// checkServed: a gateway replica marks an ingress's load balancer Ready for a
+// generation only once it serves that generation, and so does every other live
+// replica it counts (whose Lease its cache holds, unexpired): a request through any
+// of them then finds what the status promises.
+func (s *Sim) checkServed(ing *netv1alpha1.Ingress, author string, ch change) {
+	gen := ing.Status.ObservedGeneration
+	if !lbReady(ing, gen) {
+		return
+	}
+	if prev, ok := s.store.before(ch); ok && lbReady(prev.(*netv1alpha1.Ingress), gen) {
+		return // Ready already: this write decided nothing
+	}
+	var writer *process
+	for _, p := range s.gateways {
+		if p != nil && p.name == author {
+			writer = p
+		}
+	}
+	if writer == nil {
+		return // a late write: its replica decided it, then crashed
+	}
+	counted := map[string]bool{writer.name: true}
+	if inf, ok := writer.informers[leaseKind]; ok {
+		for _, o := range inf.objs {
+			l := o.(*coordinationv1.Lease)
+			if l.Spec.HolderIdentity != nil && l.Spec.RenewTime != nil &&
+				s.now().Before(l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0))*time.Second)) {
+				counted[*l.Spec.HolderIdentity] = true
+			}
+		}
+	}
+	key := client.ObjectKeyFromObject(ing)
+	for _, p := range s.gateways {
+		if p == nil || !p.alive || !counted[p.name] {
+			continue
+		}
+		if served, _ := p.gateway.programmer.Serves(key); served < gen {
+			s.checker.violate("ingress %s marked Ready for generation %d by %s while %s, a live replica it counts, serves generation %d",
+				key, gen, author, p.name, served)
+		}
+	}
+}
+
+func lbReady(ing *netv1alpha1.Ingress, gen int64) bool {
+	c := netv1alpha1.IngressConditions.Manage(&ing.DeepCopy().Status.Status).GetCondition(netv1alpha1.IngressConditionLoadBalancerReady)
+	return ing.Status.ObservedGeneration == gen && c.IsTrue()
 }
 
 func (s *Sim) configurationExists(rev *v1.Revision) bool {
@@ -249,14 +303,12 @@ func (c *checker) fixpoint() {
 	s := c.sim
 	before := len(s.store.log)
 	s.scenario = Scenario{Name: "fixpoint"}
-	for _, p := range []*process{s.leader, s.deposed, s.gateway} {
-		if p != nil {
-			p.alive = false
-		}
+	for _, p := range s.processes() {
+		p.alive = false
 	}
 	s.deposed = nil
 	s.leader = s.start("checker", len(s.store.log))
-	s.gateway = s.startGateway("checker-gateway", len(s.store.log))
+	s.gateways = []*process{s.startGateway("checker-gateway", len(s.store.log), true)}
 	s.logf("[checker] leads, and a gateway starts, with caches equal to the store: they must have nothing to write")
 	s.runToQuiescence(20000)
 	var wrote []string

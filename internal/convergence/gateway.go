@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
@@ -19,24 +20,106 @@ const (
 	privateDomain = "ferry-gateway-local.ferry-system.svc.cluster.local"
 )
 
-var ingressKind = "networking.internal.knative.dev/Ingress"
+var (
+	ingressKind = "networking.internal.knative.dev/Ingress"
+	leaseKind   = "coordination.k8s.io/Lease"
+)
 
-// startGateway builds a gateway replica: the gateway's own KIngress reconciler over
-// an empty routing table, as `ferry gateway` starts, its caches as of the store's log
-// index asOf. Every replica runs it, leader or not, so a gateway is not part of the
-// controllers' failover: a crashed one is restarted, as its pod is.
-func (s *Sim) startGateway(name string, asOf int) *process {
+// Gateway replicas' Leases, as `ferry gateway` keeps them (backends.ReplicaSet):
+// renewed every third of leaseDuration, in leaseNamespace.
+const (
+	leaseNamespace = "ferry-system"
+	leaseDuration  = 15 * time.Second
+	renewalTimer   = "lease renewal"
+)
+
+// gateway is a gateway replica's own state beside its process: its routing table,
+// and its Lease when it has company (nil: a replica alone).
+type gateway struct {
+	programmer *routing.Programmer
+	replicas   *backends.ReplicaSet
+	joined     bool
+}
+
+// startGateway builds a gateway replica in slot: the gateway's own KIngress
+// reconciler over an empty routing table, as `ferry gateway` starts, its caches as of
+// the store's log index asOf. Every replica runs it, leader or not, so a gateway is
+// not part of the controllers' failover: a crashed one is restarted, as its pod is.
+// With more than one replica each keeps a Lease, and an ingress is Ready only once
+// every replica serves it; weaken.Replicas keeps the Leases but not the wait.
+func (s *Sim) startGateway(name string, asOf int, alone bool) *process {
 	p := s.newProcess(name, asOf)
 	// Buffered beyond anything a run programs: the reconciler sends on it inside a
 	// reconcile, and nothing else runs until that returns.
 	p.requeue = make(chan event.GenericEvent, 4096)
-	ingresses := routing.IngressController(cacheClient{p: p}, apiReader{sim: s}, routing.NewProgrammer(backends.NewRegistry()), p.requeue, nil, publicDomain, privateDomain)
+	p.gateway = &gateway{programmer: routing.NewProgrammer(backends.NewRegistry())}
+	if !alone {
+		rs := backends.NewReplicaSet(cacheClient{p: p, calm: true}, leaseNamespace, name, leaseDuration, 0, p.requeue)
+		rs.Now = s.now
+		p.gateway.replicas = rs
+		s.after(p, 0, "lease join", func() { s.renew(p) })
+	}
+	waitFor := p.gateway.replicas
+	if s.weaken.Replicas {
+		waitFor = nil
+	}
+	ingresses := routing.IngressController(cacheClient{p: p}, apiReader{sim: s}, p.gateway.programmer, p.requeue, waitFor, publicDomain, privateDomain)
+	if waitFor == nil && p.gateway.replicas != nil {
+		// The Leases still change in its cache, as they would with the wait.
+		p.informer(leaseKind)
+	}
 	// Its one other source reads the requeue channel on a goroutine of its own: the
 	// simulation drains the channel itself (requeueAction).
 	ingresses.Sources = nil
 	p.run(ingresses)
 	p.started = true
 	return p
+}
+
+// renew is a replica's Lease loop, one turn at a time on the simulation's clock:
+// joining until its Lease exists, then renewing it every third of its duration.
+func (s *Sim) renew(p *process) {
+	g := p.gateway
+	s.background(p, func(ctx context.Context) error {
+		if !g.joined {
+			if err := g.replicas.Join(ctx); err != nil {
+				return err
+			}
+			g.joined = true
+			return nil
+		}
+		return g.replicas.Renew(ctx)
+	})
+	if p.alive {
+		s.after(p, leaseDuration/3, renewalTimer, func() { s.renew(p) })
+	}
+}
+
+// flushAction writes a replica's record when it has changed, as its Lease loop
+// does at once.
+func (s *Sim) flushAction(p *process) (action, bool) {
+	if p.gateway == nil || p.gateway.replicas == nil || !p.gateway.joined || len(p.gateway.replicas.Dirty()) == 0 {
+		return action{}, false
+	}
+	return action{"flush the record of " + p.name, func() {
+		<-p.gateway.replicas.Dirty()
+		s.background(p, p.gateway.replicas.Flush)
+	}}, true
+}
+
+// background runs work of p that is not a reconcile, whose writes may crash p as a
+// reconcile's may.
+func (s *Sim) background(p *process, work func(context.Context) error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crashed); !ok {
+				panic(r)
+			}
+		}
+	}()
+	if err := work(context.Background()); err != nil {
+		s.logf("[%s] lease: %v", p.name, err)
+	}
 }
 
 // requeueAction hands the oldest ingress p's programmer gave back to its reconciler,
@@ -52,17 +135,54 @@ func (s *Sim) requeueAction(p *process) (action, bool) {
 	}}, true
 }
 
-// restartGateway starts the gateway that replaces a crashed one, after its pod's
-// restart; in stale scenarios its first list may lag the store, as a failed-over
-// controller's does.
-func (s *Sim) restartGateway() {
-	s.gateways++
-	asOf := s.staleStart()
-	s.gateway = s.startGateway(fmt.Sprintf("gateway-%d", s.gateways), asOf)
-	s.logf("[%s] starts, its caches as of rv=%d (the store is at rv=%d)", s.gateway.name, s.rvAt(asOf), s.store.rv)
+// startGateways starts the scenario's gateway replicas.
+func (s *Sim) startGateways() {
+	s.gateways = make([]*process, max(1, s.scenario.GatewayReplicas))
+	for i := range s.gateways {
+		s.restartGateway(i)
+	}
+}
+
+// restartGateway starts the gateway in slot i, first or after its pod restarted; in
+// stale scenarios its first list may lag the store, as a failed-over controller's does.
+func (s *Sim) restartGateway(i int) {
+	s.gatewayStarts++
+	asOf := 0
+	if s.gatewayStarts > len(s.gateways) {
+		asOf = s.staleStart()
+	}
+	p := s.startGateway(fmt.Sprintf("gateway-%d", s.gatewayStarts), asOf, len(s.gateways) == 1)
+	s.gateways[i] = p
+	s.logf("[%s] starts, its caches as of rv=%d (the store is at rv=%d)", p.name, s.rvAt(asOf), s.store.rv)
 }
 
 // gatewayRestart is how long a crashed gateway's pod takes to come back.
 func (s *Sim) gatewayRestart() time.Duration {
 	return time.Duration(1+s.rng.Intn(5)) * time.Second
+}
+
+// leasesSettled: every replica's Lease in the store is a live replica's, and every
+// live replica has one. Renewals change nothing then, and the run may end with them
+// still due.
+func (s *Sim) leasesSettled() bool {
+	live := map[string]bool{}
+	for _, p := range s.gateways {
+		if p == nil {
+			return false
+		}
+		if p.gateway.replicas == nil {
+			continue
+		}
+		if !p.gateway.joined {
+			return false
+		}
+		live[p.name] = true
+	}
+	for _, o := range s.store.list(leaseKind, leaseNamespace) {
+		l := o.(*coordinationv1.Lease)
+		if l.Labels[backends.ReplicaLabel] != "" && (l.Spec.HolderIdentity == nil || !live[*l.Spec.HolderIdentity]) {
+			return false
+		}
+	}
+	return true
 }

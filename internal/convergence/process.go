@@ -33,6 +33,8 @@ type process struct {
 	set         *reconciler.Set
 	// requeue is a gateway's: the ingresses its programmer hands back.
 	requeue chan event.GenericEvent
+	// gateway is set in a gateway replica.
+	gateway *gateway
 	// config is the configuration as this process's ConfigMap informer last saw it;
 	// onConfig are its subscribers (config.Store.OnChange).
 	config   *config.Config

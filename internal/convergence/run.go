@@ -33,16 +33,22 @@ type Scenario struct {
 	// write not applied. The refusal passes: the same write may be let through when
 	// tried again.
 	Refuse float64
+	// GatewayReplicas is how many gateway replicas reconcile every KIngress (one if
+	// unset). With several, each keeps a Lease, and an ingress is Ready only once
+	// every replica serves its generation.
+	GatewayReplicas int
 }
 
 // Families are the scenario sets the short and long forms run, each seed in each:
-// Sieve's three, and admission refusing writes.
+// Sieve's three, admission refusing writes, and gateway replicas that crash and come
+// back while each marks ingresses Ready only once all serve them.
 var Families = []Scenario{
 	{Name: "ordering"},
 	{Name: "intermediate", Crash: 0.03, MaxCrashes: 3},
 	{Name: "stale", Crash: 0.03, MaxCrashes: 3, Stale: true, Timeout: 0.02},
 	{Name: "unobserved", Relist: 0.05, Timeout: 0.02, MaxCrashes: 3},
 	{Name: "refused", Refuse: 0.05, MaxCrashes: 3},
+	{Name: "replicas", GatewayReplicas: 3, Crash: 0.03, MaxCrashes: 3},
 }
 
 // Weaken switches off one of Ferry's safeguards, to show the simulation finds the
@@ -58,6 +64,9 @@ type Weaken struct {
 	ConfigChanges bool
 	// RefusalRetry makes a refused write come back without a time to try again.
 	RefusalRetry bool
+	// Replicas makes each gateway replica mark an ingress Ready once it serves it
+	// itself, without waiting for the others.
+	Replicas bool
 }
 
 func (w Weaken) without() []statuswriter.Safeguard {
@@ -86,8 +95,7 @@ const maxSteps = 200000
 func Run(seed int64, sc Scenario, weaken Weaken) Result {
 	s := newSim(seed, sc, weaken)
 	s.leader = s.start("controller-1", 0)
-	s.gateways = 1
-	s.gateway = s.startGateway("gateway-1", 0)
+	s.startGateways()
 	s.logf("[controller-1] leads; workload: %d steps", len(s.user.ops))
 	if !s.runToQuiescence(maxSteps) {
 		s.checker.violate("no quiescence after %d steps: a livelock or a write storm", maxSteps)
@@ -157,7 +165,7 @@ func (s *Sim) advance() bool {
 	if at, ok := s.world.nextDue(); ok && (!found || at.Before(next)) {
 		next, found = at, true
 	}
-	if !found {
+	if !found || s.onlyRenewals() {
 		return false
 	}
 	if next.After(s.now()) {
@@ -172,6 +180,20 @@ func (s *Sim) advance() bool {
 	}
 	s.timers = live
 	return true
+}
+
+// onlyRenewals: nothing is due but gateway replicas renewing Leases that are all
+// theirs, which changes nothing: the run is quiet.
+func (s *Sim) onlyRenewals() bool {
+	if _, due := s.world.nextDue(); due {
+		return false
+	}
+	for _, t := range s.timers {
+		if (t.proc == nil || t.proc.alive) && t.what != renewalTimer {
+			return false
+		}
+	}
+	return s.leasesSettled()
 }
 
 func (s *Sim) enabledInflight(i int) action {

@@ -47,12 +47,13 @@ type Sim struct {
 	// of its actions.
 	deposed      *process
 	deposedSteps int
-	// gateway is the gateway replica; nil while a crashed one restarts.
-	gateway  *process
-	gateways int
-	crashes  int
-	timers   []timer
-	seq      int
+	// gateways are the gateway replicas, one per slot; nil while a crashed one's pod
+	// restarts. gatewayStarts counts the replicas started, for their names.
+	gateways      []*process
+	gatewayStarts int
+	crashes       int
+	timers        []timer
+	seq           int
 	// inflight are writes sent by a process that crashed or timed out, which the API
 	// server applies at a later step, or never.
 	inflight []pendingWrite
@@ -167,8 +168,8 @@ func (s *Sim) enabled(nested bool, p *process) []action {
 		return s.processActions(p, true)
 	}
 	var acts []action
-	for _, p := range []*process{s.leader, s.deposed, s.gateway} {
-		if p != nil && p.alive {
+	for _, p := range s.processes() {
+		if p.alive {
 			acts = append(acts, s.processActions(p, false)...)
 		}
 	}
@@ -178,6 +179,17 @@ func (s *Sim) enabled(nested bool, p *process) []action {
 		acts = append(acts, s.enabledInflight(i))
 	}
 	return acts
+}
+
+// processes are the controller and gateway processes there are now.
+func (s *Sim) processes() []*process {
+	var out []*process
+	for _, p := range append([]*process{s.leader, s.deposed}, s.gateways...) {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // processActions is what process p can do now: deliver a watch event, run a
@@ -212,6 +224,9 @@ func (s *Sim) processActions(p *process, nested bool) []action {
 			acts = append(acts, a)
 		}
 		if a, ok := s.configAction(p); ok {
+			acts = append(acts, a)
+		}
+		if a, ok := s.flushAction(p); ok {
 			acts = append(acts, a)
 		}
 		for _, c := range p.controllers {
@@ -393,14 +408,16 @@ func (s *Sim) hold(p *process, what string, obj client.Object, apply func(client
 func (s *Sim) crash(p *process) {
 	s.crashes++
 	p.alive = false
-	switch p {
-	case s.deposed:
+	if p == s.deposed {
 		s.deposed = nil
 		return
-	case s.gateway:
-		s.gateway = nil
-		s.after(nil, s.gatewayRestart(), "gateway restart", s.restartGateway)
-		return
+	}
+	for i, g := range s.gateways {
+		if g == p {
+			s.gateways[i] = nil
+			s.after(nil, s.gatewayRestart(), "gateway restart", func() { s.restartGateway(i) })
+			return
+		}
 	}
 	s.leader = nil
 	lease := time.Duration(1+s.rng.Intn(15)) * time.Second

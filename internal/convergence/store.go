@@ -116,6 +116,9 @@ func (s *store) list(kind, ns string) []client.Object {
 }
 
 func (s *store) create(obj client.Object) error {
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		obj.SetName(fmt.Sprintf("%s%05d", obj.GetGenerateName(), s.uids+1))
+	}
 	r := s.refOf(obj)
 	if _, ok := s.objs[r]; ok {
 		return apierrors.NewAlreadyExists(s.groupResource(r), r.key.Name)
@@ -225,15 +228,18 @@ func (s *store) patch(obj client.Object, p client.Patch, status bool) error {
 	return copyInto(next, obj)
 }
 
-// delete deletes r (with a UID precondition if uid is set); objects with finalizers
+// delete deletes r (with UID and resourceVersion preconditions if set); objects with finalizers
 // get a deletionTimestamp instead.
-func (s *store) delete(r ref, uid types.UID) error {
+func (s *store) delete(r ref, uid types.UID, rv string) error {
 	cur, ok := s.objs[r]
 	if !ok {
 		return s.notFound(r)
 	}
 	if uid != "" && uid != cur.GetUID() {
 		return s.conflict(r, "UID precondition failed")
+	}
+	if rv != "" && rv != cur.GetResourceVersion() {
+		return s.conflict(r, "resourceVersion precondition failed")
 	}
 	if len(cur.GetFinalizers()) > 0 {
 		if cur.GetDeletionTimestamp() == nil {
@@ -341,4 +347,15 @@ func spec(obj client.Object) map[string]any {
 	delete(u, "apiVersion")
 	delete(u, "kind")
 	return u
+}
+
+// before is the object as the commit ch found it: its previous version in the log
+// (false if ch created it).
+func (s *store) before(ch change) (client.Object, bool) {
+	for i := len(s.log) - 1; i >= 0; i-- {
+		if c := s.log[i]; c.rv < ch.rv && c.ref == ch.ref {
+			return c.obj, !c.deleted
+		}
+	}
+	return nil, false
 }

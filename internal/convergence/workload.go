@@ -221,7 +221,7 @@ func (w *workload) delete(obj client.Object, name string) {
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
 	r := w.sim.store.refOf(obj)
-	err := w.sim.store.delete(r, "")
+	err := w.sim.store.delete(r, "", "")
 	w.sim.logf("[user] deletes %s: %s", r, errString(err))
 }
 

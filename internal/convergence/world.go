@@ -42,7 +42,7 @@ func (w *world) actions() []action {
 	for _, r := range s.store.orphans() {
 		acts = append(acts, action{"garbage collector deletes " + r.String(), func() {
 			s.author = "garbage-collector"
-			if err := s.store.delete(r, ""); err == nil {
+			if err := s.store.delete(r, "", ""); err == nil {
 				s.logf("[garbage-collector] deletes %s: its owner is gone", r)
 			}
 			s.author = ""
