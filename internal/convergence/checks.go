@@ -274,15 +274,20 @@ func (c *checker) checkPlaceholders() {
 	}
 }
 
-// checkDomains: at quiescence every Route's URL is under the domain config-domain names
-// now (the one catch-all entry the workload writes).
+// checkDomains: at quiescence every Route's URL is the host config-network's
+// domain-template makes under the domain config-domain names now (the one catch-all
+// entry the workload writes).
 func (c *checker) checkDomains() {
 	s := c.sim
 	for domain := range s.config.Domain.Domains {
 		for _, o := range s.store.list(routeKind, "") {
 			rt := o.(*v1.Route)
-			if rt.Status.URL != "" && !strings.HasSuffix(rt.Status.URL, "."+domain) {
-				c.violate("Route %s: URL %s at quiescence, config-domain names %s", rt.Name, rt.Status.URL, domain)
+			want := "http://" + rt.Name + "." + rt.Namespace + "." + domain
+			if s.config.Network.DomainTemplate == movedDomainTemplate {
+				want = "http://" + rt.Name + "-" + rt.Namespace + "." + domain
+			}
+			if rt.Status.URL != "" && rt.Status.URL != want {
+				c.violate("Route %s: URL %s at quiescence, config-domain and config-network make %s", rt.Name, rt.Status.URL, want)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,8 +59,9 @@ func (w *workload) done() bool { return w.next >= len(w.ops) }
 // created (half of them rolling out new Revisions gradually) and then changed a few
 // times (new templates, traffic splits with tags and back, deletion and re-creation
 // under the same name, a stale status planted by a replica that no longer leads),
-// sometimes a Route created before the Configuration it names, and in half the runs
-// config-domain changed at some point.
+// sometimes a Route created before the Configuration it names, in half the runs
+// config-domain changed at some point, and in a third config-network's
+// domain-template.
 func newWorkload(s *Sim) *workload {
 	w := &workload{sim: s}
 	for i := range 1 + s.rng.Intn(2) {
@@ -124,7 +126,32 @@ func newWorkload(s *Sim) *workload {
 		at := 1 + s.rng.Intn(len(w.ops))
 		w.ops = slices.Insert(w.ops, at, op{what: "move every Route to " + movedDomain + " (config-domain)", do: w.moveDomain})
 	}
+	// From a source of its own, so that the runs that do not draw it do what they did
+	// before it was added (the seeds of found bugs among them).
+	if network := rand.New(rand.NewSource(s.seed)); network.Intn(3) == 0 {
+		at := 1 + network.Intn(len(w.ops))
+		w.ops = slices.Insert(w.ops, at, op{what: "change every Route's host to " + movedDomainTemplate + " (config-network)", do: w.changeDomainTemplate})
+	}
 	return w
+}
+
+// movedDomainTemplate is the domain-template config-network names once the user
+// changes it.
+const movedDomainTemplate = "{{.Name}}-{{.Namespace}}.{{.Domain}}"
+
+// changeDomainTemplate changes config-network's domain-template: every Route's URL
+// and KIngress hosts change, which each process learns when its ConfigMap informer
+// catches up.
+func (w *workload) changeDomainTemplate() {
+	c := *w.sim.config
+	network, err := config.NewNetworkFromConfigMap(&corev1.ConfigMap{Data: map[string]string{"domain-template": movedDomainTemplate}})
+	if err != nil {
+		panic(err) // a fixed template Knative accepts
+	}
+	c.Network = network
+	w.sim.config = &c
+	w.sim.checker.configChanged = true
+	w.sim.logf("[user] changes config-network domain-template to %s", movedDomainTemplate)
 }
 
 // movedDomain is the domain config-domain names once the user changes it.
