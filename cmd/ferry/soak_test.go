@@ -5,6 +5,10 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ferry-serving/ferry/internal/config"
 )
 
 // A flag the chosen mode would ignore is refused before anything starts, naming it.
@@ -23,5 +27,17 @@ func TestSoakRefusesIgnoredFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a refusal naming %s", c.name, err, c.want)
 		}
+	}
+}
+
+// The soak's own cluster keeps two non-active Revisions per Configuration: keys and
+// values config-gc accepts, not ones it would refuse or ignore.
+func TestSoakGCIsAValidConfigGC(t *testing.T) {
+	gc, err := config.NewGCFromConfigMap(&corev1.ConfigMap{Data: soakGC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gc.MaxNonActiveRevisions != 2 || gc.MinNonActiveRevisions != 1 {
+		t.Errorf("config-gc %+v: want at most 2 non-active Revisions kept", gc)
 	}
 }
