@@ -49,7 +49,7 @@ FERRY_SIM_SEEDS=25 go test -race -count=1 -run 'TestSimulate|TestRunIsAFunctionO
 go test -count=1 ./cmd/ferry
 
 step "convergence simulation (12,000 runs, and each safeguard switched off in turn)"
-go test -count=1 -timeout 20m ./internal/convergence/
+go test -count=1 -timeout 30m ./internal/convergence/
 
 step "the KPA decider against Knative's own (test/knative, a module of its own: docs/autoscaling.md)"
 (cd test/knative && go vet ./... && go test -count=1 ./...)
