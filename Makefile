@@ -88,12 +88,15 @@ SOAK_REPORT ?= soak-report
 soak: build
 	bin/ferry soak --duration $(SOAK_DURATION) --faults all --report-dir $(SOAK_REPORT)
 
-# The convergence simulation's long form: SEEDS seeds in each of its six families
-# (CI runs 2,000). It prints how many ran and every failing seed, with how to replay it.
+# The convergence simulation's long form: SEEDS seeds from FIRST in each of its seven
+# families, or in FAMILIES (comma-separated) (CI runs 2,000 from 1). It prints how many
+# ran and every failing seed, with how to replay it.
 SEEDS ?= 250000
+FIRST ?= 1
+FAMILIES ?=
 .PHONY: simulate
 simulate:
-	FERRY_SIM_SEEDS=$(SEEDS) $(GO) test -count=1 -timeout 0 -run 'TestSimulate' -v ./internal/convergence/ | { grep -v '^ *[0-9.]*s #' || true; }
+	FERRY_SIM_SEEDS=$(SEEDS) FERRY_SIM_FIRST=$(FIRST) FERRY_SIM_FAMILIES=$(FAMILIES) $(GO) test -count=1 -timeout 0 -run 'TestSimulate' -v ./internal/convergence/ | { grep -v '^ *[0-9.]*s #' || true; }
 
 # Knative Serving's own conformance suite (api/v1 and runtime, knative.dev/serving
 # v0.42.2) against `ferry up`, from test/knative; docs/conformance.md.

@@ -48,7 +48,7 @@ if [ -n "$units" ]; then go test -race -count=1 $units; fi
 FERRY_SIM_SEEDS=25 go test -race -count=1 -run 'TestSimulate|TestRunIsAFunctionOfItsSeed' ./internal/convergence/
 go test -count=1 ./cmd/ferry
 
-step "convergence simulation (12,000 runs, and each safeguard switched off in turn)"
+step "convergence simulation (14,000 runs, and each safeguard switched off in turn)"
 go test -count=1 -timeout 30m ./internal/convergence/
 
 step "the KPA decider against Knative's own (test/knative, a module of its own: docs/autoscaling.md)"

@@ -69,6 +69,7 @@ func (c *checker) violate(format string, args ...any) {
 // observe checks each committed change: the safety properties.
 func (s *Sim) observe(ch change) {
 	c := s.checker
+	s.lastCommit = s.now()
 	author := s.author
 	if author == "stale-replica" || strings.HasSuffix(author, "(in flight)") {
 		c.faults++
@@ -243,6 +244,9 @@ func (c *checker) quiescent() {
 	}
 	c.checkPlaceholders()
 	c.checkDomains()
+	if s.traffic != nil {
+		c.checkTraffic()
+	}
 	c.fixpoint()
 }
 

@@ -28,22 +28,34 @@ func init() {
 
 // Environment of the long form (make simulate) and of a replay.
 const (
-	seedsEnv    = "FERRY_SIM_SEEDS"  // seeds per family (default shortSeeds)
-	firstEnv    = "FERRY_SIM_FIRST"  // first seed (default 1)
-	replayEnv   = "FERRY_SIM_REPLAY" // "<family>:<seed>": print that run's trace
-	shortSeeds  = 2000               // × 6 families: 12,000 runs in CI
-	traceOnFail = 400                // trace lines printed for a failing seed
+	seedsEnv    = "FERRY_SIM_SEEDS"    // seeds per family (default shortSeeds)
+	firstEnv    = "FERRY_SIM_FIRST"    // first seed (default 1)
+	replayEnv   = "FERRY_SIM_REPLAY"   // "<family>:<seed>": print that run's trace
+	familiesEnv = "FERRY_SIM_FAMILIES" // "zero,replicas": only those (default every family)
+	shortSeeds  = 2000                 // × 7 families: 14,000 runs in CI
+	traceOnFail = 400                  // trace lines printed for a failing seed
 )
 
-// TestSimulate runs every family over a range of seeds (12,000 runs in all by
+// TestSimulate runs every family over a range of seeds (14,000 runs in all by
 // default) and fails with each failing seed, its first violation, and how to replay
 // it.
 func TestSimulate(t *testing.T) {
 	n := envInt(t, seedsEnv, shortSeeds)
 	first := int64(envInt(t, firstEnv, 1))
+	families := Families
+	if names := os.Getenv(familiesEnv); names != "" {
+		families = nil
+		for _, name := range strings.Split(names, ",") {
+			sc, ok := familyNamed(name)
+			if !ok {
+				t.Fatalf("%s: no family %q", familiesEnv, name)
+			}
+			families = append(families, sc)
+		}
+	}
 	var ran atomic.Int64
-	failed := explore(Families, first, n, Weaken{}, &ran, 0)
-	t.Logf("ran %d seeds × %d families = %d runs; %d failed", n, len(Families), ran.Load(), len(failed))
+	failed := explore(families, first, n, Weaken{}, &ran, 0)
+	t.Logf("ran %d seeds × %d families = %d runs; %d failed", n, len(families), ran.Load(), len(failed))
 	for _, r := range failed {
 		t.Errorf("%s\n  replay: %s=%s:%d go test ./internal/convergence -run TestReplay -v", r, replayEnv, r.Scenario, r.Seed)
 	}
@@ -163,10 +175,22 @@ func TestRunIsAFunctionOfItsSeed(t *testing.T) {
 
 // TestSensitivity shows the simulation is sharp enough to matter: each of Ferry's
 // safeguards against a lost update, switched off in turn, makes some seed of the CI
-// budget fail, in the families it concerns (the controllers' in the first five, the
-// gateway replicas' in their own). It stops at the first failing seed of each.
+// budget fail, in the families it concerns (the controllers' in all but the gateway
+// replicas' family, theirs in it, the autoscaler's in the traffic family). It stops
+// at the first failing seed of each.
 func TestSensitivity(t *testing.T) {
-	controllers, replicas := Families[:len(Families)-1], Families[len(Families)-1:]
+	var controllers, replicas, zero []Scenario
+	for _, f := range Families {
+		switch {
+		case f.GatewayReplicas > 1:
+			replicas = append(replicas, f)
+		case f.Traffic:
+			zero = append(zero, f)
+			controllers = append(controllers, f)
+		default:
+			controllers = append(controllers, f)
+		}
+	}
 	type weakened struct {
 		name     string
 		weaken   Weaken
@@ -177,6 +201,7 @@ func TestSensitivity(t *testing.T) {
 		{"a configuration change wakes no controller", Weaken{ConfigChanges: true}, controllers},
 		{"a refused write is never tried again", Weaken{RefusalRetry: true}, controllers},
 		{"a gateway replica marks an ingress Ready without waiting for the others", Weaken{Replicas: true}, replicas},
+		{"the autoscaler's decisions wake no PodAutoscaler", Weaken{Decisions: true}, zero},
 	}
 	for _, g := range statuswriter.Safeguards {
 		if g == statuswriter.RelistKeepsSpec {

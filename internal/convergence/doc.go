@@ -17,8 +17,9 @@
 // next timer when nothing else can happen.
 //
 // The perturbations follow Sieve (OSDI '22), one Scenario family each (and a fourth,
-// admission refusing writes, and a fifth, three gateway replicas that crash and come
-// back, each keeping its Lease on the simulated clock): intermediate
+// admission refusing writes; a fifth, three gateway replicas that crash and come
+// back, each keeping its Lease on the simulated clock; and a sixth, traffic: requests
+// held for Revisions at zero, the autoscaler ticking on the leader): intermediate
 // states (a crash before, after or in the middle of any write), stale states (a new
 // leader whose caches lag the store, and the old leader's writes landing late), and
 // unobserved states (relists that skip intermediate versions, writes that time out

@@ -53,13 +53,13 @@ type controller struct {
 // view), and the initial list delivered to every watch.
 func (s *Sim) start(name string, asOf int) *process {
 	p := s.newProcess(name, asOf)
-	route, pa := &controllerRef{}, &controllerRef{}
+	route := &controllerRef{}
 	p.set = reconciler.Build(reconciler.Deps{
 		Client: cacheClient{p: p}, APIReader: apiReader{sim: s},
 		Recorder: func(string) events.EventRecorder { return s.recorder },
 		Owners:   watches.Owners{Scheme: s.scheme, Mapper: s.mapper},
 		Clock:    s.clock, Serial: true, Without: s.weaken.without(), NoRefusalRetry: s.weaken.RefusalRetry,
-	}, s.options(p), route.add, pa.add)
+	}, s.options(p), route.add, func(key types.NamespacedName) { s.decided(p, key) })
 	if s.weaken.Tracker {
 		p.set.Tracker.ReadBeforeTrack()
 	}
@@ -68,11 +68,8 @@ func (s *Sim) start(name string, asOf int) *process {
 	}
 	for _, c := range p.set.All() {
 		ctl := p.run(c)
-		switch c.Name {
-		case p.set.Route.Name:
+		if c.Name == p.set.Route.Name {
 			route.c = ctl
-		case p.set.PodAutoscaler.Name:
-			pa.c = ctl
 		}
 	}
 	p.started = true
@@ -106,8 +103,7 @@ func (p *process) run(c watches.Controller) *controller {
 	return ctl
 }
 
-// controllerRef lets the tracker and the autoscaler, built before the controllers,
-// enqueue into one.
+// controllerRef lets the tracker, built before the controllers, enqueue into one.
 type controllerRef struct{ c *controller }
 
 func (r *controllerRef) add(key types.NamespacedName) {

@@ -37,6 +37,11 @@ type Scenario struct {
 	// unset). With several, each keeps a Lease, and an ingress is Ready only once
 	// every replica serves its generation.
 	GatewayReplicas int
+	// Traffic sends requests (traffic.go): the leader's autoscaler ticks and takes the
+	// gateway's load reports, Revisions scale to zero and back, and requests for a
+	// Revision at zero are held until it has a pod; config-autoscaler may turn scale
+	// to zero off mid-run.
+	Traffic bool
 }
 
 // Families are the scenario sets the short and long forms run, each seed in each:
@@ -49,6 +54,7 @@ var Families = []Scenario{
 	{Name: "unobserved", Relist: 0.05, Timeout: 0.02, MaxCrashes: 3},
 	{Name: "refused", Refuse: 0.05, MaxCrashes: 3},
 	{Name: "replicas", GatewayReplicas: 3, Crash: 0.03, MaxCrashes: 3},
+	{Name: "zero", Traffic: true, Crash: 0.03, Timeout: 0.02, MaxCrashes: 3},
 }
 
 // Weaken switches off one of Ferry's safeguards, to show the simulation finds the
@@ -67,6 +73,9 @@ type Weaken struct {
 	// Replicas makes each gateway replica mark an ingress Ready once it serves it
 	// itself, without waiting for the others.
 	Replicas bool
+	// Decisions makes the autoscaler's decisions wake no PodAutoscaler: only what
+	// reconciles it anyway acts on them.
+	Decisions bool
 }
 
 func (w Weaken) without() []statuswriter.Safeguard {
@@ -94,7 +103,7 @@ const maxSteps = 200000
 // The result is a function of its arguments.
 func Run(seed int64, sc Scenario, weaken Weaken) Result {
 	s := newSim(seed, sc, weaken)
-	s.leader = s.start("controller-1", 0)
+	s.lead("controller-1", 0)
 	s.startGateways()
 	s.logf("[controller-1] leads; workload: %d steps", len(s.user.ops))
 	if !s.runToQuiescence(maxSteps) {
@@ -165,7 +174,12 @@ func (s *Sim) advance() bool {
 	if at, ok := s.world.nextDue(); ok && (!found || at.Before(next)) {
 		next, found = at, true
 	}
-	if !found || s.onlyRenewals() {
+	if s.traffic != nil {
+		if at, ok := s.traffic.nextDue(); ok && (!found || at.Before(next)) {
+			next, found = at, true
+		}
+	}
+	if !found || s.onlyBackground() {
 		return false
 	}
 	if next.After(s.now()) {
@@ -182,16 +196,21 @@ func (s *Sim) advance() bool {
 	return true
 }
 
-// onlyRenewals: nothing is due but gateway replicas renewing Leases that are all
-// theirs, which changes nothing: the run is quiet.
-func (s *Sim) onlyRenewals() bool {
+// onlyBackground: nothing is due but what recurs and changes nothing by itself —
+// gateway replicas renewing Leases that are all theirs, and with traffic the
+// autoscaler's ticks and the gateway's reports once no request is planned and
+// nothing was written for quietAfter: the run is quiet.
+func (s *Sim) onlyBackground() bool {
 	if _, due := s.world.nextDue(); due {
 		return false
 	}
 	for _, t := range s.timers {
-		if (t.proc == nil || t.proc.alive) && t.what != renewalTimer {
+		if (t.proc == nil || t.proc.alive) && t.what != renewalTimer && t.what != tickTimer && t.what != reportTimer {
 			return false
 		}
+	}
+	if s.traffic != nil && (len(s.traffic.planned) > 0 || s.now().Sub(s.lastCommit) < quietAfter) {
+		return false
 	}
 	return s.leasesSettled()
 }

@@ -59,6 +59,10 @@ type Sim struct {
 	inflight []pendingWrite
 	world    *world
 	user     *workload
+	// traffic is the requests of a Scenario.Traffic run (nil in others); lastCommit
+	// when the store last changed.
+	traffic    *traffic
+	lastCommit time.Time
 
 	// config is the configuration the ConfigMaps hold now; each process sees it when
 	// its informer catches up.
@@ -119,6 +123,9 @@ func newSim(seed int64, sc Scenario, weaken Weaken) *Sim {
 	s.checker = newChecker(s)
 	s.world = newWorld(s)
 	s.user = newWorkload(s)
+	if sc.Traffic {
+		s.traffic = newTraffic(s, s.user.services)
+	}
 	return s
 }
 
@@ -175,6 +182,9 @@ func (s *Sim) enabled(nested bool, p *process) []action {
 	}
 	acts = append(acts, s.world.actions()...)
 	acts = append(acts, s.user.actions()...)
+	if s.traffic != nil {
+		acts = append(acts, s.traffic.actions()...)
+	}
 	for i := range s.inflight {
 		acts = append(acts, s.enabledInflight(i))
 	}
@@ -440,8 +450,16 @@ func (s *Sim) depose(p *process) {
 func (s *Sim) failover() {
 	asOf := s.staleStart()
 	name := fmt.Sprintf("controller-%d", s.crashes+1)
-	s.leader = s.start(name, asOf)
+	s.lead(name, asOf)
 	s.logf("[%s] leads, its caches as of rv=%d (the store is at rv=%d)", name, s.rvAt(asOf), s.store.rv)
+}
+
+// lead starts the leader process; with traffic its autoscaler ticks.
+func (s *Sim) lead(name string, asOf int) {
+	s.leader = s.start(name, asOf)
+	if s.scenario.Traffic {
+		s.tick(s.leader)
+	}
 }
 
 // staleStart is the store's log index a process starting now lists from: the store

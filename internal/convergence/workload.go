@@ -27,6 +27,8 @@ type workload struct {
 	sim  *Sim
 	ops  []op
 	next int
+	// services are the names of the Services it creates.
+	services []string
 }
 
 type op struct {
@@ -66,6 +68,7 @@ func newWorkload(s *Sim) *workload {
 	w := &workload{sim: s}
 	for i := range 1 + s.rng.Intn(2) {
 		name := fmt.Sprintf("svc-%d", i)
+		w.services = append(w.services, name)
 		rollout := s.rng.Intn(2) == 0
 		create := "create Service " + name
 		if rollout {
@@ -132,7 +135,25 @@ func newWorkload(s *Sim) *workload {
 		at := 1 + network.Intn(len(w.ops))
 		w.ops = slices.Insert(w.ops, at, op{what: "change every Route's host to " + movedDomainTemplate + " (config-network)", do: w.changeDomainTemplate})
 	}
+	if autoscaling := rand.New(rand.NewSource(s.seed + 2)); s.scenario.Traffic && autoscaling.Intn(3) == 0 {
+		at := 1 + autoscaling.Intn(len(w.ops))
+		w.ops = slices.Insert(w.ops, at, op{what: "turn scale to zero off (config-autoscaler)", do: w.keepOnePod})
+	}
 	return w
+}
+
+// keepOnePod sets config-autoscaler's enable-scale-to-zero to false: every Revision
+// at zero gets a pod again and none scales to zero from then on, once the
+// PodAutoscalers learn it.
+func (w *workload) keepOnePod() {
+	c := *w.sim.config
+	a, err := config.NewAutoscalerFromConfigMap(&corev1.ConfigMap{Data: map[string]string{"enable-scale-to-zero": "false"}})
+	if err != nil {
+		panic(err) // a setting Knative accepts
+	}
+	c.Autoscaler = a
+	w.sim.config = &c
+	w.sim.logf("[user] changes config-autoscaler enable-scale-to-zero to false")
 }
 
 // movedDomainTemplate is the domain-template config-network names once the user
