@@ -55,6 +55,7 @@ func (s *Sim) startGateway(name string, asOf int, alone bool) *process {
 	p.gateway = &gateway{programmer: routing.NewProgrammer(backends.NewRegistry())}
 	if !alone {
 		rs := backends.NewReplicaSet(cacheClient{p: p, calm: true}, leaseNamespace, name, leaseDuration, 0, p.requeue)
+		rs.Confirm = apiReader{sim: s}
 		rs.Now = s.now
 		p.gateway.replicas = rs
 		s.after(p, 0, "lease join", func() { s.renew(p) })

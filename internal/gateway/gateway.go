@@ -37,6 +37,8 @@ type Gateway struct {
 	opts       Options
 	services   *backends.Registry
 	programmer *routing.Programmer
+	// replicas is this replica's Lease among the others'; nil alone.
+	replicas   *backends.ReplicaSet
 	metrics    *proxy.Metrics
 	proxy      *proxy.Proxy
 	requestLog *requestlog.Logger
@@ -116,6 +118,7 @@ func (g *Gateway) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("adding the gateway replica's Lease: %w", err)
 		}
 		g.proxy.ShareWith(replicas)
+		g.replicas = replicas
 	}
 	if err := routing.SetupIngresses(mgr, g.programmer, requeue, replicas, g.opts.PublicDomain, g.opts.PrivateDomain); err != nil {
 		return err
@@ -217,9 +220,17 @@ func (g *Gateway) LocalAddrForPods() string { return g.localForPods.addr() }
 // program node) ends a leaving pod's drain when none are left.
 func (g *Gateway) InFlightTo(ip string) int64 { return g.services.InFlightTo(ip) }
 
-// Warm says whether this replica's routing table serves every KIngress it found at
-// start (routing.Programmer.Warm): its readiness.
-func (g *Gateway) Warm(ctx context.Context, c client.Reader) error { return g.programmer.Warm(ctx, c) }
+// Warm says whether this replica's routing table serves every KIngress c (the API
+// server) holds, each at the generation it read (routing.Programmer.Warm): its
+// readiness. With replicas it asks only once its Lease exists, so that a KIngress
+// that moves on after that read is not Ready until this replica serves it too
+// (backends.ReplicaSet.ServedByAll).
+func (g *Gateway) Warm(ctx context.Context, c client.Reader) error {
+	if g.replicas != nil && !g.replicas.Joined() {
+		return errors.New("this replica's Lease is not created yet")
+	}
+	return g.programmer.Warm(ctx, c)
+}
 
 func (g *Gateway) listen(addr string, external bool) (*listener, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -335,6 +346,7 @@ func (g *Gateway) newReplicaSet(mgr manager.Manager, requeue chan<- event.Generi
 		return nil, fmt.Errorf("gateway LeaseDuration (--lease-duration) %v: must be a whole number of seconds, at least 1s", d)
 	}
 	rs := backends.NewReplicaSet(mgr.GetClient(), g.opts.LeaseNamespace, g.opts.Source, g.opts.LeaseDuration, g.opts.DrainTimeout, requeue)
+	rs.Confirm = mgr.GetAPIReader()
 	rs.OnChange = func(m backends.Membership) {
 		g.metrics.Replicas.Set(float64(m.Count))
 		g.services.WakeAll()

@@ -32,9 +32,10 @@ func (f *Ferry) addProbes(mgr ctrl.Manager) error {
 	ready := map[string]healthz.Checker{"caches": afterStart(started, cachesSynced(mgr.GetCache()))}
 	if f.Gateway != nil {
 		ready["gateway"] = listenersServe(f.Gateway.ExternalAddr(), f.Gateway.LocalAddr())
-		// Programmed every KIngress its cache held (gateway.Gateway.Warm): a replica
-		// that restarts must not take traffic it would answer 404.
-		ready["routes"] = afterStart(started, func(ctx context.Context) error { return f.Gateway.Warm(ctx, mgr.GetCache()) })
+		// Programmed every KIngress the API server held once its Lease was created
+		// (gateway.Gateway.Warm): a replica that restarts must not take traffic it
+		// would answer 404, or with a Revision older than a Ready status promises.
+		ready["routes"] = afterStart(started, func(ctx context.Context) error { return f.Gateway.Warm(ctx, mgr.GetAPIReader()) })
 	}
 	if f.Admission != nil {
 		ready["admission"] = closed(f.Admission.Ready(), "the webhooks are not registered yet")

@@ -71,33 +71,47 @@ func (rs *ReplicaSet) Forget(key types.NamespacedName) {
 // ServedByAll reports whether every live replica other than this one records
 // generation gen, or a later one, of the KIngress key with uid. It remembers a
 // KIngress that waits, to look again when the membership changes.
+//
+// The cache may not hold yet the Lease of a replica that has just joined, which lists
+// the KIngress at an older generation and serves it as warm; so a yes from the cache
+// is confirmed by the Leases as the API server has them (Confirm), which hold every
+// replica whose Lease was created before this read: one that joins later lists the
+// KIngress after it, at this generation or later (routing.Programmer.Warm).
 func (rs *ReplicaSet) ServedByAll(ctx context.Context, key types.NamespacedName, uid types.UID, gen int64) bool {
 	if rs == nil {
 		return true
 	}
-	leases, err := rs.leases(ctx)
-	if err != nil {
-		return false
+	all := rs.servedByAll(ctx, rs.client, key, uid, gen)
+	if all && rs.Confirm != nil {
+		all = rs.servedByAll(ctx, rs.Confirm, key, uid, gen)
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	all := true
-	for i := range leases {
-		l := &leases[i]
-		if l.Name == rs.name || rs.expiredFor(l) >= 0 {
-			continue
-		}
-		if e := rs.recordOf(l)[key.String()]; e.UID != uid || e.Generation < gen {
-			all = false
-			break
-		}
-	}
 	if all {
 		delete(rs.waiting, key)
 	} else {
 		rs.waiting[key] = true
 	}
 	return all
+}
+
+func (rs *ReplicaSet) servedByAll(ctx context.Context, c client.Reader, key types.NamespacedName, uid types.UID, gen int64) bool {
+	leases, err := rs.leases(ctx, c)
+	if err != nil {
+		return false
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i := range leases {
+		l := &leases[i]
+		if l.Name == rs.name || rs.expiredFor(l) >= 0 {
+			continue
+		}
+		if e := rs.recordOf(l)[key.String()]; e.UID != uid || e.Generation < gen {
+			return false
+		}
+	}
+	return true
 }
 
 // recordOf parses a Lease's record, once per resourceVersion. An unreadable record

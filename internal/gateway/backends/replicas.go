@@ -56,6 +56,9 @@ type ReplicaSet struct {
 	// Now is the clock Leases are renewed and judged by: time.Now unless set (the
 	// convergence simulation sets its own).
 	Now func() time.Time
+	// Confirm, if set, reads the Leases from the API server, to confirm that a
+	// KIngress is served by all before it is Ready (ServedByAll).
+	Confirm client.Reader
 	// drainTimeout bounds how long a stopping replica waits for idle.
 	drainTimeout time.Duration
 
@@ -89,6 +92,14 @@ func NewReplicaSet(c client.Client, namespace, holder string, duration, drainTim
 		serves: map[types.NamespacedName]served{}, waiting: map[types.NamespacedName]bool{}, parsed: map[string]parsedServes{}}
 	rs.current.Store(alone)
 	return rs
+}
+
+// Joined reports whether this replica's Lease is created: from then on, every other
+// replica that marks a KIngress Ready counts it (ServedByAll).
+func (rs *ReplicaSet) Joined() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.name != ""
 }
 
 // Members is the current membership; one load per request.
@@ -238,10 +249,10 @@ func (rs *ReplicaSet) markDirty() {
 	}
 }
 
-// leases lists the replicas' Leases from the cache, live or not.
-func (rs *ReplicaSet) leases(ctx context.Context) ([]coordinationv1.Lease, error) {
+// leases lists the replicas' Leases from c (the cache, or Confirm), live or not.
+func (rs *ReplicaSet) leases(ctx context.Context, c client.Reader) ([]coordinationv1.Lease, error) {
 	list := &coordinationv1.LeaseList{}
-	if err := rs.client.List(ctx, list, client.InNamespace(rs.namespace), client.HasLabels{ReplicaLabel}); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(rs.namespace), client.HasLabels{ReplicaLabel}); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -264,7 +275,7 @@ func (rs *ReplicaSet) expiredFor(l *coordinationv1.Lease) time.Duration {
 func (rs *ReplicaSet) refresh(ctx context.Context) {
 	rs.refreshing.Lock()
 	defer rs.refreshing.Unlock()
-	leases, err := rs.leases(ctx)
+	leases, err := rs.leases(ctx, rs.client)
 	if err != nil {
 		return
 	}
@@ -314,7 +325,7 @@ func (rs *ReplicaSet) refresh(ctx context.Context) {
 // collect deletes the Leases of replicas gone for three durations (killed, so never
 // deleted by themselves): any replica may, as none is coming back under that name.
 func (rs *ReplicaSet) collect(ctx context.Context) {
-	leases, err := rs.leases(ctx)
+	leases, err := rs.leases(ctx, rs.client)
 	if err != nil {
 		return
 	}

@@ -200,3 +200,30 @@ func TestReplicaSetMembershipAndRecords(t *testing.T) {
 		t.Error("a Lease expired for over three durations is still there")
 	}
 }
+
+// A replica whose Lease the cache does not show yet (it has just joined, listed a
+// KIngress at an older generation and serves it) still counts: the cache's yes is
+// confirmed by the Leases as the API server has them.
+func TestServedByAllCountsAReplicaTheCacheDoesNotShowYet(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	joined := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "gw", Name: "ferry-gateway-new", Labels: map[string]string{ReplicaLabel: "true"},
+			Annotations: map[string]string{ServesAnnotation: `{"ns/x":{"uid":"ux","generation":1}}`}},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(15)), RenewTime: ptr.To(metav1.NewMicroTime(now))},
+	}
+	cache := fake.NewClientBuilder().WithScheme(gatewaytest.NewScheme(t)).Build()
+	server := fake.NewClientBuilder().WithScheme(gatewaytest.NewScheme(t)).WithObjects(joined).Build()
+	rs := NewReplicaSet(cache, "gw", "me", 15*time.Second, 25*time.Second, make(chan event.GenericEvent, 10))
+	rs.Now = func() time.Time { return now }
+	if !rs.ServedByAll(ctx, gatewaytest.Key("x"), "ux", 2) {
+		t.Fatal("without Confirm the cache alone decides: no other replica in it")
+	}
+	rs.Confirm = server
+	if rs.ServedByAll(ctx, gatewaytest.Key("x"), "ux", 2) {
+		t.Error("x Ready at generation 2 while ferry-gateway-new, not in the cache yet, serves generation 1")
+	}
+	if !rs.ServedByAll(ctx, gatewaytest.Key("x"), "ux", 1) {
+		t.Error("every replica serves x at generation 1")
+	}
+}

@@ -10,11 +10,13 @@ import (
 )
 
 // Warm says whether the table serves every KIngress of this gateway class that c (the
-// replica's cache) holds, programmed at least once; once it has, it stays warm. A
-// replica that takes requests before it is warm answers 404 for hosts the others
-// serve: a restarted or added replica must not be Ready until then (its /readyz), or a
-// load balancer sends it traffic it cannot route. KIngresses created afterwards do not
-// count: a burst of new ones must not take serving replicas out of rotation.
+// API server) holds, each at least at the generation c shows; once it has, it stays
+// warm. A replica that takes requests before it is warm answers 404 for hosts the
+// others serve, or an older Revision than a Ready status promises: a restarted or
+// added replica must not be Ready until then (its /readyz), or a load balancer sends
+// it traffic it cannot route. KIngresses created or changed afterwards do not count: a
+// burst of new ones must not take serving replicas out of rotation (the others wait
+// for it to serve those through its Lease's record).
 func (p *Programmer) Warm(ctx context.Context, c client.Reader) error {
 	if p.warm.Load() {
 		return nil
@@ -30,7 +32,7 @@ func (p *Programmer) Warm(ctx context.Context, c client.Reader) error {
 			continue
 		}
 		key := types.NamespacedName{Namespace: ing.Namespace, Name: ing.Name}
-		if ci := p.compiled(key); ci == nil || ci.uid != ing.UID {
+		if ci := p.compiled(key); ci == nil || ci.uid != ing.UID || ci.generation < ing.Generation {
 			if waiting++; first == "" {
 				first = key.String()
 			}

@@ -34,6 +34,20 @@ func TestWarm(t *testing.T) {
 	if err := p.Apply(b); err != nil {
 		t.Fatal(err)
 	}
+	// b moved on since it was programmed: a request here would get its old Revision
+	// while the others serve the new one.
+	moved := b.DeepCopy()
+	moved.Spec.Rules[0].Hosts = []string{"b.example.com", "b.example.org"}
+	moved.Generation++ // as the API server does; the fake client does not
+	if err := c.Update(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Warm(ctx, c); err == nil {
+		t.Fatalf("warm serving b at generation %d of %d", b.Generation, moved.Generation)
+	}
+	if err := p.Apply(moved); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.Warm(ctx, c); err != nil {
 		t.Fatalf("not warm with every ingress of its class programmed: %v", err)
 	}
