@@ -101,12 +101,23 @@ func (s *store) get(r ref) (client.Object, bool) {
 	return o.DeepCopyObject().(client.Object), true
 }
 
-// list returns the objects of kind in namespace ns ("" for all), by name.
+// list returns copies of the objects of kind in namespace ns ("" for all), by name.
 func (s *store) list(kind, ns string) []client.Object {
+	out := s.view(kind, ns)
+	for i, o := range out {
+		out[i] = o.DeepCopyObject().(client.Object)
+	}
+	return out
+}
+
+// view returns the stored objects of kind in namespace ns ("" for all), by name,
+// without copying them: for the simulation's own reads on every step, which change
+// nothing (copying every Deployment at each step was a tenth of a run).
+func (s *store) view(kind, ns string) []client.Object {
 	var out []client.Object
 	for r, o := range s.objs {
 		if r.kind == kind && (ns == "" || r.key.Namespace == ns) {
-			out = append(out, o.DeepCopyObject().(client.Object))
+			out = append(out, o)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -29,7 +29,7 @@ var deploymentKind = "apps/Deployment"
 func (w *world) actions() []action {
 	s := w.sim
 	var acts []action
-	for _, o := range s.store.list(deploymentKind, "") {
+	for _, o := range s.store.view(deploymentKind, "") {
 		d := o.(*appsv1.Deployment)
 		if deploymentSettled(d) {
 			continue
