@@ -42,7 +42,7 @@ step "unit tests (-race)"
 # cmd/ferry links the embedded control plane too: its flag tests run without -race,
 # which would rebuild all of Kubernetes instrumented for one goroutine.
 # The convergence simulation runs each seed on one goroutine: -race checks that runs
-# share nothing on a few seeds, and its 10,000-run short form runs without it below.
+# share nothing on a few seeds, and its 14,000-run short form runs without it below.
 units=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v -e '/test/integration$' -e '/cmd/ferry$' -e '/internal/convergence$' || true)
 if [ -n "$units" ]; then go test -race -count=1 $units; fi
 FERRY_SIM_SEEDS=25 go test -race -count=1 -run 'TestSimulate|TestRunIsAFunctionOfItsSeed' ./internal/convergence/

@@ -50,7 +50,7 @@ func (c cacheClient) Get(_ context.Context, key client.ObjectKey, obj client.Obj
 	if !ok {
 		return c.p.sim.store.notFound(ref{kind: inf.kind, key: key})
 	}
-	return copyInto(o, obj)
+	return inf.copyOut(key, o, obj)
 }
 
 func (c cacheClient) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {

@@ -2,6 +2,7 @@ package convergence
 
 import (
 	"context"
+	"reflect"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +25,29 @@ type informer struct {
 	// indexes are the field indexes registered on the cache (IndexField).
 	indexes   map[string]client.IndexerFunc
 	listeners []*listener
+	// read is each cached object as a Get returns it (copyOut), made once per
+	// version: the JSON round trip was a quarter of a run when made on every read.
+	read map[types.NamespacedName]readCopy
+}
+
+type readCopy struct{ of, read client.Object }
+
+// copyOut gives dst the cached object o under key as the API server's JSON gives it
+// (copyInto), from a copy made once per cached version.
+func (inf *informer) copyOut(key types.NamespacedName, o, dst client.Object) error {
+	rc, ok := inf.read[key]
+	if !ok || rc.of != o {
+		rc = readCopy{of: o, read: reflect.New(reflect.TypeOf(o).Elem()).Interface().(client.Object)}
+		if err := copyInto(o, rc.read); err != nil {
+			return err
+		}
+		inf.read[key] = rc
+	}
+	if reflect.TypeOf(dst) != reflect.TypeOf(rc.read) {
+		return copyInto(o, dst)
+	}
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(rc.read.DeepCopyObject()).Elem())
+	return nil
 }
 
 // listener is one controller's watch of the kind, with its notifications not yet

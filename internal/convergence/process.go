@@ -118,7 +118,8 @@ func (p *process) informer(kind string) *informer {
 	if inf, ok := p.informers[kind]; ok {
 		return inf
 	}
-	inf := &informer{kind: kind, objs: map[types.NamespacedName]client.Object{}, indexes: map[string]client.IndexerFunc{}}
+	inf := &informer{kind: kind, objs: map[types.NamespacedName]client.Object{}, indexes: map[string]client.IndexerFunc{},
+		read: map[types.NamespacedName]readCopy{}}
 	at := p.startAt
 	if p.started {
 		// Started after the process began: it lists the store as it is now.

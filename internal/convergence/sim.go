@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,15 +109,22 @@ func (m simMapper) gvkFor(obj runtime.Object) (schema.GroupVersionKind, error) {
 	return apiutil.GVKForObject(obj, m.scheme)
 }
 
-func newSim(seed int64, sc Scenario, weaken Weaken) *Sim {
-	scheme := scheme.New()
+// sharedTypes are the scheme and the mapper every run shares: made once (they were a tenth of
+// a run), and only read.
+var sharedTypes = sync.OnceValues(func() (*runtime.Scheme, simMapper) {
+	s := scheme.New()
 	rm := meta.NewDefaultRESTMapper(nil)
-	for gvk := range scheme.AllKnownTypes() {
+	for gvk := range s.AllKnownTypes() {
 		rm.Add(gvk, meta.RESTScopeNamespace)
 	}
+	return s, simMapper{RESTMapper: rm, scheme: s}
+})
+
+func newSim(seed int64, sc Scenario, weaken Weaken) *Sim {
+	scheme, mapper := sharedTypes()
 	clk := clocktesting.NewFakePassiveClock(epoch)
 	s := &Sim{seed: seed, rng: rand.New(rand.NewSource(seed)), scenario: sc, weaken: weaken, scheme: scheme,
-		mapper: simMapper{RESTMapper: rm, scheme: scheme}, clock: clk, config: config.Default()}
+		mapper: mapper, clock: clk, config: config.Default()}
 	s.recorder = traceRecorder{s}
 	s.store = newStore(scheme, clk.Now)
 	s.store.onCommit = s.observe
