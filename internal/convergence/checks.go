@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-serving/ferry/api/duck"
@@ -139,23 +136,13 @@ func (s *Sim) checkServed(ing *netv1alpha1.Ingress, author string, ch change) {
 	if writer == nil {
 		return // a late write: its replica decided it, then crashed
 	}
-	counted := map[string]bool{writer.name: true}
-	if inf, ok := writer.informers[leaseKind]; ok {
-		for _, o := range inf.objs {
-			l := o.(*coordinationv1.Lease)
-			if l.Spec.HolderIdentity != nil && l.Spec.RenewTime != nil &&
-				s.now().Before(l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0))*time.Second)) {
-				counted[*l.Spec.HolderIdentity] = true
-			}
-		}
-	}
 	key := client.ObjectKeyFromObject(ing)
 	for _, p := range s.gateways {
-		if p == nil || !p.alive || !counted[p.name] {
+		if p == nil || !p.alive || (p != writer && !p.gateway.warm) {
 			continue
 		}
 		if served, _ := p.gateway.programmer.Serves(key); served < gen {
-			s.checker.violate("ingress %s marked Ready for generation %d by %s while %s, a live replica it counts, serves generation %d",
+			s.checker.violate("ingress %s marked Ready for generation %d by %s while %s, a live replica taking requests, serves generation %d",
 				key, gen, author, p.name, served)
 		}
 	}

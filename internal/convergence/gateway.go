@@ -31,6 +31,10 @@ const (
 	leaseNamespace = "ferry-system"
 	leaseDuration  = 15 * time.Second
 	renewalTimer   = "lease renewal"
+	readinessTimer = "readiness probe"
+	// readinessPeriod is how often a replica's readiness (routing.Programmer.Warm) is
+	// asked until it first passes, as a kubelet probes its /readyz.
+	readinessPeriod = 100 * time.Millisecond
 )
 
 // gateway is a gateway replica's own state beside its process: its routing table,
@@ -39,6 +43,9 @@ type gateway struct {
 	programmer *routing.Programmer
 	replicas   *backends.ReplicaSet
 	joined     bool
+	// warm: its readiness passed (its Lease exists and it serves every KIngress at
+	// the generation the API server showed then): a load balancer sends it requests.
+	warm bool
 }
 
 // startGateway builds a gateway replica in slot: the gateway's own KIngress
@@ -87,6 +94,7 @@ func (s *Sim) renew(p *process) {
 				return err
 			}
 			g.joined = true
+			s.after(p, 0, readinessTimer, func() { s.probe(p) })
 			return nil
 		}
 		return g.replicas.Renew(ctx)
@@ -94,6 +102,18 @@ func (s *Sim) renew(p *process) {
 	if p.alive {
 		s.after(p, leaseDuration/3, renewalTimer, func() { s.renew(p) })
 	}
+}
+
+// probe asks a joined replica's readiness, as `ferry gateway`'s /readyz check does
+// (gateway.Gateway.Warm: the API server's KIngresses), every readinessPeriod until it
+// first passes.
+func (s *Sim) probe(p *process) {
+	if err := p.gateway.programmer.Warm(context.Background(), apiReader{sim: s}); err != nil {
+		s.after(p, readinessPeriod, readinessTimer, func() { s.probe(p) })
+		return
+	}
+	p.gateway.warm = true
+	s.logf("[%s] is ready: it serves every KIngress it was asked for", p.name)
 }
 
 // flushAction writes a replica's record when it has changed, as its Lease loop
@@ -155,6 +175,19 @@ func (s *Sim) restartGateway(i int) {
 	p := s.startGateway(fmt.Sprintf("gateway-%d", s.gatewayStarts), asOf, len(s.gateways) == 1)
 	s.gateways[i] = p
 	s.logf("[%s] starts, its caches as of rv=%d (the store is at rv=%d)", p.name, s.rvAt(asOf), s.store.rv)
+}
+
+// replaceGateway replaces the replica in slot i by a new pod, as a rollout does: the
+// old one stops at once (its Lease left to expire), the new one starts a moment later.
+func (s *Sim) replaceGateway(i int) {
+	p := s.gateways[i]
+	if p == nil {
+		return // restarting already
+	}
+	p.alive = false
+	s.gateways[i] = nil
+	s.logf("[%s] is replaced (a rollout)", p.name)
+	s.after(nil, s.gatewayRestart(), "gateway restart", func() { s.restartGateway(i) })
 }
 
 // gatewayRestart is how long a crashed gateway's pod takes to come back.

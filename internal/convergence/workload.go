@@ -135,6 +135,14 @@ func newWorkload(s *Sim) *workload {
 		at := 1 + network.Intn(len(w.ops))
 		w.ops = slices.Insert(w.ops, at, op{what: "change every Route's host to " + movedDomainTemplate + " (config-network)", do: w.changeDomainTemplate})
 	}
+	if rollout := rand.New(rand.NewSource(s.seed + 3)); s.scenario.GatewayReplicas > 1 {
+		// A rollout of the gateway's Deployment: each replica in turn replaced by a new
+		// pod, which joins while the KIngresses move on.
+		for i := range s.scenario.GatewayReplicas {
+			at := 1 + rollout.Intn(len(w.ops))
+			w.ops = slices.Insert(w.ops, at, op{what: fmt.Sprintf("replace gateway replica %d (a rollout)", i), do: func() { s.replaceGateway(i) }})
+		}
+	}
 	if autoscaling := rand.New(rand.NewSource(s.seed + 2)); s.scenario.Traffic && autoscaling.Intn(3) == 0 {
 		at := 1 + autoscaling.Intn(len(w.ops))
 		w.ops = slices.Insert(w.ops, at, op{what: "turn scale to zero off (config-autoscaler)", do: w.keepOnePod})
