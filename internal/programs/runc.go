@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -24,7 +25,12 @@ type runc struct {
 	root   string
 }
 
-// start runs the container of bundle's config.json; wait on the returned command.
+// start runs the container of bundle's config.json and returns once its process runs,
+// or once runc has exited without running it; wait on the returned command. The
+// container's StartedAt and its probes count from then, as the kubelet's count from the
+// runtime's start: runc's own setup (namespaces, cgroup, mounts) takes a second or more
+// on a busy machine, and a liveness probe counting through it restarts a program that
+// had no time to listen.
 func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer) (*exec.Cmd, error) {
 	if err := makeRootfs(s); err != nil {
 		return nil, err
@@ -36,7 +42,11 @@ func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer)
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(r.binary, "--root", r.root, "run", "--bundle", bundle, id)
+	pidFile := filepath.Join(bundle, "pid")
+	if err := os.Remove(pidFile); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	cmd := exec.Command(r.binary, "--root", r.root, "run", "--pid-file", pidFile, "--bundle", bundle, id)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// runc in the foreground goes when Ferry goes; the container it leaves is
 	// removed at the next start (removeStale).
@@ -44,7 +54,20 @@ func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	waitRunning(cmd.Process.Pid, pidFile)
 	return cmd, nil
+}
+
+// waitRunning returns once runc (pid) has written pidFile, which it does after the
+// container's process was started, or once runc has exited. runc tells of the start by
+// that file only, so it is polled: from 1 ms, runc's setup takes 50 ms and more.
+func waitRunning(pid int, pidFile string) {
+	for d := time.Millisecond; ; d = min(2*d, 20*time.Millisecond) {
+		if _, err := os.Stat(pidFile); err == nil || exited(pid) {
+			return
+		}
+		time.Sleep(d)
+	}
 }
 
 // kill sends a signal to the container's process.
