@@ -74,17 +74,22 @@ func probeOnce(ctx context.Context, p *corev1.Probe, ctr *corev1.Container, ip s
 	return false, out
 }
 
-// firstReadinessEvery is how often readiness is tried until its first success, rather
-// than every periodSeconds, so that a new pod is ready as soon as it listens. Knative's
-// queue-proxy probes a new container so, every 50 ms (retryInterval in
-// pkg/queue/readiness/probe.go); Ferry has no queue-proxy, and tries twice as often: a
-// failed probe of a pod on this machine costs a refused connection, and a cold start
-// waits half the interval on average.
-const firstReadinessEvery = 25 * time.Millisecond
+// Until its first success, readiness is tried more often than every periodSeconds, so
+// that a new pod is ready as soon as it listens: first 2 ms after the last try, then
+// twice as long each time up to readinessRetryMax. Knative's queue-proxy probes a new
+// container every 50 ms (retryInterval in pkg/queue/readiness/probe.go); Ferry has no
+// queue-proxy, and a failed try of a pod on this machine costs a refused connection.
+// The container's process is running when its probes start (runc.start), and a
+// program listens within milliseconds of that or takes long: the short tries find the
+// first, the longer ones spare the second.
+const (
+	readinessRetryMin = 2 * time.Millisecond
+	readinessRetryMax = 25 * time.Millisecond
+)
 
 // probe runs a container run's probes until the run ends or the pod is deleted: the
-// startup probe, then readiness and liveness, readiness every firstReadinessEvery
-// until its first success.
+// startup probe, then readiness and liveness, readiness tried more often until its
+// first success.
 func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
@@ -140,12 +145,12 @@ func (r *podRunner) probe(c *containerRun, id string, exited <-chan struct{}) {
 	if !sleep(ctx, seconds(p.InitialDelaySeconds)) {
 		return
 	}
-	tries := 1
+	tries, wait := 1, readinessRetryMin
 	for ok, _ := try(p, "readiness"); !ok; ok, _ = try(p, "readiness") {
-		if !sleep(ctx, firstReadinessEvery) {
+		if !sleep(ctx, wait) {
 			return
 		}
-		tries++
+		tries, wait = tries+1, min(2*wait, readinessRetryMax)
 	}
 	r.mu.Lock()
 	r.startup.step(fmt.Sprintf("%s's readiness probe passed (try %d)", c.spec.Name, tries))
