@@ -174,6 +174,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 				ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs}
 			cfg.EventRecorder = n.events
 			cfg.NumWorkers = 4
+			cfg.PodControllerConfigOpts = append(cfg.PodControllerConfigOpts, podQueues)
 			return nil
 		})
 	if err != nil {
