@@ -174,7 +174,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 				ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs}
 			cfg.EventRecorder = n.events
 			cfg.NumWorkers = 4
-			cfg.PodControllerConfigOpts = append(cfg.PodControllerConfigOpts, podQueues)
+			cfg.PodControllerConfigOpts = append(cfg.PodControllerConfigOpts, podQueues, statusRetries)
 			return nil
 		})
 	if err != nil {
