@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -46,6 +47,15 @@ func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer)
 	if err := os.Remove(pidFile); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
+	// The pid file's arrival is watched for (inotify), so that the probes start the
+	// moment the process does; without a watch, start polls for it.
+	var created chan fsnotify.Event
+	if w, err := fsnotify.NewWatcher(); err == nil {
+		defer w.Close()
+		if w.Add(bundle) == nil {
+			created = w.Events
+		}
+	}
 	cmd := exec.Command(r.binary, "--root", r.root, "run", "--pid-file", pidFile, "--bundle", bundle, id)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// runc in the foreground goes when Ferry goes; the container it leaves is
@@ -54,19 +64,26 @@ func (r *runc) start(id, bundle string, s *specs.Spec, stdout, stderr io.Writer)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	waitRunning(cmd.Process.Pid, pidFile)
+	waitRunning(cmd.Process.Pid, pidFile, created)
 	return cmd, nil
 }
 
 // waitRunning returns once runc (pid) has written pidFile, which it does after the
-// container's process was started, or once runc has exited. runc tells of the start by
-// that file only, so it is polled: from 1 ms, runc's setup takes 50 ms and more.
-func waitRunning(pid int, pidFile string) {
-	for d := time.Millisecond; ; d = min(2*d, 20*time.Millisecond) {
+// container's process was started, or once runc has exited. It looks again at each
+// change in the bundle's directory (created; nil: none are watched) and every 5 ms:
+// runc's exit is polled, as waiting for it here would take its status from the
+// runner's Wait.
+func waitRunning(pid int, pidFile string, created <-chan fsnotify.Event) {
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
 		if _, err := os.Stat(pidFile); err == nil || exited(pid) {
 			return
 		}
-		time.Sleep(d)
+		select {
+		case <-created:
+		case <-poll.C:
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,16 +40,23 @@ func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip,
 			return err
 		}
 	}
+	// Volumes, and a projected volume's sources, are written at once: most are a read
+	// from the API server (every pod's kube-api-access a token and a ConfigMap), and a
+	// pod's start waits for the last.
+	var g errgroup.Group
 	for _, v := range pod.Spec.Volumes {
-		d := filepath.Join(dir, "volumes", v.Name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-		if err := writeVolume(ctx, cs, pod, v, d); err != nil {
-			return fmt.Errorf("volume %q: %w", v.Name, err)
-		}
+		g.Go(func() error {
+			d := filepath.Join(dir, "volumes", v.Name)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			if err := writeVolume(ctx, cs, pod, v, d); err != nil {
+				return fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 func writeVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, dir string) error {
@@ -60,25 +69,23 @@ func writeVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, 
 	case v.Secret != nil:
 		return writeSecret(ctx, cs, pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, mode(v.Secret.DefaultMode), dir)
 	case v.Projected != nil:
+		var g errgroup.Group
 		for _, src := range v.Projected.Sources {
-			var err error
-			switch m := mode(v.Projected.DefaultMode); {
-			case src.ConfigMap != nil:
-				err = writeConfigMap(ctx, cs, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional, m, dir)
-			case src.Secret != nil:
-				err = writeSecret(ctx, cs, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional, m, dir)
-			case src.ServiceAccountToken != nil:
-				err = writeToken(ctx, cs, pod, src.ServiceAccountToken, m, dir)
-			case src.DownwardAPI != nil:
-				err = writeDownward(pod, src.DownwardAPI.Items, m, dir)
-			default:
-				err = fmt.Errorf("a projected source of a kind Ferry's program node does not serve")
-			}
-			if err != nil {
-				return err
-			}
+			g.Go(func() error {
+				switch m := mode(v.Projected.DefaultMode); {
+				case src.ConfigMap != nil:
+					return writeConfigMap(ctx, cs, pod.Namespace, src.ConfigMap.Name, src.ConfigMap.Items, src.ConfigMap.Optional, m, dir)
+				case src.Secret != nil:
+					return writeSecret(ctx, cs, pod.Namespace, src.Secret.Name, src.Secret.Items, src.Secret.Optional, m, dir)
+				case src.ServiceAccountToken != nil:
+					return writeToken(ctx, cs, pod, src.ServiceAccountToken, m, dir)
+				case src.DownwardAPI != nil:
+					return writeDownward(pod, src.DownwardAPI.Items, m, dir)
+				}
+				return fmt.Errorf("a projected source of a kind Ferry's program node does not serve")
+			})
 		}
-		return nil
+		return g.Wait()
 	}
 	return fmt.Errorf("Ferry's program node serves emptyDir, configMap, secret and projected volumes only")
 }
