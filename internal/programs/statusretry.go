@@ -10,17 +10,19 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
+// statusConflictRetries bounds the writes again after conflicts; past it, the error
+// goes back to virtual-kubelet's queue, which retries with its back-off as before.
+const statusConflictRetries = 2
+
+// statusRetries has the node's pod controller write statuses through retryingPods.
 // virtual-kubelet writes a pod's status with the resourceVersion of its informer's
 // copy, as the pod's sole status writer. A pod's statuses follow each other within
 // milliseconds as it starts (waiting, running, ready), so the copy often does not yet
 // have the last write's version: the write is refused with a conflict and retried
 // through the status queue's back-off, 5 ms and more in the middle of a cold start
-// (5 conflicts in 6 cold starts of the example app). statusRetries answers a conflict
-// at once instead, with the version the API server has: the same write virtual-kubelet
-// would make once its informer caught up.
-const statusConflictRetries = 2
-
-// statusRetries has the node's pod controller write statuses through retryingPods.
+// (5 conflicts in 6 cold starts of the example app). A conflict is answered at once
+// instead, with the version the API server has: the same write virtual-kubelet would
+// make once its informer caught up.
 func statusRetries(cfg *node.PodControllerConfig) error {
 	cfg.PodClient = retryingPods{cfg.PodClient}
 	return nil
