@@ -80,9 +80,15 @@ func (r *podRunner) initialize() bool {
 // kubelet's reason meanwhile. It returns false if the pod was deleted first.
 func (r *podRunner) backOff(c *containerRun, restarts, code int, err error) bool {
 	backOff := retryBackOff(restarts + 1)
-	if err != nil {
+	var config *waitError
+	switch {
+	case errors.As(err, &config):
+		// As the kubelet reports an environment it cannot make.
+		r.setWaiting(c, config.reason, err.Error())
+		r.n.event(r.snapshot(), corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+	case err != nil:
 		r.setWaiting(c, "RunContainerError", err.Error())
-	} else {
+	default:
 		r.mu.Lock()
 		c.status.RestartCount++
 		c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
@@ -110,7 +116,11 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	r.mu.Lock()
 	sb := r.sandbox
 	r.mu.Unlock()
-	cmd, err := r.rt.start(containerStart{id: id, pod: r.pod, container: c.spec, program: c.program, dir: r.dir, sandbox: sb,
+	env, err := r.n.env.containerEnv(r.ctx, r.pod, c.spec, sb.ip.String())
+	if err != nil {
+		return 0, err
+	}
+	cmd, err := r.rt.start(containerStart{id: id, pod: r.pod, container: c.spec, program: c.program, env: env, dir: r.dir, sandbox: sb,
 		stdout: stdout, stderr: stderr})
 	if err != nil {
 		return 0, err

@@ -19,6 +19,12 @@ import (
 // stops when the test ends.
 func initPod(t *testing.T, pod *corev1.Pod) (*podRunner, func() []*corev1.Pod) {
 	t.Helper()
+	return runPod(t, pod, envSources{})
+}
+
+// runPod is initPod on a node whose containers' environment comes from env.
+func runPod(t *testing.T, pod *corev1.Pod, env envSources) (*podRunner, func() []*corev1.Pod) {
+	t.Helper()
 	dir := t.TempDir()
 	im, err := ParseImages([]string{"example.com/sh:1=/bin/sh"}, dir, t.TempDir())
 	if err != nil {
@@ -26,7 +32,7 @@ func initPod(t *testing.T, pod *corev1.Pod) (*podRunner, func() []*corev1.Pod) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := record.NewFakeRecorder(100)
-	n := &Node{ctx: ctx, dir: dir, images: im, events: events, runtime: newProcesses(nil, events)}
+	n := &Node{ctx: ctx, dir: dir, images: im, events: events, runtime: newProcesses(nil, events), env: env}
 	var mu sync.Mutex
 	var seen []*corev1.Pod
 	n.notifyFn = func(p *corev1.Pod) {

@@ -69,7 +69,7 @@ func (i *isolated) start(c containerStart) (*exec.Cmd, error) {
 	if err := os.MkdirAll(bundle, 0o700); err != nil {
 		return nil, err
 	}
-	spec := ociSpec(containerConfig{pod: c.pod, container: c.container, program: c.program, rootfs: filepath.Join(bundle, "rootfs"),
+	spec := ociSpec(containerConfig{pod: c.pod, container: c.container, program: c.program, env: c.env, rootfs: filepath.Join(bundle, "rootfs"),
 		netns: c.sandbox.netnsPath(), cgroupPath: "/" + i.cgroupParent + "/" + c.id, mounts: mounts})
 	cmd, err := i.runc.start(c.id, bundle, spec, c.stdout, c.stderr)
 	if err == nil {

@@ -84,6 +84,8 @@ type Node struct {
 	vk      *nodeutil.Node
 	events  record.EventRecorder
 	log     io.Writer // nil discards
+	// env resolves each container's environment as it starts (env.go).
+	env envSources
 
 	mu       sync.Mutex
 	pods     map[types.NamespacedName]*podRunner
@@ -162,6 +164,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	mux := http.NewServeMux()
 	n.vk, err = nodeutil.NewNode(NodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		describeNode(cfg.Node, port, opts.Processes)
+		n.env = envSources{client: opts.Client, services: cfg.Services, allocatable: cfg.Node.Status.Allocatable}
 		return (*provider)(n), nil, nil
 	}, nodeutil.WithClient(opts.Client), nodeutil.AttachProviderRoutes(mux),
 		func(cfg *nodeutil.NodeConfig) error {
@@ -174,6 +177,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 				ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs}
 			cfg.EventRecorder = n.events
 			cfg.NumWorkers = 4
+			// The node resolves env when a container starts, when the pod has its
+			// address (env.go).
+			cfg.SkipDownwardAPIResolution = true
 			cfg.PodControllerConfigOpts = append(cfg.PodControllerConfigOpts, podQueues, statusRetries)
 			return nil
 		})

@@ -173,6 +173,8 @@ type processConfig struct {
 	pod       *corev1.Pod
 	container *corev1.Container
 	program   Program
+	// env is the container's environment, resolved (env.go).
+	env map[string]string
 	// port, if not 0, is the container's PORT: the serving container's.
 	port int
 }
@@ -180,7 +182,7 @@ type processConfig struct {
 // processCommand is the container as a process: its argv (argv[0] /ko-app/<name> as
 // in a container, the program's path on the host run), env and working directory.
 func processCommand(c processConfig) (*exec.Cmd, error) {
-	env := containerEnv(c.pod, c.container)
+	env := c.env
 	if c.port != 0 {
 		env["PORT"] = strconv.Itoa(c.port)
 	}
@@ -218,7 +220,7 @@ func lookPath(name, path string) (string, error) {
 // start runs a container's process, the serving container's with the pod's port in
 // PORT; wait on the returned command.
 func (p *processes) start(c containerStart) (*exec.Cmd, error) {
-	cfg := processConfig{pod: c.pod, container: c.container, program: c.program}
+	cfg := processConfig{pod: c.pod, container: c.container, program: c.program, env: c.env}
 	if len(c.container.Ports) > 0 {
 		cfg.port = c.sandbox.port
 	}

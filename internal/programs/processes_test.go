@@ -116,7 +116,7 @@ func TestProcessCommand(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello-abc"}}
 	prog := Program{Path: "/cache/hello", Name: "hello", Ko: true}
 	ctr := &corev1.Container{Env: []corev1.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "TARGET", Value: "x"}}, Args: []string{"--who=$(TARGET)"}}
-	cmd, err := processCommand(processConfig{pod: pod, container: ctr, program: prog, port: 41000})
+	cmd, err := processCommand(processConfig{pod: pod, container: ctr, program: prog, env: resolvedEnv(t, pod, ctr), port: 41000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestProcessCommand(t *testing.T) {
 	}
 	// A command names a host executable; its PORT stays when it is not the serving one.
 	ctr = &corev1.Container{Command: []string{"sh", "-c", "echo $PORT"}, Env: []corev1.EnvVar{{Name: "PORT", Value: "8080"}}, WorkingDir: "/tmp"}
-	cmd, err = processCommand(processConfig{pod: pod, container: ctr, program: prog})
+	cmd, err = processCommand(processConfig{pod: pod, container: ctr, program: prog, env: resolvedEnv(t, pod, ctr)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestProcessCommand(t *testing.T) {
 		t.Errorf("path %s args %q dir %s env %q", cmd.Path, cmd.Args, cmd.Dir, cmd.Env)
 	}
 	ctr.WorkingDir = "/nonexistent/app"
-	if _, err := processCommand(processConfig{pod: pod, container: ctr, program: prog}); err == nil || !strings.Contains(err.Error(), "workingDir") {
+	if _, err := processCommand(processConfig{pod: pod, container: ctr, program: prog, env: resolvedEnv(t, pod, ctr)}); err == nil || !strings.Contains(err.Error(), "workingDir") {
 		t.Errorf("a workingDir that is not here: %v", err)
 	}
 }
@@ -157,7 +157,7 @@ func TestProcesses(t *testing.T) {
 	ctr := &corev1.Container{Command: []string{"/bin/sh", "-c", "echo port $PORT; sleep 60 & wait"},
 		Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}
 	var out bytes.Buffer
-	cmd, err := p.start(containerStart{id: "c1", pod: pod, container: ctr, sandbox: &sandbox{port: a}, stdout: &out, stderr: &out})
+	cmd, err := p.start(containerStart{id: "c1", pod: pod, container: ctr, env: resolvedEnv(t, pod, ctr), sandbox: &sandbox{port: a}, stdout: &out, stderr: &out})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,8 @@ type containerStart struct {
 	pod       *corev1.Pod
 	container *corev1.Container
 	program   Program
+	// env is the container's environment, resolved (env.go).
+	env map[string]string
 	// dir is the pod's directory: its files and volumes (podFiles), and the runs'.
 	dir            string
 	sandbox        *sandbox

@@ -22,9 +22,11 @@ type mount struct {
 
 // containerConfig is everything a container's OCI spec is made from.
 type containerConfig struct {
-	pod        *corev1.Pod
-	container  *corev1.Container
-	program    Program
+	pod       *corev1.Pod
+	container *corev1.Container
+	program   Program
+	// env is the container's environment, resolved (env.go).
+	env        map[string]string
 	rootfs     string
 	netns      string
 	cgroupPath string
@@ -51,7 +53,7 @@ const koUser = 65532
 // spec, and cgroups mounted read-only.
 func ociSpec(c containerConfig) *specs.Spec {
 	ctr := c.container
-	env := containerEnv(c.pod, ctr)
+	env := c.env
 	uid, gid := user(c.pod, ctr, c.program)
 	s := &specs.Spec{
 		Version:  specs.Version,
@@ -117,16 +119,6 @@ func bind(source, destination string, readOnly bool) specs.Mount {
 		opts = append(opts, "ro")
 	}
 	return specs.Mount{Destination: destination, Type: "bind", Source: source, Options: opts}
-}
-
-// containerEnv is the container's environment as the kubelet gives it: the env and
-// envFrom that virtual-kubelet resolved into values, with PATH and HOSTNAME.
-func containerEnv(pod *corev1.Pod, ctr *corev1.Container) map[string]string {
-	env := map[string]string{"PATH": defaultPath, "HOSTNAME": pod.Name, "HOME": "/"}
-	for _, e := range ctr.Env {
-		env[e.Name] = e.Value
-	}
-	return env
 }
 
 func envList(env map[string]string) []string {

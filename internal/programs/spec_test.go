@@ -114,6 +114,7 @@ func TestOCISpec(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ociSpec(containerConfig{pod: tc.pod, container: &tc.pod.Spec.Containers[0], program: tc.program,
+				env:    resolvedEnv(t, tc.pod, &tc.pod.Spec.Containers[0]),
 				rootfs: "/b/rootfs", netns: "/var/run/netns/fpx-1", cgroupPath: "/fp/x",
 				mounts: []mount{{source: "/pods/x/volumes/data", destination: "/data"}}})
 			if !hasMount(s, "/pods/x/volumes/data", "/data", false) {

@@ -35,7 +35,8 @@ import (
 // cluster-local as the back end is; rest.InClusterConfig reaches the API server with the pod's ServiceAccount and its
 // rights; the host's own listeners answer at the host's address; a Service without a
 // ready endpoint refuses the connection and a name that does not exist does not
-// resolve. Stopping ferry up leaves no namespace of the node behind.
+// resolve; a pod's env from status.podIP is its address. Stopping ferry up leaves no
+// namespace of the node behind.
 func TestPodNetwork(t *testing.T) {
 	needIsolation(t)
 	t.Parallel()
@@ -71,13 +72,17 @@ func TestPodNetwork(t *testing.T) {
 	backend.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/window": "6s"}
 	// A tag of a cluster-local Service is cluster-local too, at <tag>-<route>.
 	backend.Spec.Traffic = []v1.TrafficTarget{{LatestRevision: ptr(true), Percent: ptr(int64(100))}, {LatestRevision: ptr(true), Percent: ptr(int64(0)), Tag: "current"}}
+	if err := c.Create(ctx, backend); err != nil {
+		t.Fatal(err)
+	}
+	// The front end reads its pod's address by the downward API, which Knative allows
+	// with kubernetes.podspec-fieldref on.
 	frontend := ksvc("default", "frontend", "example.com/real:1")
 	frontend.Spec.Template.ObjectMeta.Annotations = map[string]string{"autoscaling.knative.dev/min-scale": "1"}
-	for _, svc := range []*v1.Service{backend, frontend} {
-		if err := c.Create(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
-	}
+	frontend.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_IP",
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	setFeatures(t, cs, map[string]string{"kubernetes.podspec-fieldref": "Enabled"})
+	createOnceAdmitted(t, c, frontend)
 	for _, svc := range []*v1.Service{backend, frontend} {
 		waitCondition(t, c, svc, duck.ConditionReady, corev1.ConditionTrue, "", readyTimeout)
 	}
@@ -85,6 +90,15 @@ func TestPodNetwork(t *testing.T) {
 	ask := func(path string) (int, string) {
 		t.Helper()
 		return getPath(t, gateway, "frontend.default.example.com", path)
+	}
+
+	// status.podIP is the pod's address, as the pod's status says.
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.ServiceLabelKey + "=frontend"})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("the front end's pods: %v, %v", pods, err)
+	}
+	if code, body := ask("/env?name=POD_IP"); code != http.StatusOK || body != pods.Items[0].Status.PodIP+"\n" {
+		t.Errorf("POD_IP in the front end's pod is %d %q, want its address %s", code, body, pods.Items[0].Status.PodIP)
 	}
 
 	// Cluster DNS: the back end's names, by the search paths of a pod of default,

@@ -128,9 +128,15 @@ func TestProgramsInitContainers(t *testing.T) {
 // config-features and creates svc once admission takes it.
 func createWithInitContainers(t *testing.T, c client.Client, cs *kubernetes.Clientset, svc *v1.Service) {
 	t.Helper()
+	setFeatures(t, cs, map[string]string{"kubernetes.podspec-init-containers": "Enabled"})
+	createOnceAdmitted(t, c, svc)
+}
+
+// setFeatures makes config-features hold data and nothing else.
+func setFeatures(t *testing.T, cs *kubernetes.Clientset, data map[string]string) {
+	t.Helper()
 	ctx := context.Background()
-	features := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "config-features"},
-		Data: map[string]string{"kubernetes.podspec-init-containers": "Enabled"}}
+	features := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "config-features"}, Data: data}
 	if _, err := cs.CoreV1().ConfigMaps("ferry-system").Create(ctx, features, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
 		if _, err := cs.CoreV1().ConfigMaps("ferry-system").Update(ctx, features, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -138,8 +144,13 @@ func createWithInitContainers(t *testing.T, c client.Client, cs *kubernetes.Clie
 	} else if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// createOnceAdmitted creates svc once admission has seen the features it needs on.
+func createOnceAdmitted(t *testing.T, c client.Client, svc *v1.Service) {
+	t.Helper()
 	eventually(t, time.Minute, func() (bool, string) {
-		err := c.Create(ctx, svc.DeepCopy())
+		err := c.Create(context.Background(), svc.DeepCopy())
 		return err == nil, fmt.Sprintf("creating Service %s once the flag is on: %v", svc.Name, err)
 	})
 }

@@ -35,6 +35,9 @@ func main() {
 	http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "Revision %s\n", os.Getenv("K_REVISION"))
 	})
+	http.HandleFunc("/env", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, os.Getenv(r.URL.Query().Get("name")))
+	})
 	http.HandleFunc("/resolve", func(w http.ResponseWriter, r *http.Request) {
 		addrs, err := net.DefaultResolver.LookupHost(r.Context(), r.URL.Query().Get("name"))
 		if err != nil {
