@@ -2,6 +2,8 @@ package programs
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +37,7 @@ func staleStatusWrites() (*fake.Clientset, *[]string) {
 
 func TestStatusWriteAfterAConflictGoesAtOnceWithTheCurrentVersion(t *testing.T) {
 	cs, versions := staleStatusWrites()
-	pods := retryingPods{cs.CoreV1()}.Pods("ns")
+	pods := newRetryingPods(cs.CoreV1()).Pods("ns")
 	stale := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "current", ResourceVersion: "5"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	out, err := pods.UpdateStatus(context.Background(), stale, metav1.UpdateOptions{})
@@ -55,12 +57,46 @@ func TestStatusWriteAfterAConflictGoesAtOnceWithTheCurrentVersion(t *testing.T) 
 
 func TestStatusWriteIsNotRetriedOnAnotherPodOfTheSameName(t *testing.T) {
 	cs, versions := staleStatusWrites()
-	pods := retryingPods{cs.CoreV1()}.Pods("ns")
+	pods := newRetryingPods(cs.CoreV1()).Pods("ns")
 	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "deleted", ResourceVersion: "5"}}
 	if _, err := pods.UpdateStatus(context.Background(), gone, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("UpdateStatus: %v, want the conflict: the name is another pod's now", err)
 	}
 	if len(*versions) != 1 {
 		t.Errorf("%d status writes, want 1", len(*versions))
+	}
+}
+
+// TestStatusWritesWithAnInformerBehindGoWithoutAConflict: the informer's copy still
+// has the version the node's last write replaced, and each next write goes with the
+// version that write returned, with no conflict to answer.
+func TestStatusWritesWithAnInformerBehindGoWithoutAConflict(t *testing.T) {
+	cs := fake.NewClientset()
+	version := 5
+	var wrote []string
+	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		pod := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod).DeepCopy()
+		wrote = append(wrote, pod.ResourceVersion)
+		if pod.ResourceVersion != strconv.Itoa(version) {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, nil)
+		}
+		version++
+		pod.ResourceVersion = strconv.Itoa(version)
+		return true, pod, nil
+	})
+	pods := newRetryingPods(cs.CoreV1()).Pods("ns")
+	informers := []string{"5", "5", "6", "5", "9"} // behind by none, one, one, three, then caught up
+	for _, v := range informers {
+		cached := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: v}}
+		if _, err := pods.UpdateStatus(context.Background(), cached, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("a write with the informer at %s: %v", v, err)
+		}
+	}
+	if want := []string{"5", "6", "7", "8", "9"}; !slices.Equal(wrote, want) {
+		t.Errorf("status writes at versions %v, want %v: each at the version the last returned", wrote, want)
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "another", ResourceVersion: "5"}}
+	if _, err := pods.UpdateStatus(context.Background(), other, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("another pod's write at a version this pod's writes replaced: %v, want it sent as it is, refused", err)
 	}
 }
