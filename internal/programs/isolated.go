@@ -44,7 +44,25 @@ func newIsolated(ctx context.Context, r *runc, plan clusternet.Plan, client kube
 
 func (i *isolated) idScheme() string { return "runc://" }
 
-func (i *isolated) close() { i.network.close() }
+func (i *isolated) close() {
+	i.network.close()
+	removeCgroupParent(cgroupRoot, i.cgroupParent)
+}
+
+// cgroupRoot is where the machine's cgroup hierarchies are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// removeCgroupParent removes the cgroup that runc made, in each hierarchy under root
+// (cgroup v1's one per controller, or v2's one), to hold the containers' cgroups:
+// runc removes a container's own cgroup with it but leaves the parent, one per data
+// directory and hierarchy, for good. rmdir takes only a cgroup with nothing left in
+// it.
+func removeCgroupParent(root, parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(root, "*", parent))
+	for _, d := range append(dirs, filepath.Join(root, parent)) {
+		_ = os.Remove(d)
+	}
+}
 
 func (i *isolated) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*sandbox, error) {
 	sb, err := i.network.create()

@@ -72,3 +72,20 @@ func TestRuncStartReturnsWhenRuncFails(t *testing.T) {
 		t.Errorf("Wait: %v, want runc's exit status 3", werr)
 	}
 }
+
+// TestRemoveCgroupParent: the node's cgroup parent goes from every hierarchy where it
+// is empty, and stays where a container's cgroup is still in it.
+func TestRemoveCgroupParent(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"cpu/fp1234-", "memory/fp1234-/busy", "fp1234-", "cpu/fp9999-"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeCgroupParent(root, "fp1234-")
+	for d, want := range map[string]bool{"cpu/fp1234-": false, "fp1234-": false, "memory/fp1234-/busy": true, "cpu/fp9999-": true} {
+		if _, err := os.Stat(filepath.Join(root, d)); (err == nil) != want {
+			t.Errorf("%s there: %v, want %v", d, err == nil, want)
+		}
+	}
+}

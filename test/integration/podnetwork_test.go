@@ -36,7 +36,7 @@ import (
 // rights; the host's own listeners answer at the host's address; a Service without a
 // ready endpoint refuses the connection and a name that does not exist does not
 // resolve; a pod's env from status.podIP is its address. Stopping ferry up leaves no
-// namespace of the node behind.
+// namespace or cgroup of the node behind.
 func TestPodNetwork(t *testing.T) {
 	needIsolation(t)
 	t.Parallel()
@@ -198,6 +198,10 @@ func TestPodNetwork(t *testing.T) {
 	}
 	if strings.Contains(string(out), plan.Prefix) {
 		t.Errorf("network namespaces of the node outlive ferry up:\n%s", out)
+	}
+	// And its containers' cgroups, the parent runc made in each hierarchy included.
+	if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", plan.Prefix)); len(left) > 0 {
+		t.Errorf("cgroups of the node outlive ferry up: %v", left)
 	}
 }
 
