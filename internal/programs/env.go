@@ -127,29 +127,46 @@ func (s *envSources) serviceEnv(pod *corev1.Pod) (map[string]string, error) {
 func (s *envSources) envFrom(ctx context.Context, namespace string, from corev1.EnvFromSource) (map[string]string, error) {
 	switch {
 	case from.ConfigMapRef != nil:
-		cm, err := s.client.CoreV1().ConfigMaps(namespace).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return cm.Data, nil
+		data, err := s.configMapData(ctx, namespace, from.ConfigMapRef.Name)
+		return data, optionalMissing(err, from.ConfigMapRef.Optional)
 	case from.SecretRef != nil:
-		sec, err := s.client.CoreV1().Secrets(namespace).Get(ctx, from.SecretRef.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		data := make(map[string]string, len(sec.Data))
-		for k, v := range sec.Data {
-			data[k] = string(v)
-		}
-		return data, nil
+		data, err := s.secretData(ctx, namespace, from.SecretRef.Name)
+		return data, optionalMissing(err, from.SecretRef.Optional)
 	}
 	return nil, nil
+}
+
+func (s *envSources) configMapData(ctx context.Context, namespace, name string) (map[string]string, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return cm.Data, nil
+}
+
+func (s *envSources) secretData(ctx context.Context, namespace, name string) (map[string]string, error) {
+	sec, err := s.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	data := make(map[string]string, len(sec.Data))
+	for k, v := range sec.Data {
+		data[k] = string(v)
+	}
+	return data, nil
+}
+
+// keyValue is one key of a ConfigMap's or Secret's data (read with err); set is false
+// where the source or the key is missing and optional.
+func keyValue(kind, namespace, name, key string, optional *bool, data map[string]string, err error) (v string, set bool, _ error) {
+	if err != nil {
+		return "", false, optionalMissing(err, optional)
+	}
+	v, ok := data[key]
+	if !ok && !isTrue(optional) {
+		return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, namespace, name)
+	}
+	return v, ok, nil
 }
 
 // value is one env entry's value; set is false where an optional source or key is
@@ -173,26 +190,12 @@ func (s *envSources) value(ctx context.Context, pod *corev1.Pod, ctr *corev1.Con
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
-		cm, err := s.client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", false, optionalMissing(err, ref.Optional)
-		}
-		v, ok := cm.Data[ref.Key]
-		if !ok && !isTrue(ref.Optional) {
-			return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
-		}
-		return v, ok, nil
+		data, err := s.configMapData(ctx, pod.Namespace, ref.Name)
+		return keyValue("ConfigMap", pod.Namespace, ref.Name, ref.Key, ref.Optional, data, err)
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
-		sec, err := s.client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", false, optionalMissing(err, ref.Optional)
-		}
-		b, ok := sec.Data[ref.Key]
-		if !ok && !isTrue(ref.Optional) {
-			return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
-		}
-		return string(b), ok, nil
+		data, err := s.secretData(ctx, pod.Namespace, ref.Name)
+		return keyValue("Secret", pod.Namespace, ref.Name, ref.Key, ref.Optional, data, err)
 	}
 	return "", false, fmt.Errorf("valueFrom names no source this node serves")
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -200,7 +201,11 @@ func TestPodNetwork(t *testing.T) {
 		t.Errorf("network namespaces of the node outlive ferry up:\n%s", out)
 	}
 	// And its containers' cgroups, the parent runc made in each hierarchy included.
-	if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", plan.Prefix)); len(left) > 0 {
+	left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", plan.Prefix))
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", plan.Prefix)); err == nil { // cgroup v2
+		left = append(left, filepath.Join("/sys/fs/cgroup", plan.Prefix))
+	}
+	if len(left) > 0 {
 		t.Errorf("cgroups of the node outlive ferry up: %v", left)
 	}
 }
