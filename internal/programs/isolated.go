@@ -69,7 +69,7 @@ func (i *isolated) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*s
 	if err != nil {
 		return nil, fmt.Errorf("pod network: %w", err)
 	}
-	if err := podFiles(ctx, i.client, pod, sb.ip.String(), dir, clusternet.DNSClusterIP); err != nil {
+	if err := podFiles(ctx, i.client, pod, sb.ip.String(), dir, clusternet.DNSClusterIP, nodeCapacity()); err != nil {
 		i.network.remove(sb)
 		return nil, err
 	}

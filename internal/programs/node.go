@@ -269,11 +269,7 @@ func (n *Node) event(pod *corev1.Pod, kind, reason, message string) {
 }
 
 func describeNode(node *corev1.Node, port int, processes bool) {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
-		corev1.ResourceMemory: resource.MustParse("64Gi"),
-		corev1.ResourcePods:   resource.MustParse("250"),
-	}
+	capacity := nodeCapacity()
 	node.Labels["type"] = "ferry-programs"
 	node.Labels["kubernetes.io/os"] = "linux"
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
@@ -286,6 +282,16 @@ func describeNode(node *corev1.Node, port int, processes bool) {
 		// Not isolated: kubectl get node -o wide and describe say so.
 		node.Labels["programs.ferry.dev/isolation"] = "none"
 		node.Status.NodeInfo.ContainerRuntimeVersion = "processes (not isolated)"
+	}
+}
+
+// nodeCapacity is the node's capacity and allocatable: the machine's CPUs, and more
+// memory and pods than a laptop's programs take.
+func nodeCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods:   resource.MustParse("250"),
 	}
 }
 

@@ -2,6 +2,7 @@ package programs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -15,14 +16,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/pkg/api/v1/resource"
+	"k8s.io/kubernetes/pkg/fieldpath"
 )
 
 // podFiles writes what a pod's containers mount: its /etc/hosts, /etc/hostname and
 // /etc/resolv.conf, and its volumes (emptyDir, configMap, secret, projected: the kinds
 // Knative allows), under dir/volumes/<name>.
 //
-// Its resolv.conf names clusterDNS as a kubelet's --cluster-dns (resolvConf).
-func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip, dir string, clusterDNS netip.Addr) error {
+// Its resolv.conf names clusterDNS as a kubelet's --cluster-dns (resolvConf); a
+// downward API item's resourceFieldRef reads allocatable for a limit the container
+// does not set.
+func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip, dir string, clusterDNS netip.Addr, allocatable corev1.ResourceList) error {
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return err
@@ -50,7 +55,7 @@ func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip,
 			if err := os.MkdirAll(d, 0o755); err != nil {
 				return err
 			}
-			if err := writeVolume(ctx, cs, pod, v, d); err != nil {
+			if err := writeVolume(ctx, cs, pod, v, allocatable, d); err != nil {
 				return fmt.Errorf("volume %q: %w", v.Name, err)
 			}
 			return nil
@@ -59,7 +64,7 @@ func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip,
 	return g.Wait()
 }
 
-func writeVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, dir string) error {
+func writeVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, allocatable corev1.ResourceList, dir string) error {
 	switch {
 	case v.EmptyDir != nil:
 		return os.Chmod(dir, 0o777) // as the kubelet makes it: any user may write
@@ -80,7 +85,7 @@ func writeVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, 
 				case src.ServiceAccountToken != nil:
 					return writeToken(ctx, cs, pod, src.ServiceAccountToken, m, dir)
 				case src.DownwardAPI != nil:
-					return writeDownward(pod, src.DownwardAPI.Items, m, dir)
+					return writeDownward(pod, src.DownwardAPI.Items, allocatable, m, dir)
 				}
 				return fmt.Errorf("a projected source of a kind Ferry's program node does not serve")
 			})
@@ -174,26 +179,24 @@ func writeToken(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, s
 	return writeFile(dir, src.Path, []byte(tok.Status.Token), m)
 }
 
-// writeDownward writes the pod's own fields that a downward API item names.
-func writeDownward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, m os.FileMode, dir string) error {
+// writeDownward writes the downward API's items as the kubelet does: a field of the
+// pod's metadata as fieldpath formats it (labels and annotations one per line, sorted),
+// or a container's resource (resourceFieldRef), its limit where it sets none being the
+// node's allocatable.
+func writeDownward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, allocatable corev1.ResourceList, m os.FileMode, dir string) error {
 	for _, it := range items {
-		if it.FieldRef == nil {
-			continue // resourceFieldRef: a process here has no node allocation to report
-		}
 		var v string
-		switch it.FieldRef.FieldPath {
-		case "metadata.name":
-			v = pod.Name
-		case "metadata.namespace":
-			v = pod.Namespace
-		case "metadata.uid":
-			v = string(pod.UID)
-		case "metadata.labels":
-			v = keyValues(pod.Labels)
-		case "metadata.annotations":
-			v = keyValues(pod.Annotations)
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			v, err = fieldpath.ExtractFieldPathAsString(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			v, err = resource.ExtractResourceValueByContainerNameAndNodeAllocatable(it.ResourceFieldRef, pod, it.ResourceFieldRef.ContainerName, allocatable)
 		default:
-			return fmt.Errorf("downward API field %q is not served", it.FieldRef.FieldPath)
+			err = errors.New("names neither a fieldRef nor a resourceFieldRef")
+		}
+		if err != nil {
+			return fmt.Errorf("downward API item %q: %w", it.Path, err)
 		}
 		fm := m
 		if it.Mode != nil {
@@ -204,14 +207,6 @@ func writeDownward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, m os.F
 		}
 	}
 	return nil
-}
-
-func keyValues(m map[string]string) string {
-	var b strings.Builder
-	for k, v := range m {
-		fmt.Fprintf(&b, "%s=%q\n", k, v)
-	}
-	return b.String()
 }
 
 // writeFile writes one key's file at rel, a relative path without "..".
