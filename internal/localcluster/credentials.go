@@ -154,7 +154,7 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 		return err
 	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["ferry"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca}
+	kc.Clusters["ferry"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: ca, DisableCompression: cfg.DisableCompression}
 	kc.AuthInfos["ferry-admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
 	kc.Contexts["ferry"] = &clientcmdapi.Context{Cluster: "ferry", AuthInfo: "ferry-admin", Namespace: "default"}
 	kc.CurrentContext = "ferry"

@@ -158,6 +158,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		BearerToken:     creds.token,
 		TLSClientConfig: rest.TLSClientConfig{CAFile: creds.caFile},
 		QPS:             -1, // the local API server is ours alone; client-side throttling only hides its real speed
+		// Nothing to save over loopback: gzip would cost the API server a flush per
+		// watch event (manager.withoutCompression).
+		DisableCompression: true,
 	}
 	c.controllerToken = creds.controllerToken
 	if err := c.waitReady(ctx, 60*time.Second); err != nil {

@@ -104,6 +104,7 @@ func New(cfg *rest.Config, opts Options) (*Ferry, error) {
 	if opts.PprofAddr == "" {
 		opts.PprofAddr = "0"
 	}
+	cfg = withoutCompression(cfg)
 	stopping, stop := context.WithCancel(context.Background())
 	// self is the Ferry New returns: the handler below reads it once the manager
 	// serves, which is after New.
