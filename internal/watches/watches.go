@@ -59,9 +59,9 @@ type Owners struct {
 	Mapper meta.RESTMapper
 }
 
-// OwnersOf returns the manager's Owners.
+// OwnersOf returns the manager's Owners, its mapper's answers kept (knownMappings).
 func OwnersOf(mgr ctrl.Manager) Owners {
-	return Owners{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}
+	return Owners{Scheme: mgr.GetScheme(), Mapper: &knownMappings{RESTMapper: mgr.GetRESTMapper()}}
 }
 
 // Register adds c to mgr with workers concurrent reconciles.
