@@ -164,7 +164,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	mux := http.NewServeMux()
 	n.vk, err = nodeutil.NewNode(NodeName, func(cfg nodeutil.ProviderConfig) (nodeutil.Provider, node.NodeProvider, error) {
 		describeNode(cfg.Node, port, opts.Processes)
-		n.env = envSources{client: opts.Client, services: cfg.Services, allocatable: cfg.Node.Status.Allocatable}
+		n.env = envSources{client: opts.Client, services: cfg.Services, allocatable: nodeCapacity()}
 		return (*provider)(n), nil, nil
 	}, nodeutil.WithClient(opts.Client), nodeutil.AttachProviderRoutes(mux),
 		func(cfg *nodeutil.NodeConfig) error {
