@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/gateway/requestctx"
 )
 
 // readSize is what a connection reads at a time; leanHeadLimit bounds the head the
@@ -39,9 +41,9 @@ type conn struct {
 	remote   string
 	idle     atomic.Bool // between requests, nothing buffered: Shutdown may close it
 
-	mu     sync.Mutex
-	dead   bool               // the client's side is closed
-	cancel context.CancelFunc // the request's in flight
+	mu   sync.Mutex
+	dead bool                // the client's side is closed
+	ctx  *requestctx.Context // the request's in flight
 	watcher
 }
 
@@ -62,8 +64,8 @@ func (c *conn) gone() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.dead = true
-	if c.cancel != nil {
-		c.cancel()
+	if c.ctx != nil {
+		c.ctx.Cancel()
 	}
 }
 
@@ -193,11 +195,11 @@ func (c *conn) consume(n int) {
 // serveOne runs the handler for the request parsed into head and reports whether the
 // connection stays open.
 func (c *conn) serveOne(h http.Handler, head *http.Request, pipelined bool) (keep bool) {
-	ctx, cancel := context.WithCancel(c.base)
+	ctx := requestctx.New(c.base)
 	c.mu.Lock()
-	c.cancel = cancel
+	c.ctx = ctx
 	if c.dead {
-		cancel()
+		ctx.Cancel()
 	}
 	c.mu.Unlock()
 	if !pipelined {
@@ -207,9 +209,9 @@ func (c *conn) serveOne(h http.Handler, head *http.Request, pipelined bool) (kee
 	defer func() {
 		c.stopWatch()
 		c.mu.Lock()
-		c.cancel = nil
+		c.ctx = nil
 		c.mu.Unlock()
-		cancel()
+		ctx.Cancel()
 	}()
 	r := head.WithContext(ctx)
 	r.RemoteAddr = c.remote

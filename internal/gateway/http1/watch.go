@@ -49,8 +49,8 @@ func (c *conn) watch() {
 	c.watched = n
 	if err != nil && !c.watchStop {
 		c.dead = true
-		if c.cancel != nil {
-			c.cancel()
+		if c.ctx != nil {
+			c.ctx.Cancel()
 		}
 	}
 	c.mu.Unlock()

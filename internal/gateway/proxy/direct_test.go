@@ -53,10 +53,11 @@ func newTwoWays(t *testing.T, rt *routing.Route, sp *routing.Split, answer http.
 			rr := &routedRequest{route: rt, split: sp, revision: "rev-1", start: start,
 				target: &backends.Target{Addr: tw.backend.Listener.Addr().String(), IP: "127.0.0.1"}}
 			rr.timer.limits, rr.timer.start = backends.Timeouts{Total: 10 * time.Second}, start
-			ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
+			rr.begin(r.Context())
+			var ctx context.Context = rr
 			defer func() {
 				rr.timer.stop()
-				rr.timer.cancel(nil)
+				rr.Cancel()
 			}()
 			if !viaDirect {
 				f.ServeHTTP(w, r.WithContext(ctx))

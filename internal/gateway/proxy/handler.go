@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/requestctx"
 	"github.com/ferry-serving/ferry/internal/gateway/requestlog"
 	"github.com/ferry-serving/ferry/internal/gateway/routing"
 	"github.com/ferry-serving/ferry/internal/telemetry"
@@ -28,9 +29,13 @@ type listenerHandler struct {
 	log       *requestlog.Logger
 }
 
-// routedRequest is the routing decision for one request, carried in its context to
-// the forwarder's hooks.
+// routedRequest is the routing decision for one request, and the request's context
+// from there on: cancelled with the client's request, by the revision's timer, or
+// when the request ends; the forwarder's hooks find it as the value of
+// routedRequestKey. One context where there were three (docs/gateway.md, "One context
+// per request").
 type routedRequest struct {
+	requestctx.Context
 	route    *routing.Route
 	split    *routing.Split
 	target   *backends.Target
@@ -48,6 +53,19 @@ type routedRequest struct {
 }
 
 type routedRequestKey struct{}
+
+// begin makes rr the request's context under parent and starts its timer.
+func (rr *routedRequest) begin(parent context.Context) {
+	rr.Init(parent)
+	rr.timer.arm(rr.Cancel)
+}
+
+func (rr *routedRequest) Value(key any) any {
+	if _, ok := key.(routedRequestKey); ok {
+		return rr
+	}
+	return rr.Context.Value(key)
+}
 
 func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -85,7 +103,8 @@ func (p *listenerHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if logged != nil {
 		logged.Revision = revisionOf(svc, se, rr)
 	}
-	ctx := context.WithValue(rr.timer.arm(r.Context()), routedRequestKey{}, rr)
+	rr.begin(r.Context())
+	var ctx context.Context = rr
 	if tr != nil {
 		traceRouted(tr, ctx, start, rr, se)
 	}
@@ -130,7 +149,7 @@ func (p *listenerHandler) finish(svc *backends.Service, host string, rr *routedR
 	if kind := rr.timer.stop(); kind != running {
 		p.metrics.Timeouts.WithLabelValues(timeoutNames[kind]).Inc()
 	}
-	rr.timer.cancel(nil)
+	rr.Cancel()
 	end := backends.Micros(time.Now())
 	if rr.target != nil {
 		rr.target.Release(end)

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"context"
-	"errors"
 	"io"
 	"sync/atomic"
 	"time"
@@ -34,7 +32,7 @@ import (
 // One timer per request, an AfterFunc with no goroutine of its own, enforces them:
 // it fires at the earliest deadline, and if that one no longer holds (the response
 // started, bytes flowed) sets itself for the next. A timeout cancels the request's
-// context; the handler's goroutine, which alone writes the answer, then answers 504
+// context (the routed request); the handler's goroutine, which alone writes the answer, then answers 504
 // naming the Revision and the timeout, or cuts a response already under way.
 
 // timeoutKind is the state of a request's timer: running, finished, or the timeout
@@ -56,15 +54,12 @@ var timeoutNames = [...]string{
 	timeoutIdle:          "idleTimeoutSeconds",
 }
 
-// errTimedOut is the cause of a context the timer cancelled.
-var errTimedOut = errors.New("revision timeout")
-
 // requestTimer is a routed request's share of the timeouts. Its fields other than
 // limits are shared with the timer's callback.
 type requestTimer struct {
 	limits backends.Timeouts
 	start  time.Time
-	cancel context.CancelCauseFunc
+	cancel func()
 	timer  atomic.Pointer[time.Timer]
 	state  atomic.Int32
 	// started is set when the response headers arrive.
@@ -74,12 +69,11 @@ type requestTimer struct {
 	active atomic.Int64
 }
 
-// arm starts the timer; the returned context ends when a timeout fires (or ctx does).
-func (rt *requestTimer) arm(ctx context.Context) context.Context {
-	ctx, rt.cancel = context.WithCancelCause(ctx)
+// arm starts the timer; cancel ends the request when a timeout fires.
+func (rt *requestTimer) arm(cancel func()) {
+	rt.cancel = cancel
 	_, next := rt.due(0)
 	rt.timer.Store(time.AfterFunc(next, rt.expire))
-	return ctx
 }
 
 // stop ends the timer with the request; it reports the timeout that fired, if one
@@ -116,7 +110,7 @@ func (rt *requestTimer) expire() {
 		return
 	}
 	if rt.state.CompareAndSwap(int32(running), int32(kind)) {
-		rt.cancel(errTimedOut)
+		rt.cancel()
 	}
 }
 

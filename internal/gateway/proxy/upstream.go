@@ -166,7 +166,7 @@ func (u *upstream) setIdleLocked(addr string, conns []*upstreamConn) {
 // the caller closes it.
 func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error) (*http.Response, error) {
 	// A client that goes away aborts the exchange, body included.
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	stop := afterCancel(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	res, err := u.writeAndRead(c, req, write)
 	if err != nil {
 		stop()
@@ -176,6 +176,20 @@ func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Requ
 		reusable: !res.Close && reusable, eof: res.Body == http.NoBody}
 	res.Body = body
 	return res, nil
+}
+
+// afterCancel is context.AfterFunc(ctx, f), but registered on the routed request
+// itself when ctx is it or only adds values to it (a span's), where
+// context.AfterFunc, finding no afterFuncer on a value context, would start a
+// goroutine to wait for it.
+func afterCancel(ctx context.Context, f func()) (stop func() bool) {
+	if rr, ok := ctx.(*routedRequest); ok {
+		return rr.AfterFunc(f)
+	}
+	if rr, ok := ctx.Value(routedRequestKey{}).(*routedRequest); ok && ctx.Done() == rr.Done() {
+		return rr.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
 func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error) (*http.Response, error) {
