@@ -139,25 +139,27 @@ func (f *forwarder) received(res *http.Response) error {
 // ctx is r's context with rr's timer and rr.
 func (f *forwarder) forwardDirect(ctx context.Context, w http.ResponseWriter, r *http.Request, rr *routedRequest) {
 	rr.sent = time.Now()
-	res, err := f.upstream.send(ctx, rr.target.Addr, r, true, func(bw *bufio.Writer) error {
+	h := w.Header()
+	res, merged, err := f.upstream.send(ctx, rr.target.Addr, r, true, func(bw *bufio.Writer) error {
 		return writeRequest(bw, r, rr)
-	})
+	}, h)
 	if err != nil {
 		f.failed(w, r.WithContext(ctx), err)
 		return
 	}
-	removeHopByHop(res.Header)
 	f.receivedBy(rr, res)
-	h := w.Header()
-	for k, vv := range res.Header {
-		// As Header.Add of each value, which ReverseProxy does, without copying the
-		// values the response no longer needs.
-		if _, ok := h[k]; !ok && len(vv) > 0 {
-			h[k] = vv
-			continue
-		}
-		for _, v := range vv {
-			h.Add(k, v)
+	if !merged {
+		removeHopByHop(res.Header)
+		for k, vv := range res.Header {
+			// As Header.Add of each value, which ReverseProxy does, without copying
+			// the values the response no longer needs.
+			if _, ok := h[k]; !ok && len(vv) > 0 {
+				h[k] = vv
+				continue
+			}
+			for _, v := range vv {
+				h.Add(k, v)
+			}
 		}
 	}
 	// http.ReadResponse keeps the Trailer header as res.Trailer's keys.

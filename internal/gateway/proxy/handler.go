@@ -57,7 +57,7 @@ type routedRequestKey struct{}
 // begin makes rr the request's context under parent and starts its timer.
 func (rr *routedRequest) begin(parent context.Context) {
 	rr.Init(parent)
-	rr.timer.arm(rr.Cancel)
+	rr.timer.arm(&rr.Context)
 }
 
 func (rr *routedRequest) Value(key any) any {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/requestctx"
 )
 
 // Knative's three request timeouts, enforced as its queue-proxy and activator do
@@ -59,7 +60,7 @@ var timeoutNames = [...]string{
 type requestTimer struct {
 	limits backends.Timeouts
 	start  time.Time
-	cancel func()
+	ctx    *requestctx.Context // the request's, cancelled by a timeout
 	timer  atomic.Pointer[time.Timer]
 	state  atomic.Int32
 	// started is set when the response headers arrive.
@@ -69,9 +70,9 @@ type requestTimer struct {
 	active atomic.Int64
 }
 
-// arm starts the timer; cancel ends the request when a timeout fires.
-func (rt *requestTimer) arm(cancel func()) {
-	rt.cancel = cancel
+// arm starts the timer; a timeout cancels ctx.
+func (rt *requestTimer) arm(ctx *requestctx.Context) {
+	rt.ctx = ctx
 	_, next := rt.due(0)
 	rt.timer.Store(time.AfterFunc(next, rt.expire))
 }
@@ -110,7 +111,7 @@ func (rt *requestTimer) expire() {
 		return
 	}
 	if rt.state.CompareAndSwap(int32(running), int32(kind)) {
-		rt.cancel()
+		rt.ctx.Cancel()
 	}
 }
 

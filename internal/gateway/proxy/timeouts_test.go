@@ -1,11 +1,12 @@
 package proxy
 
 import (
-	"sync/atomic"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/ferry-serving/ferry/internal/gateway/backends"
+	"github.com/ferry-serving/ferry/internal/gateway/requestctx"
 )
 
 func TestTimeoutDue(t *testing.T) {
@@ -45,13 +46,13 @@ func TestTimeoutDue(t *testing.T) {
 // context is not cancelled by a timeout later.
 func TestTimerStopsWithTheRequest(t *testing.T) {
 	rt := &requestTimer{limits: backends.Timeouts{Total: 50 * time.Millisecond}, start: time.Now()}
-	var cancelled atomic.Bool
-	rt.arm(func() { cancelled.Store(true) })
+	ctx := requestctx.New(context.Background())
+	rt.arm(ctx)
 	if kind := rt.stop(); kind != running {
 		t.Fatalf("stop = %v", kind)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if cancelled.Load() || rt.fired() != running {
-		t.Errorf("after stop: cancelled %v, fired %v", cancelled.Load(), rt.fired())
+	if ctx.Err() != nil || rt.fired() != running {
+		t.Errorf("after stop: context %v, fired %v", ctx.Err(), rt.fired())
 	}
 }

@@ -41,6 +41,9 @@ type upstreamConn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
+	// abort ends the exchange under way: made once, registered on every request's
+	// context in turn.
+	abort func()
 }
 
 func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -52,27 +55,29 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fastPath(req) {
 		return u.fallback.RoundTrip(req)
 	}
-	return u.send(req.Context(), req.URL.Host, req, !req.Close, func(bw *bufio.Writer) error { return req.Write(bw) })
+	res, _, err := u.send(req.Context(), req.URL.Host, req, !req.Close, func(bw *bufio.Writer) error { return req.Write(bw) }, nil)
+	return res, err
 }
 
 // send writes a replayable request with write over a pooled connection to addr and
 // reads the response headers; req gives the method to ReadResponse. The connection
-// goes back to the pool after the body if reusable and the pod keeps it alive.
-func (u *upstream) send(ctx context.Context, addr string, req *http.Request, reusable bool, write func(*bufio.Writer) error) (*http.Response, error) {
+// goes back to the pool after the body if reusable and the pod keeps it alive. With
+// into, a plain answer's fields are merged into it (readResponse).
+func (u *upstream) send(ctx context.Context, addr string, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (res *http.Response, merged bool, err error) {
 	for {
 		c, reused, err := u.conn(ctx, addr)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		res, err := u.exchange(ctx, c, req, reusable, write)
+		res, merged, err := u.exchange(ctx, c, req, reusable, write, into)
 		if err == nil {
-			return res, nil
+			return res, merged, nil
 		}
 		c.Close()
 		// A kept-alive connection that the backend closed while it sat idle fails
 		// before any answer; the request is replayable, so a fresh connection gets it.
 		if !reused || !closedWhileIdle(err) || ctx.Err() != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }
@@ -113,7 +118,9 @@ func (u *upstream) conn(ctx context.Context, addr string) (c *upstreamConn, reus
 	if err != nil {
 		return nil, false, err
 	}
-	return &upstreamConn{Conn: conn, addr: addr, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}, false, nil
+	c = &upstreamConn{Conn: conn, addr: addr, br: bufio.NewReader(conn), bw: bufio.NewWriter(conn)}
+	c.abort = func() { c.SetDeadline(time.Unix(1, 0)) }
+	return c, false, nil
 }
 
 // put keeps c for the next request to its address.
@@ -164,18 +171,18 @@ func (u *upstream) setIdleLocked(addr string, conns []*upstreamConn) {
 
 // exchange writes req and reads the response headers; the body streams from c until
 // the caller closes it.
-func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error) (*http.Response, error) {
+func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (*http.Response, bool, error) {
 	// A client that goes away aborts the exchange, body included.
-	stop := afterCancel(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	res, err := u.writeAndRead(c, req, write)
+	stop := afterCancel(ctx, c.abort)
+	res, merged, err := u.writeAndRead(c, req, write, into)
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, false, err
 	}
 	body := &upstreamBody{ReadCloser: res.Body, conn: c, upstream: u, stop: stop,
 		reusable: !res.Close && reusable, eof: res.Body == http.NoBody}
 	res.Body = body
-	return res, nil
+	return res, merged, nil
 }
 
 // afterCancel is context.AfterFunc(ctx, f), but registered on the routed request
@@ -192,32 +199,32 @@ func afterCancel(ctx context.Context, f func()) (stop func() bool) {
 	return context.AfterFunc(ctx, f)
 }
 
-func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error) (*http.Response, error) {
+func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error, into http.Header) (*http.Response, bool, error) {
 	if err := write(c.bw); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := c.bw.Flush(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// The first byte tells a backend that hung up on an idle connection (EOF before
 	// any answer, which closedWhileIdle retries) from one that broke off its answer.
 	if _, err := c.br.Peek(1); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	for {
-		res, err := readResponse(c.br, req)
+		res, merged, err := readResponse(c.br, req, into)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		switch {
 		case res.StatusCode == http.StatusSwitchingProtocols:
 			res.Body.Close()
-			return nil, fmt.Errorf("upstream switched protocols without being asked")
+			return nil, false, fmt.Errorf("upstream switched protocols without being asked")
 		case res.StatusCode >= 100 && res.StatusCode < 200:
 			// Informational answers (103 Early Hints) are not forwarded.
 			continue
 		}
-		return res, nil
+		return res, merged, nil
 	}
 }
 

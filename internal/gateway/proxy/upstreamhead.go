@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,21 +16,31 @@ import (
 // readResponse reads the head of a pod's answer on the pooled exchange. A plain one,
 // nearly every answer, is parsed in place; the rest by http.ReadResponse, whose
 // textproto reader and per-field strings were 7% of the gateway's CPU at c=64
-// (docs/gateway.md, "A lean HTTP/1.1 server").
-func readResponse(br *bufio.Reader, req *http.Request) (*http.Response, error) {
-	if res := plainResponse(br, req); res != nil {
-		return res, nil
+// (docs/gateway.md, "A lean HTTP/1.1 server"). With into, the header of the client's
+// answer, a plain answer's fields go straight into it less the hop-by-hop ones
+// (merged reports it; res.Header is then into), as the direct path would copy them.
+func readResponse(br *bufio.Reader, req *http.Request, into http.Header) (res *http.Response, merged bool, err error) {
+	if res := plainResponse(br, req, into); res != nil {
+		return res, into != nil, nil
 	}
-	return http.ReadResponse(br, req)
+	res, err = http.ReadResponse(br, req)
+	return res, false, err
 }
 
+// maxPlainFields bounds the fields of a plain answer head; one with more goes to
+// http.ReadResponse.
+const maxPlainFields = 32
+
+type plainField struct{ name, value string }
+
 // plainResponse parses the answer head buffered in br if http.ReadResponse would read
-// it the same way without a doubt, and returns nil otherwise, leaving br as it was:
-// `HTTP/1.1 NNN reason`, a status that has a body (200–599 but 204 and 304) to a
-// request that is not HEAD, fields with token names and printable-ASCII values, no
-// folding, exactly one Content-Length of digits, no Transfer-Encoding, Trailer,
-// Connection or Pragma. FuzzPlainResponse holds it to http.ReadResponse.
-func plainResponse(br *bufio.Reader, req *http.Request) *http.Response {
+// it the same way without a doubt, and returns nil otherwise, leaving br and into as
+// they were: `HTTP/1.1 NNN reason`, a status that has a body (200–599 but 204 and
+// 304) to a request that is not HEAD, at most maxPlainFields fields with token names
+// and printable-ASCII values, no folding, exactly one Content-Length of digits, no
+// Transfer-Encoding, Trailer, Connection or Pragma. FuzzPlainResponse holds it to
+// http.ReadResponse, and its merge into a header to ReverseProxy's.
+func plainResponse(br *bufio.Reader, req *http.Request, into http.Header) *http.Response {
 	if req.Method == http.MethodHead {
 		return nil
 	}
@@ -53,11 +64,13 @@ func plainResponse(br *bufio.Reader, req *http.Request) *http.Response {
 	if code < 200 || code == http.StatusNoContent || code == http.StatusNotModified {
 		return nil
 	}
-	fields := strings.Count(rest, "\n")
-	header := make(http.Header, fields)
-	values := make([]string, fields) // every field's value, one allocation
+	var fields [maxPlainFields]plainField
+	n := 0
 	length := int64(-1)
 	for rest != "" {
+		if n == len(fields) {
+			return nil
+		}
 		var field string
 		field, rest, _ = strings.Cut(rest, "\r\n")
 		colon := strings.IndexByte(field, ':')
@@ -69,22 +82,36 @@ func plainResponse(br *bufio.Reader, req *http.Request) *http.Response {
 		case "Transfer-Encoding", "Trailer", "Connection", "Pragma":
 			return nil
 		case "Content-Length":
-			n, err := strconv.ParseInt(value, 10, 64)
-			if length != -1 || err != nil || n < 0 || value == "" || value[0] < '0' || value[0] > '9' {
+			v, err := strconv.ParseInt(value, 10, 64)
+			if length != -1 || err != nil || v < 0 || value == "" || value[0] < '0' || value[0] > '9' {
 				return nil
 			}
-			length = n
+			length = v
 		}
-		if vv, ok := header[name]; ok {
-			header[name] = append(vv, value)
-			continue
-		}
-		values[0] = value
-		header[name] = values[:1:1]
-		values = values[1:]
+		fields[n] = plainField{name, value}
+		n++
 	}
 	if length == -1 {
 		return nil
+	}
+	header := into
+	if header == nil {
+		header = make(http.Header, n)
+	}
+	values := make([]string, n) // every field's value, one allocation
+	for _, f := range fields[:n] {
+		// ReverseProxy removes the hop-by-hop fields of the answer, then adds the rest
+		// to the client's header value by value.
+		if into != nil && slices.Contains(hopHeaders, f.name) {
+			continue
+		}
+		if vv, ok := header[f.name]; ok {
+			header[f.name] = append(vv, f.value)
+			continue
+		}
+		values[0] = f.value
+		header[f.name] = values[:1:1]
+		values = values[1:]
 	}
 	br.Discard(end + 4)
 	res := &http.Response{Status: line[9:], StatusCode: code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

@@ -31,6 +31,7 @@ func FuzzPlainResponse(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nX : a\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nX: caf\xc3\xa9\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 2x0 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nContent-Type: a\r\nupgrade: h2c\r\nContent-Length: 0\r\n\r\n",
 	} {
 		f.Add([]byte(seed), false)
 		f.Add([]byte(seed), true)
@@ -44,7 +45,7 @@ func FuzzPlainResponse(f *testing.F) {
 		if _, err := br.Peek(1); err != nil {
 			return
 		}
-		got := plainResponse(br, req)
+		got := plainResponse(br, req, nil)
 		if got == nil {
 			return
 		}
@@ -65,6 +66,22 @@ func FuzzPlainResponse(f *testing.F) {
 				input, got.Status, got.Header, got.ContentLength, got.Close, gotBody, gotErr, gotRest,
 				want.Status, want.Header, want.ContentLength, want.Close, wantBody, wantErr, wantRest, want.TransferEncoding)
 		}
+		// Merged into the client's header, as the direct path has it: what removing
+		// the hop-by-hop fields and adding the rest value by value gives, as
+		// ReverseProxy does.
+		into := http.Header{"X-Ferry-Activation-Wait": {"0.001s"}, "Content-Type": {"text/html"}}
+		wantInto := into.Clone()
+		removeHopByHop(want.Header)
+		for k, vv := range want.Header {
+			for _, v := range vv {
+				wantInto.Add(k, v)
+			}
+		}
+		intoBr := bufio.NewReader(bytes.NewReader(input))
+		intoBr.Peek(1)
+		if res := plainResponse(intoBr, req, into); res == nil || !reflect.DeepEqual(into, wantInto) {
+			t.Fatalf("%q: merged into the client's header\n%v\nwant\n%v", input, into, wantInto)
+		}
 	})
 }
 
@@ -74,7 +91,7 @@ func TestPlainResponseTakesGoAnswers(t *testing.T) {
 	in := "HTTP/1.1 200 OK\r\nContent-Length: 23\r\nContent-Type: text/plain; charset=utf-8\r\nDate: Sun, 06 Dec 2026 13:00:00 GMT\r\n\r\nhello from the backend\n"
 	br := bufio.NewReader(strings.NewReader(in))
 	br.Peek(1)
-	if res := plainResponse(br, req); res == nil || res.ContentLength != 23 {
+	if res := plainResponse(br, req, nil); res == nil || res.ContentLength != 23 {
 		t.Fatalf("plainResponse = %+v", res)
 	}
 }
@@ -99,7 +116,10 @@ func TestPlainResponseAllocations(t *testing.T) {
 			io.Copy(io.Discard, res.Body)
 		})
 	}
-	plain, std := read(readResponse), read(http.ReadResponse)
+	plain, std := read(func(br *bufio.Reader, req *http.Request) (*http.Response, error) {
+		res, _, err := readResponse(br, req, nil)
+		return res, err
+	}), read(http.ReadResponse)
 	t.Logf("allocations per answer: in place %v, http.ReadResponse %v", plain, std)
 	if plain >= std {
 		t.Errorf("in place %v allocations, not fewer than http.ReadResponse's %v", plain, std)
