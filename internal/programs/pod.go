@@ -180,14 +180,20 @@ func (r *podRunner) resolvePrograms() error {
 }
 
 // makeSandbox has the runtime make what the pod's containers share; a failure makes
-// them wait with its reason, and one that is for good says so in an Event too.
+// them wait with its reason, and one that is for good says so in an Event too, as
+// does a volume that cannot be written (the kubelet's FailedMount, at each try: the
+// recorder counts repeats).
 func (r *podRunner) makeSandbox() error {
 	sb, err := r.rt.sandbox(r.ctx, r.pod, r.dir)
 	if err != nil {
 		reason, permanent := waitReason(err)
 		r.setAllWaiting(reason, err.Error())
-		if permanent {
+		var mount *mountError
+		switch {
+		case permanent:
 			r.n.event(r.snapshot(), corev1.EventTypeWarning, reason, err.Error())
+		case errors.As(err, &mount):
+			r.n.event(r.snapshot(), corev1.EventTypeWarning, "FailedMount", mount.event())
 		}
 		return err
 	}

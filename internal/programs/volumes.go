@@ -56,12 +56,27 @@ func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip,
 				return err
 			}
 			if err := writeVolume(ctx, cs, pod, v, allocatable, d); err != nil {
-				return fmt.Errorf("volume %q: %w", v.Name, err)
+				return &mountError{volume: v.Name, err: err}
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// mountError is a volume the node could not write: the containers wait with it, and
+// the pod gets the kubelet's FailedMount Event for it (makeSandbox).
+type mountError struct {
+	volume string
+	err    error
+}
+
+func (e *mountError) Error() string { return fmt.Sprintf("volume %q: %v", e.volume, e.err) }
+func (e *mountError) Unwrap() error { return e.err }
+
+// event is the kubelet's FailedMount message.
+func (e *mountError) event() string {
+	return fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", e.volume, e.err)
 }
 
 func writeVolume(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, v corev1.Volume, allocatable corev1.ResourceList, dir string) error {

@@ -1,6 +1,9 @@
 package programs
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 )
 
 // TestDownwardAPIVolume: a downward API volume's files as the kubelet writes them,
@@ -82,5 +88,75 @@ func TestDownwardAPIVolume(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// filesRuntime is the plain-process runtime with the isolated one's pod files: a pod's
+// volumes are written as in a runc sandbox, its containers run as processes.
+type filesRuntime struct {
+	*processes
+	client kubernetes.Interface
+}
+
+func (f filesRuntime) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*sandbox, error) {
+	if err := podFiles(ctx, f.client, pod, "127.0.0.1", dir, netip.MustParseAddr("10.96.0.10"), nodeCapacity()); err != nil {
+		return nil, err
+	}
+	return &sandbox{ip: netip.AddrFrom4([4]byte{127, 0, 0, 1})}, nil
+}
+
+// TestVolumeThatCannotBeWritten: a pod whose ConfigMap volume names a ConfigMap that is
+// not there waits, saying which volume, gets the kubelet's FailedMount Event, and runs
+// once the ConfigMap is created.
+func TestVolumeThatCannotBeWritten(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ran")
+	pod := shPod(corev1.RestartPolicyAlways, nil, "echo ran > "+out+"; exec sleep 60")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}}
+	client := fake.NewClientset()
+	dir := t.TempDir()
+	im, err := ParseImages([]string{"example.com/sh:1=/bin/sh"}, dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	events := record.NewFakeRecorder(100)
+	n := &Node{ctx: ctx, dir: dir, images: im, events: events, env: envSources{client: client}}
+	n.runtime = filesRuntime{processes: newProcesses(client, events), client: client}
+	n.notifyFn = func(*corev1.Pod) {}
+	r := newPodRunner(n, n.runtime, pod)
+	go r.run()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+
+	waitFor(t, "the container waiting for the volume", func() (bool, string) {
+		cs := r.snapshot().Status.ContainerStatuses[0]
+		w := cs.State.Waiting
+		return w != nil && w.Reason == "CreateContainerConfigError" &&
+			w.Message == `volume "config": configmap "settings": configmaps "settings" not found`, cs.String()
+	})
+	var seen []string
+	waitFor(t, "a FailedMount Event", func() (bool, string) {
+		select {
+		case e := <-events.Events:
+			seen = append(seen, e)
+			return e == `Warning FailedMount MountVolume.SetUp failed for volume "config" : configmap "settings": configmaps "settings" not found`, fmt.Sprint(seen)
+		default:
+			return false, fmt.Sprint(seen)
+		}
+	})
+	if _, err := client.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}, Data: map[string]string{"k": "v"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the container running once the ConfigMap is there", func() (bool, string) {
+		b, _ := os.ReadFile(out)
+		return string(b) == "ran\n", r.snapshot().Status.String()
+	})
+	if b, err := os.ReadFile(filepath.Join(r.dir, "volumes", "config", "k")); err != nil || string(b) != "v" {
+		t.Errorf("the volume's file: %q, %v", b, err)
 	}
 }
