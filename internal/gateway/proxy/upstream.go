@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ferry-serving/ferry/internal/gateway/requestctx"
 )
 
 // upstream is the forwarder's round tripper. Replayable requests without a body (GET,
@@ -173,7 +175,7 @@ func (u *upstream) setIdleLocked(addr string, conns []*upstreamConn) {
 // the caller closes it.
 func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (*http.Response, bool, error) {
 	// A client that goes away aborts the exchange, body included.
-	stop := afterCancel(ctx, c.abort)
+	stop := requestctx.AfterFunc(ctx, c.abort)
 	res, merged, err := u.writeAndRead(c, req, write, into)
 	if err != nil {
 		stop()
@@ -183,20 +185,6 @@ func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Requ
 		reusable: !res.Close && reusable, eof: res.Body == http.NoBody}
 	res.Body = body
 	return res, merged, nil
-}
-
-// afterCancel is context.AfterFunc(ctx, f), but registered on the routed request
-// itself when ctx is it or only adds values to it (a span's), where
-// context.AfterFunc, finding no afterFuncer on a value context, would start a
-// goroutine to wait for it.
-func afterCancel(ctx context.Context, f func()) (stop func() bool) {
-	if rr, ok := ctx.(*routedRequest); ok {
-		return rr.AfterFunc(f)
-	}
-	if rr, ok := ctx.Value(routedRequestKey{}).(*routedRequest); ok && ctx.Done() == rr.Done() {
-		return rr.AfterFunc(f)
-	}
-	return context.AfterFunc(ctx, f)
 }
 
 func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error, into http.Header) (*http.Response, bool, error) {

@@ -42,10 +42,12 @@ func New(parent context.Context) *Context {
 func (c *Context) Init(parent context.Context) {
 	c.parent = parent
 	c.after = c.inline[:0]
-	switch p := parent.(type) {
-	case *Context:
+	if p := of(parent); p != nil {
 		c.onParent = p
 		p.adopt(c)
+		return
+	}
+	switch p := parent.(type) {
 	case afterFuncer:
 		c.follow(p.AfterFunc)
 	default:
@@ -53,6 +55,37 @@ func (c *Context) Init(parent context.Context) {
 			c.follow(func(f func()) func() bool { return context.AfterFunc(parent, f) })
 		}
 	}
+}
+
+// AfterFunc is context.AfterFunc(ctx, f), but registered on the Context that ctx is,
+// embeds or only adds values to (a span's context over a request's), where
+// context.AfterFunc, finding no afterFuncer on a value context, would start a
+// goroutine to wait for it. f runs as Context.AfterFunc runs it.
+func AfterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if c := of(ctx); c != nil {
+		return c.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
+}
+
+// embedder is a Context, or a struct that embeds one.
+type embedder interface{ requestContext() *Context }
+
+func (c *Context) requestContext() *Context { return c }
+
+// contextKey finds the Context under a context that adds values to it.
+type contextKey struct{}
+
+// of returns the Context that ctx is, embeds, or only adds values to (its Done is
+// that Context's), or nil.
+func of(ctx context.Context) *Context {
+	if e, ok := ctx.(embedder); ok {
+		return e.requestContext()
+	}
+	if c, ok := ctx.Value(contextKey{}).(*Context); ok && ctx.Done() == c.Done() {
+		return c
+	}
+	return nil
 }
 
 // afterFuncer is what context.AfterFunc looks for on a parent, and what a Context is.
@@ -170,9 +203,12 @@ func (c *Context) Err() error {
 func (c *Context) Deadline() (time.Time, bool) { return c.parent.Deadline() }
 
 // Value is the parent's value for key, except that c hides the standard library's
-// cancelCtx beneath it.
+// cancelCtx beneath it, and answers for itself to of.
 func (c *Context) Value(key any) any {
-	if key == cancelCtxKey {
+	switch key {
+	case contextKey{}:
+		return c
+	case cancelCtxKey:
 		return nil
 	}
 	return c.parent.Value(key)

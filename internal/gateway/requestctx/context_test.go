@@ -133,6 +133,45 @@ func TestOverStandardContexts(t *testing.T) {
 	}
 }
 
+// TestUnderValues: a Context, or an AfterFunc, over a context that only adds values
+// to a Context registers on that Context, starting no goroutine; over one that adds a
+// cancellation of its own, it follows that one.
+func TestUnderValues(t *testing.T) {
+	type key struct{}
+	parent := New(context.Background())
+	valued := context.WithValue(parent, key{}, "span")
+	child := New(valued)
+	ran := make(chan struct{})
+	AfterFunc(valued, func() { close(ran) })
+	if n := len(parent.after); n != 2 {
+		t.Fatalf("%d registrations on the Context under the values, want 2 (the child and the AfterFunc)", n)
+	}
+	if child.Value(key{}) != "span" {
+		t.Fatal("the value is lost")
+	}
+	parent.Cancel()
+	<-ran
+	if child.Err() != context.Canceled {
+		t.Fatal("the child was not cancelled with the Context under the values")
+	}
+
+	parent = New(context.Background())
+	between, cancelBetween := context.WithCancel(parent)
+	child = New(between)
+	if n := len(parent.after); n != 1 {
+		t.Fatalf("%d registrations on the Context, want 1 (WithCancel's)", n)
+	}
+	cancelBetween()
+	select {
+	case <-child.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a child under a cancellation of its own was not cancelled with it")
+	}
+	if parent.Err() != nil {
+		t.Fatal("the cancellation between reached the Context")
+	}
+}
+
 // TestAllocations holds the point of the package: a request's Context, a routed
 // request's inside it and the exchange's AfterFunc, then the end of the request.
 func TestAllocations(t *testing.T) {

@@ -12,6 +12,10 @@
 // when someone asks for it. It can live inside another struct (Init), so the proxy's
 // routed request is its own context.
 //
+// A Context over a context that only adds values to a Context (a span's, say)
+// registers on the Context beneath by pointer too, and AfterFunc here does the same
+// where context.AfterFunc would start a goroutine to wait on the value context.
+//
 // The standard library works over it unchanged: context.AfterFunc, WithCancel and
 // WithTimeout use its AfterFunc method (their afterFuncer), so they start no
 // goroutine either; context.Cause reports its Err.
