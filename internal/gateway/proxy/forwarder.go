@@ -140,7 +140,7 @@ func (f *forwarder) received(res *http.Response) error {
 func (f *forwarder) forwardDirect(ctx context.Context, w http.ResponseWriter, r *http.Request, rr *routedRequest) {
 	rr.sent = time.Now()
 	h := w.Header()
-	res, merged, err := f.upstream.send(ctx, rr.target.Addr, r, true, func(bw *bufio.Writer) error {
+	res, err := f.upstream.send(ctx, rr.target.Addr, r, true, func(bw *bufio.Writer) error {
 		return writeRequest(bw, r, rr)
 	}, h)
 	if err != nil {
@@ -148,20 +148,6 @@ func (f *forwarder) forwardDirect(ctx context.Context, w http.ResponseWriter, r 
 		return
 	}
 	f.receivedBy(rr, res)
-	if !merged {
-		removeHopByHop(res.Header)
-		for k, vv := range res.Header {
-			// As Header.Add of each value, which ReverseProxy does, without copying
-			// the values the response no longer needs.
-			if _, ok := h[k]; !ok && len(vv) > 0 {
-				h[k] = vv
-				continue
-			}
-			for _, v := range vv {
-				h.Add(k, v)
-			}
-		}
-	}
 	// http.ReadResponse keeps the Trailer header as res.Trailer's keys.
 	announcedTrailers := len(res.Trailer)
 	if announcedTrailers > 0 {

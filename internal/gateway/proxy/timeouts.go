@@ -33,8 +33,9 @@ import (
 // One timer per request, an AfterFunc with no goroutine of its own, enforces them:
 // it fires at the earliest deadline, and if that one no longer holds (the response
 // started, bytes flowed) sets itself for the next. A timeout cancels the request's
-// context (the routed request); the handler's goroutine, which alone writes the answer, then answers 504
-// naming the Revision and the timeout, or cuts a response already under way.
+// context (the routed request); the handler's goroutine, which alone writes the
+// answer, then answers 504 naming the Revision and the timeout, or cuts a response
+// already under way.
 
 // timeoutKind is the state of a request's timer: running, finished, or the timeout
 // that ended the request.

@@ -57,29 +57,29 @@ func (u *upstream) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !fastPath(req) {
 		return u.fallback.RoundTrip(req)
 	}
-	res, _, err := u.send(req.Context(), req.URL.Host, req, !req.Close, func(bw *bufio.Writer) error { return req.Write(bw) }, nil)
-	return res, err
+	return u.send(req.Context(), req.URL.Host, req, !req.Close, func(bw *bufio.Writer) error { return req.Write(bw) }, nil)
 }
 
 // send writes a replayable request with write over a pooled connection to addr and
 // reads the response headers; req gives the method to ReadResponse. The connection
 // goes back to the pool after the body if reusable and the pod keeps it alive. With
-// into, a plain answer's fields are merged into it (readResponse).
-func (u *upstream) send(ctx context.Context, addr string, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (res *http.Response, merged bool, err error) {
+// into (the client's answer's header), the answer's fields are added to into less
+// the hop-by-hop ones, as ReverseProxy adds them, and res.Header is into.
+func (u *upstream) send(ctx context.Context, addr string, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (*http.Response, error) {
 	for {
 		c, reused, err := u.conn(ctx, addr)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		res, merged, err := u.exchange(ctx, c, req, reusable, write, into)
+		res, err := u.exchange(ctx, c, req, reusable, write, into)
 		if err == nil {
-			return res, merged, nil
+			return res, nil
 		}
 		c.Close()
 		// A kept-alive connection that the backend closed while it sat idle fails
 		// before any answer; the request is replayable, so a fresh connection gets it.
 		if !reused || !closedWhileIdle(err) || ctx.Err() != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
 }
@@ -173,46 +173,66 @@ func (u *upstream) setIdleLocked(addr string, conns []*upstreamConn) {
 
 // exchange writes req and reads the response headers; the body streams from c until
 // the caller closes it.
-func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (*http.Response, bool, error) {
+func (u *upstream) exchange(ctx context.Context, c *upstreamConn, req *http.Request, reusable bool, write func(*bufio.Writer) error, into http.Header) (*http.Response, error) {
 	// A client that goes away aborts the exchange, body included.
 	stop := requestctx.AfterFunc(ctx, c.abort)
-	res, merged, err := u.writeAndRead(c, req, write, into)
+	res, err := u.writeAndRead(c, req, write, into)
 	if err != nil {
 		stop()
-		return nil, false, err
+		return nil, err
 	}
 	body := &upstreamBody{ReadCloser: res.Body, conn: c, upstream: u, stop: stop,
 		reusable: !res.Close && reusable, eof: res.Body == http.NoBody}
 	res.Body = body
-	return res, merged, nil
+	return res, nil
 }
 
-func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error, into http.Header) (*http.Response, bool, error) {
+func (u *upstream) writeAndRead(c *upstreamConn, req *http.Request, write func(*bufio.Writer) error, into http.Header) (*http.Response, error) {
 	if err := write(c.bw); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := c.bw.Flush(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	// The first byte tells a backend that hung up on an idle connection (EOF before
 	// any answer, which closedWhileIdle retries) from one that broke off its answer.
 	if _, err := c.br.Peek(1); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	for {
 		res, merged, err := readResponse(c.br, req, into)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		switch {
 		case res.StatusCode == http.StatusSwitchingProtocols:
 			res.Body.Close()
-			return nil, false, fmt.Errorf("upstream switched protocols without being asked")
+			return nil, fmt.Errorf("upstream switched protocols without being asked")
 		case res.StatusCode >= 100 && res.StatusCode < 200:
 			// Informational answers (103 Early Hints) are not forwarded.
 			continue
 		}
-		return res, merged, nil
+		if into != nil && !merged {
+			addAnswerHeader(into, res.Header)
+			res.Header = into
+		}
+		return res, nil
+	}
+}
+
+// addAnswerHeader adds the pod's answer's header to the client's, less the
+// hop-by-hop fields, as ReverseProxy does value by value, without copying the values
+// the answer no longer needs.
+func addAnswerHeader(into, answer http.Header) {
+	removeHopByHop(answer)
+	for k, vv := range answer {
+		if _, ok := into[k]; !ok && len(vv) > 0 {
+			into[k] = vv
+			continue
+		}
+		for _, v := range vv {
+			into.Add(k, v)
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 // textproto reader and per-field strings were 7% of the gateway's CPU at c=64
 // (docs/gateway.md, "A lean HTTP/1.1 server"). With into, the header of the client's
 // answer, a plain answer's fields go straight into it less the hop-by-hop ones
-// (merged reports it; res.Header is then into), as the direct path would copy them.
+// (merged reports it; res.Header is then into); writeAndRead adds the others'.
 func readResponse(br *bufio.Reader, req *http.Request, into http.Header) (res *http.Response, merged bool, err error) {
 	if res := plainResponse(br, req, into); res != nil {
 		return res, into != nil, nil

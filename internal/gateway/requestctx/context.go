@@ -47,13 +47,10 @@ func (c *Context) Init(parent context.Context) {
 		p.adopt(c)
 		return
 	}
-	switch p := parent.(type) {
-	case afterFuncer:
-		c.follow(p.AfterFunc)
-	default:
-		if parent.Done() != nil {
-			c.follow(func(f func()) func() bool { return context.AfterFunc(parent, f) })
-		}
+	if a, ok := parent.(afterFuncer); ok {
+		c.follow(a.AfterFunc)
+	} else if parent.Done() != nil {
+		c.follow(func(f func()) func() bool { return context.AfterFunc(parent, f) })
 	}
 }
 
