@@ -25,6 +25,12 @@ func initPod(t *testing.T, pod *corev1.Pod) (*podRunner, func() []*corev1.Pod) {
 // runPod is initPod on a node whose containers' environment comes from env.
 func runPod(t *testing.T, pod *corev1.Pod, env envSources) (*podRunner, func() []*corev1.Pod) {
 	t.Helper()
+	return runPodOn(t, pod, env, func(events record.EventRecorder) runtime { return newProcesses(nil, events) })
+}
+
+// runPodOn is runPod with the runtime newRuntime makes.
+func runPodOn(t *testing.T, pod *corev1.Pod, env envSources, newRuntime func(record.EventRecorder) runtime) (*podRunner, func() []*corev1.Pod) {
+	t.Helper()
 	dir := t.TempDir()
 	im, err := ParseImages([]string{"example.com/sh:1=/bin/sh"}, dir, t.TempDir())
 	if err != nil {
@@ -32,7 +38,7 @@ func runPod(t *testing.T, pod *corev1.Pod, env envSources) (*podRunner, func() [
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := record.NewFakeRecorder(100)
-	n := &Node{ctx: ctx, dir: dir, images: im, events: events, runtime: newProcesses(nil, events), env: env}
+	n := &Node{ctx: ctx, dir: dir, images: im, events: events, runtime: newRuntime(events), env: env}
 	var mu sync.Mutex
 	var seen []*corev1.Pod
 	n.notifyFn = func(p *corev1.Pod) {

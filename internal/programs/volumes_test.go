@@ -114,22 +114,10 @@ func TestVolumeThatCannotBeWritten(t *testing.T) {
 	pod.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}}
 	client := fake.NewClientset()
-	dir := t.TempDir()
-	im, err := ParseImages([]string{"example.com/sh:1=/bin/sh"}, dir, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	events := record.NewFakeRecorder(100)
-	n := &Node{ctx: ctx, dir: dir, images: im, events: events, env: envSources{client: client}}
-	n.runtime = filesRuntime{processes: newProcesses(client, events), client: client}
-	n.notifyFn = func(*corev1.Pod) {}
-	r := newPodRunner(n, n.runtime, pod)
-	go r.run()
-	t.Cleanup(func() {
-		cancel()
-		<-r.done
+	r, _ := runPodOn(t, pod, envSources{client: client}, func(events record.EventRecorder) runtime {
+		return filesRuntime{processes: newProcesses(client, events), client: client}
 	})
+	events := r.n.events.(*record.FakeRecorder)
 
 	waitFor(t, "the container waiting for the volume", func() (bool, string) {
 		cs := r.snapshot().Status.ContainerStatuses[0]
