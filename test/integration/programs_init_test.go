@@ -27,7 +27,8 @@ import (
 // container that writes into an emptyDir runs to completion first, kubectl showing
 // the pod at Init:0/1 meanwhile, and the serving container (netprobe) answers with
 // what it wrote; an init container that exits 1 shows as Init:Error or
-// Init:CrashLoopBackOff, and its Revision is Ready=False naming it.
+// Init:CrashLoopBackOff, and its Revision is Ready=False naming it. And a ConfigMap
+// volume whose ConfigMap comes late (the end of the test).
 func TestProgramsInitContainers(t *testing.T) {
 	needIsolation(t)
 	t.Parallel()
@@ -121,6 +122,64 @@ func TestProgramsInitContainers(t *testing.T) {
 		if cond.Type == corev1.PodInitialized && (cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, "migrate")) {
 			t.Errorf("Initialized %+v, want False naming migrate", cond)
 		}
+	}
+	// A ConfigMap volume whose ConfigMap comes late. A pod's volumes are written while
+	// runc sets up its first container, which holds the program until they are: here
+	// the pod waits naming the volume, with the kubelet's FailedMount Event, and runs
+	// with the file once the ConfigMap is there; a pod deleted while it waits goes, no
+	// runc left holding it.
+	late := ksvc("default", "lateconfig", "example.com/real:1")
+	late.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "settings", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late-settings"}}}}}
+	late.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "settings", MountPath: "/settings"}}
+	never := late.DeepCopy()
+	never.Name = "neverconfig"
+	never.Spec.Template.Spec.Volumes[0].ConfigMap.Name = "never-settings"
+	for _, s := range []*v1.Service{late, never} {
+		if err := c.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*v1.Service{late, never} {
+		want := fmt.Sprintf(`volume "settings": configmap %[1]q: configmaps %[1]q not found`, s.Spec.Template.Spec.Volumes[0].ConfigMap.Name)
+		eventually(t, readyTimeout, func() (bool, string) {
+			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=" + s.Name + "-00001"})
+			if err != nil || len(pods.Items) == 0 {
+				return false, fmt.Sprintf("no pod yet (%v)", err)
+			}
+			p := pods.Items[0]
+			st := p.Status.ContainerStatuses
+			if len(st) == 0 || st[0].State.Waiting == nil || st[0].State.Waiting.Reason != "CreateContainerConfigError" || st[0].State.Waiting.Message != want {
+				return false, fmt.Sprintf("container statuses %+v, want waiting CreateContainerConfigError %q", st, want)
+			}
+			events, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + p.Name + ",reason=FailedMount"})
+			if err != nil || len(events.Items) == 0 {
+				return false, fmt.Sprintf("no FailedMount Event on %s (%v)", p.Name, err)
+			}
+			return events.Items[0].Message == "MountVolume.SetUp failed for volume \"settings\" : "+strings.TrimPrefix(want, `volume "settings": `),
+				fmt.Sprintf("FailedMount %q", events.Items[0].Message)
+		})
+	}
+	if err := c.Delete(ctx, never); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		left, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: v1.RevisionLabelKey + "=neverconfig-00001"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(left.Items) == 0, fmt.Sprintf("%d pods of neverconfig are left", len(left.Items))
+	})
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late-settings"},
+		Data: map[string]string{"greeting": "hello from a late ConfigMap"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, readyTimeout, func() (bool, string) {
+		s := &v1.Service{}
+		return get(t, c, "default", "lateconfig", s) && s.IsReady(), fmt.Sprintf("Service %+v", s.Status.Conditions)
+	})
+	if code, body := getPath(t, gateway, "lateconfig.default.example.com", "/file?path=/settings/greeting"); code != http.StatusOK || body != "hello from a late ConfigMap" {
+		t.Errorf("the serving container reads its ConfigMap volume: %d %q", code, body)
 	}
 }
 
