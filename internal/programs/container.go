@@ -136,14 +136,15 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	// Started as the pod's termination began: its SIGTERM (signalAll) missed this run.
 	missed := r.terminating
 	r.mu.Unlock()
-	r.notify()
-	if missed {
-		_ = r.rt.kill(context.WithoutCancel(r.ctx), id, syscall.SIGTERM)
-	}
-
+	// The probes first: the Running status sets off watchers across the control plane,
+	// and a first readiness try queued behind them waited 1-17 ms in cold starts.
 	exited := make(chan struct{})
 	if !c.init {
 		go r.probe(c, id, exited)
+	}
+	r.notify()
+	if missed {
+		_ = r.rt.kill(context.WithoutCancel(r.ctx), id, syscall.SIGTERM)
 	}
 	waitErr := cmd.Wait()
 	if errors.Is(waitErr, exec.ErrWaitDelay) { // exited, but what it started kept its output
