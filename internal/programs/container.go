@@ -120,7 +120,7 @@ func (r *podRunner) runOnce(c *containerRun, run int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cmd, err := r.rt.start(containerStart{id: id, pod: r.pod, container: c.spec, program: c.program, env: env, dir: r.dir, sandbox: sb, volumes: r.volumes,
+	cmd, err := r.rt.start(containerStart{id: id, pod: r.pod, container: c.spec, program: c.program, env: env, dir: r.dir, sandbox: sb,
 		stdout: stdout, stderr: stderr})
 	if err != nil {
 		return 0, err

@@ -6,11 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -20,8 +18,7 @@ import (
 // isolated is the runtime of a node that isolates pods: each pod gets a network
 // namespace of its own (network.go) with its /etc files and volumes (volumes.go), and
 // each run of a container is a runc container (runc.go) in it, from a bundle under the
-// pod's directory. A container may start while its pod's volumes are still being
-// written: runc holds its program until they are (hold.go).
+// pod's directory.
 type isolated struct {
 	runc    *runc
 	network *network
@@ -72,27 +69,16 @@ func (i *isolated) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*s
 	if err != nil {
 		return nil, fmt.Errorf("pod network: %w", err)
 	}
-	if err := podFiles(pod, sb.ip.String(), dir, clusternet.DNSClusterIP); err != nil {
+	if err := podFiles(ctx, i.client, pod, sb.ip.String(), dir, clusternet.DNSClusterIP, nodeCapacity()); err != nil {
 		i.network.remove(sb)
 		return nil, err
 	}
 	return sb, nil
 }
 
-func (i *isolated) volumes(ctx context.Context, pod *corev1.Pod, dir string) error {
-	return writeVolumes(ctx, i.client, pod, dir, nodeCapacity())
-}
-
 func (i *isolated) release(_ context.Context, sb *sandbox) { i.network.remove(sb) }
 
 func (i *isolated) start(c containerStart) (*exec.Cmd, error) {
-	// A subPath is a file or directory inside its volume, bound on its own: it must be
-	// there before runc binds it.
-	if !c.volumes.pending() || slices.ContainsFunc(c.container.VolumeMounts, func(m corev1.VolumeMount) bool { return m.SubPath != "" }) {
-		if err := c.volumes.wait(); err != nil {
-			return nil, err
-		}
-	}
 	mounts, err := containerMounts(c.container, c.dir, podVolumes(c.pod, c.dir))
 	if err != nil {
 		return nil, err
@@ -103,29 +89,13 @@ func (i *isolated) start(c containerStart) (*exec.Cmd, error) {
 	}
 	spec := ociSpec(containerConfig{pod: c.pod, container: c.container, program: c.program, env: c.env, rootfs: filepath.Join(bundle, "rootfs"),
 		netns: c.sandbox.netnsPath(), cgroupPath: "/" + i.cgroupParent + "/" + c.id, mounts: mounts})
-	if c.volumes.pending() {
-		h, err := newHold(bundle, c.volumes)
-		if err != nil {
-			return nil, err
-		}
-		defer h.close()
-		spec.Hooks = &specs.Hooks{CreateRuntime: []specs.Hook{h.hook()}}
-	}
 	cmd, err := i.runc.start(c.id, bundle, spec, c.stdout, c.stderr)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		i.mu.Lock()
+		i.bundles[c.id] = bundle
+		i.mu.Unlock()
 	}
-	i.mu.Lock()
-	i.bundles[c.id] = bundle
-	i.mu.Unlock()
-	if !c.volumes.pending() && c.volumes.err != nil {
-		// The pod ended before its volumes were written: the hook failed runc's start,
-		// and the program never ran.
-		_ = cmd.Wait()
-		_ = i.remove(context.Background(), c.id)
-		return nil, c.volumes.err
-	}
-	return cmd, nil
+	return cmd, err
 }
 
 func (i *isolated) kill(ctx context.Context, id string, sig syscall.Signal) error {

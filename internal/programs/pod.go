@@ -54,7 +54,6 @@ type podRunner struct {
 	pod         *corev1.Pod
 	phase       corev1.PodPhase
 	sandbox     *sandbox // what the pod's containers share, once made
-	volumes     *volumeWrite
 	started     metav1.Time
 	initialized metav1.Time // when the last init container completed; zero before
 	readySince  metav1.Time
@@ -80,7 +79,7 @@ type containerRun struct {
 func newPodRunner(n *Node, rt runtime, pod *corev1.Pod) *podRunner {
 	ctx, cancel := context.WithCancel(n.ctx)
 	r := &podRunner{n: n, rt: rt, ctx: ctx, cancel: cancel, done: make(chan struct{}), pod: pod.DeepCopy(),
-		volumes: newVolumeWrite(), phase: corev1.PodPending, started: metav1.Now(), dir: filepath.Join(n.dir, "pods", string(pod.UID))}
+		phase: corev1.PodPending, started: metav1.Now(), dir: filepath.Join(n.dir, "pods", string(pod.UID))}
 	r.startup.reached = r.started.Time
 	// As the kubelet reports them: containers wait for the init containers to complete.
 	waiting := "ContainerCreating"
@@ -104,9 +103,9 @@ func newContainerRun(c *corev1.Container, init bool, waiting string) *containerR
 // all is every container of the pod, the init containers first.
 func (r *podRunner) all() []*containerRun { return append(slices.Clone(r.inits), r.ctrs...) }
 
-// run takes the pod from creation to its end: prepare, write the volumes while the
-// first container starts, run the init containers, run the containers until the pod
-// is deleted, terminate, report. Termination may begin at any of these steps.
+// run takes the pod from creation to its end: prepare, run the init containers, run
+// the containers until the pod is deleted, terminate, report. Termination may begin
+// at any of these steps.
 func (r *podRunner) run() {
 	defer close(r.done)
 	r.notify()
@@ -114,15 +113,7 @@ func (r *podRunner) run() {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if !r.prepare() {
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.writeVolumes()
-		}()
-		if !r.initialize() {
+		if !r.prepare() || !r.initialize() {
 			return
 		}
 		for _, c := range r.ctrs {
@@ -189,14 +180,20 @@ func (r *podRunner) resolvePrograms() error {
 }
 
 // makeSandbox has the runtime make what the pod's containers share; a failure makes
-// them wait with its reason, and one that is for good says so in an Event too.
+// them wait with its reason, and one that is for good says so in an Event too, as
+// does a volume that cannot be written (the kubelet's FailedMount, at each try: the
+// recorder counts repeats).
 func (r *podRunner) makeSandbox() error {
 	sb, err := r.rt.sandbox(r.ctx, r.pod, r.dir)
 	if err != nil {
 		reason, permanent := waitReason(err)
 		r.setAllWaiting(reason, err.Error())
-		if permanent {
+		var mount *mountError
+		switch {
+		case permanent:
 			r.n.event(r.snapshot(), corev1.EventTypeWarning, reason, err.Error())
+		case errors.As(err, &mount):
+			r.n.event(r.snapshot(), corev1.EventTypeWarning, "FailedMount", mount.event())
 		}
 		return err
 	}
@@ -209,36 +206,6 @@ func (r *podRunner) makeSandbox() error {
 	maps.Copy(r.pod.Annotations, sb.annotations)
 	r.mu.Unlock()
 	return nil
-}
-
-// writeVolumes has the runtime write the pod's volumes, beside its first container's
-// start, which holds the program until they are written (hold.go), retrying with the
-// back-off. A volume that cannot be written makes the containers wait with
-// CreateContainerConfigError and its message, and raises the kubelet's FailedMount
-// Event at each try (the recorder counts repeats).
-func (r *podRunner) writeVolumes() {
-	for failures := 0; ; failures++ {
-		err := r.rt.volumes(r.ctx, r.pod, r.dir)
-		if err == nil {
-			r.mu.Lock()
-			r.startup.step("volumes")
-			r.mu.Unlock()
-			r.volumes.finish(nil)
-			return
-		}
-		if r.ctx.Err() == nil {
-			r.setAllWaiting("CreateContainerConfigError", err.Error())
-			if mount := (*mountError)(nil); errors.As(err, &mount) {
-				r.n.event(r.snapshot(), corev1.EventTypeWarning, "FailedMount", mount.event())
-			}
-		}
-		select {
-		case <-r.ctx.Done():
-			r.volumes.finish(r.ctx.Err())
-			return
-		case <-time.After(retryBackOff(failures + 1)):
-		}
-	}
 }
 
 func (r *podRunner) setWaiting(c *containerRun, reason, message string) {

@@ -139,10 +139,6 @@ func (p *processes) sandbox(ctx context.Context, pod *corev1.Pod, _ string) (*sa
 	return sb, nil
 }
 
-// volumes writes nothing: a plain process mounts no volume (sandbox refuses pods whose
-// containers need one).
-func (p *processes) volumes(context.Context, *corev1.Pod, string) error { return nil }
-
 func (p *processes) release(_ context.Context, sb *sandbox) {
 	if sb.port != 0 {
 		p.releasePort(sb.port)
@@ -224,9 +220,6 @@ func lookPath(name, path string) (string, error) {
 // start runs a container's process, the serving container's with the pod's port in
 // PORT; wait on the returned command.
 func (p *processes) start(c containerStart) (*exec.Cmd, error) {
-	if err := c.volumes.wait(); err != nil {
-		return nil, err
-	}
 	cfg := processConfig{pod: c.pod, container: c.container, program: c.program, env: c.env}
 	if len(c.container.Ports) > 0 {
 		cfg.port = c.sandbox.port

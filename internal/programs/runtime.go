@@ -19,18 +19,13 @@ import (
 // differs between the two lives here and nowhere in the runner.
 type runtime interface {
 	// sandbox makes what the containers of pod share: its address, and for runc its
-	// network namespace, /etc files and its volumes' directories under dir. A failure
-	// leaves nothing of it behind; a *waitError says the reason the containers wait
-	// with.
+	// network namespace, /etc files and volumes under dir. A failure leaves nothing
+	// of it behind; a *waitError says the reason the containers wait with.
 	sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*sandbox, error)
-	// volumes writes what the pod's volumes hold into the directories sandbox made; a
-	// *mountError names the one it could not write. The runner calls it beside the
-	// first container's start (containerStart.volumes).
-	volumes(ctx context.Context, pod *corev1.Pod, dir string) error
 	// release undoes sandbox once every container of the pod has stopped.
 	release(ctx context.Context, sb *sandbox)
-	// start starts one run of a container, its program not before the pod's volumes
-	// are written; wait on the returned command, then remove the run.
+	// start starts one run of a container; wait on the returned command, then remove
+	// the run.
 	start(c containerStart) (*exec.Cmd, error)
 	// kill signals a run's processes.
 	kill(ctx context.Context, id string, sig syscall.Signal) error
@@ -80,10 +75,8 @@ type containerStart struct {
 	// env is the container's environment, resolved (env.go).
 	env map[string]string
 	// dir is the pod's directory: its files and volumes (podFiles), and the runs'.
-	dir     string
-	sandbox *sandbox
-	// volumes is the writing of the pod's volumes, which may still be under way.
-	volumes        *volumeWrite
+	dir            string
+	sandbox        *sandbox
 	stdout, stderr io.Writer
 }
 

@@ -20,11 +20,14 @@ import (
 	"k8s.io/kubernetes/pkg/fieldpath"
 )
 
-// podFiles writes a pod's /etc/hosts, /etc/hostname and /etc/resolv.conf under
-// dir/etc, and makes its volumes' directories, dir/volumes/<name>, which
-// writeVolumes fills. Its resolv.conf names clusterDNS as a kubelet's --cluster-dns
-// (resolvConf).
-func podFiles(pod *corev1.Pod, ip, dir string, clusterDNS netip.Addr) error {
+// podFiles writes what a pod's containers mount: its /etc/hosts, /etc/hostname and
+// /etc/resolv.conf, and its volumes (emptyDir, configMap, secret, projected: the kinds
+// Knative allows), under dir/volumes/<name>.
+//
+// Its resolv.conf names clusterDNS as a kubelet's --cluster-dns (resolvConf); a
+// downward API item's resourceFieldRef reads allocatable for a limit the container
+// does not set.
+func podFiles(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, ip, dir string, clusterDNS netip.Addr, allocatable corev1.ResourceList) error {
 	etc := filepath.Join(dir, "etc")
 	if err := os.MkdirAll(etc, 0o755); err != nil {
 		return err
@@ -42,26 +45,17 @@ func podFiles(pod *corev1.Pod, ip, dir string, clusterDNS netip.Addr) error {
 			return err
 		}
 	}
-	for _, v := range pod.Spec.Volumes {
-		if err := os.MkdirAll(filepath.Join(dir, "volumes", v.Name), 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeVolumes writes what the pod's volumes hold (emptyDir, configMap, secret,
-// projected: the kinds Knative allows) into the directories podFiles made under dir.
-// A downward API item's resourceFieldRef reads allocatable for a limit the container
-// does not set.
-func writeVolumes(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, dir string, allocatable corev1.ResourceList) error {
 	// Volumes, and a projected volume's sources, are written at once: most are a read
 	// from the API server (every pod's kube-api-access a token and a ConfigMap), and a
 	// pod's start waits for the last.
 	var g errgroup.Group
 	for _, v := range pod.Spec.Volumes {
 		g.Go(func() error {
-			if err := writeVolume(ctx, cs, pod, v, allocatable, filepath.Join(dir, "volumes", v.Name)); err != nil {
+			d := filepath.Join(dir, "volumes", v.Name)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			if err := writeVolume(ctx, cs, pod, v, allocatable, d); err != nil {
 				return &mountError{volume: v.Name, err: err}
 			}
 			return nil
@@ -71,7 +65,7 @@ func writeVolumes(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod,
 }
 
 // mountError is a volume the node could not write: the containers wait with it, and
-// the pod gets the kubelet's FailedMount Event for it (podRunner.writeVolumes).
+// the pod gets the kubelet's FailedMount Event for it (makeSandbox).
 type mountError struct {
 	volume string
 	err    error
@@ -245,7 +239,7 @@ func writeFile(dir, rel string, data []byte, m os.FileMode) error {
 	return os.Chmod(p, m.Perm())
 }
 
-// podVolumes are the pod's volumes' directories under dir; only an emptyDir
+// podVolumes are the pod's volumes as podFiles wrote them under dir; only an emptyDir
 // is writable, as the kubelet mounts them.
 func podVolumes(pod *corev1.Pod, dir string) map[string]mount {
 	vols := map[string]mount{}

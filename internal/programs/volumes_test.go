@@ -98,15 +98,11 @@ type filesRuntime struct {
 	client kubernetes.Interface
 }
 
-func (f filesRuntime) sandbox(_ context.Context, pod *corev1.Pod, dir string) (*sandbox, error) {
-	if err := podFiles(pod, "127.0.0.1", dir, netip.MustParseAddr("10.96.0.10")); err != nil {
+func (f filesRuntime) sandbox(ctx context.Context, pod *corev1.Pod, dir string) (*sandbox, error) {
+	if err := podFiles(ctx, f.client, pod, "127.0.0.1", dir, netip.MustParseAddr("10.96.0.10"), nodeCapacity()); err != nil {
 		return nil, err
 	}
 	return &sandbox{ip: netip.AddrFrom4([4]byte{127, 0, 0, 1})}, nil
-}
-
-func (f filesRuntime) volumes(ctx context.Context, pod *corev1.Pod, dir string) error {
-	return writeVolumes(ctx, f.client, pod, dir, nodeCapacity())
 }
 
 // TestVolumeThatCannotBeWritten: a pod whose ConfigMap volume names a ConfigMap that is

@@ -123,11 +123,9 @@ func TestProgramsInitContainers(t *testing.T) {
 			t.Errorf("Initialized %+v, want False naming migrate", cond)
 		}
 	}
-	// A ConfigMap volume whose ConfigMap comes late. A pod's volumes are written while
-	// runc sets up its first container, which holds the program until they are: here
-	// the pod waits naming the volume, with the kubelet's FailedMount Event, and runs
-	// with the file once the ConfigMap is there; a pod deleted while it waits goes, no
-	// runc left holding it.
+	// A ConfigMap volume whose ConfigMap comes late: the pod waits naming the volume,
+	// with the kubelet's FailedMount Event, and runs with the file once the ConfigMap
+	// is there; a pod deleted while it waits goes.
 	late := ksvc("default", "lateconfig", "example.com/real:1")
 	late.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "settings", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late-settings"}}}}}
