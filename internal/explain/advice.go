@@ -56,7 +56,10 @@ func Advise(c Chain, e Explanation) []string {
 		}
 	case has("OOMKilled"):
 		return []string{fmt.Sprintf("The container %s runs out of memory: raise spec.template.spec.containers[].resources.limits.memory.", quoteOr(container, ""))}
-	case has("CrashLoopBackOff", v1.ReasonExitCode, "RunContainerError", "CreateContainerConfigError", "CreateContainerError"),
+	case has("CreateContainerConfigError"):
+		return []string{"The container cannot be made: the message above names the volume or env var and the ConfigMap, Secret or key it needs. " +
+			"Create it, or mark it optional: the pod tries again with a back-off and starts once it is there."}
+	case has("CrashLoopBackOff", v1.ReasonExitCode, "RunContainerError", "CreateContainerError"),
 		strings.HasPrefix(kind, "Pod ") && has(" Error", " ContainerCannotRun"):
 		logs := fmt.Sprintf("`kubectl logs -n %s %s -c %s --previous`", ns, orPlaceholder(pod, "POD"), orPlaceholder(container, v1.DefaultUserContainerName))
 		return []string{

@@ -125,7 +125,8 @@ func TestProgramsInitContainers(t *testing.T) {
 	}
 	// A ConfigMap volume whose ConfigMap comes late: the pod waits naming the volume,
 	// with the kubelet's FailedMount Event, and runs with the file once the ConfigMap
-	// is there; a pod deleted while it waits goes.
+	// is there. One whose ConfigMap never comes fails its Revision at the progress
+	// deadline with the container's reason, and stays failed at zero.
 	late := ksvc("default", "lateconfig", "example.com/real:1")
 	late.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "settings", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "late-settings"}}}}}
@@ -133,6 +134,7 @@ func TestProgramsInitContainers(t *testing.T) {
 	never := late.DeepCopy()
 	never.Name = "neverconfig"
 	never.Spec.Template.Spec.Volumes[0].ConfigMap.Name = "never-settings"
+	never.Spec.Template.ObjectMeta.Annotations = map[string]string{"serving.knative.dev/progress-deadline": "5s"}
 	for _, s := range []*v1.Service{late, never} {
 		if err := c.Create(ctx, s); err != nil {
 			t.Fatal(err)
@@ -158,6 +160,26 @@ func TestProgramsInitContainers(t *testing.T) {
 				fmt.Sprintf("FailedMount %q", events.Items[0].Message)
 		})
 	}
+	// Past its progress deadline, the Revision says what the container waits for, as
+	// Knative's does.
+	eventually(t, readyTimeout, func() (bool, string) {
+		rev := &v1.Revision{}
+		if !get(t, c, "default", "neverconfig-00001", rev) {
+			return false, "no Revision yet"
+		}
+		ready := rev.Status.GetCondition(duck.ConditionReady)
+		return ready != nil && ready.IsFalse() && ready.Reason == "CreateContainerConfigError" &&
+			ready.Message == `volume "settings": configmap "never-settings": configmaps "never-settings" not found`, fmt.Sprintf("Ready %+v", ready)
+	})
+	// Then the autoscaler gives up on it and scales it to zero, where its Deployment
+	// reads as available: the Revision stays failed (it turned Ready here once).
+	eventually(t, readyTimeout, func() (bool, string) {
+		rev := &v1.Revision{}
+		get(t, c, "default", "neverconfig-00001", rev)
+		ready, active := rev.Status.GetCondition(duck.ConditionReady), rev.Status.GetCondition(v1.RevisionConditionActive)
+		return active.IsFalse() && ready.IsFalse() && ready.Reason == v1.ReasonProgressDeadlineExceeded && ready.Message == "Initial scale was never achieved",
+			fmt.Sprintf("Ready %+v, Active %+v", ready, active)
+	})
 	if err := c.Delete(ctx, never); err != nil {
 		t.Fatal(err)
 	}

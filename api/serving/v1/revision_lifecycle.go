@@ -111,7 +111,7 @@ func (rs *RevisionStatus) PropagateDeploymentStatus(d *appsv1.Deployment) {
 	// Available, for the same reason). Only a failure takes it back.
 	wasAvailable := m.GetCondition(RevisionConditionResourcesAvailable).IsTrue()
 	switch {
-	case wasAvailable && !progressDeadlineExceeded(d) && replicaFailure(d) == nil:
+	case wasAvailable && !ProgressDeadlineExceeded(d) && replicaFailure(d) == nil:
 		if DeploymentAvailable(d) {
 			// A container that failed while the pods were available (a crash, since
 			// restarted) is healthy again once they all are.
@@ -122,7 +122,7 @@ func (rs *RevisionStatus) PropagateDeploymentStatus(d *appsv1.Deployment) {
 	case DeploymentAvailable(d):
 		m.MarkTrue(RevisionConditionResourcesAvailable)
 		m.MarkTrue(RevisionConditionContainerHealthy)
-	case progressDeadlineExceeded(d):
+	case ProgressDeadlineExceeded(d):
 		var seconds int32
 		if d.Spec.ProgressDeadlineSeconds != nil {
 			seconds = *d.Spec.ProgressDeadlineSeconds
@@ -174,6 +174,15 @@ func (rs *RevisionStatus) PropagateAutoscalerStatus(pa *av1alpha1.PodAutoscaler)
 	case c.Reason != "" && c.Reason != av1alpha1.ReasonInitializing:
 		m.MarkUnknown(RevisionConditionActive, c.Reason, "%s", c.Message)
 	}
+	// As Knative's: a PodAutoscaler that gave up on its target's first pods (Ready
+	// False, the target never initialized) has scaled the Deployment to zero, which
+	// then reads as available; the Revision failed all the same. A reason already
+	// False is kept.
+	if pa.Status.GetCondition(duck.ConditionReady).IsFalse() &&
+		!pa.Status.GetCondition(av1alpha1.PodAutoscalerConditionScaleTargetInitialized).IsTrue() &&
+		!m.GetCondition(RevisionConditionResourcesAvailable).IsFalse() && pa.Status.ServiceName != "" {
+		m.MarkFalse(RevisionConditionResourcesAvailable, ReasonProgressDeadlineExceeded, "Initial scale was never achieved")
+	}
 }
 
 // DeploymentAvailable says whether the Deployment's current generation has its pods
@@ -190,7 +199,9 @@ func DeploymentAvailable(d *appsv1.Deployment) bool {
 	return false
 }
 
-func progressDeadlineExceeded(d *appsv1.Deployment) bool {
+// ProgressDeadlineExceeded reports whether the Deployment's pods did not become
+// available within its progressDeadlineSeconds.
+func ProgressDeadlineExceeded(d *appsv1.Deployment) bool {
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentProgressing {
 			return c.Status == corev1.ConditionFalse && c.Reason == ReasonProgressDeadlineExceeded

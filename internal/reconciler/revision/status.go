@@ -27,7 +27,7 @@ var imagePullReasons = map[string]bool{
 func propagateDeployment(status *v1.RevisionStatus, d *appsv1.Deployment, pods []corev1.Pod) {
 	status.PropagateDeploymentStatus(d)
 	if needsPods(d) {
-		propagatePods(status, pods)
+		propagatePods(status, pods, v1.ProgressDeadlineExceeded(d))
 	}
 }
 
@@ -35,15 +35,17 @@ func propagateDeployment(status *v1.RevisionStatus, d *appsv1.Deployment, pods [
 func needsPods(d *appsv1.Deployment) bool { return !v1.DeploymentAvailable(d) }
 
 // propagatePods explains why pods are not ready, from the first pod that shows a
-// reason. Pods that merely have not started yet leave the conditions as they are, and
-// so do pods on their way out: a scale-down's SIGTERM ends their containers, which is
-// no failure (the Revision's scale to zero read as ExitCode0 and stayed failed).
-func propagatePods(status *v1.RevisionStatus, pods []corev1.Pod) {
+// reason. Pods that merely have not started yet leave the conditions as they are
+// until the progress deadline has passed (timedOut), and then, as in Knative, say
+// what their containers wait with. Pods on their way out are left out: a
+// scale-down's SIGTERM ends their containers, which is no failure (the Revision's
+// scale to zero read as ExitCode0 and stayed failed).
+func propagatePods(status *v1.RevisionStatus, pods []corev1.Pod, timedOut bool) {
 	for i := range pods {
 		if pods[i].DeletionTimestamp != nil {
 			continue
 		}
-		if p := diagnose(&pods[i]); p != nil {
+		if p := diagnose(&pods[i], timedOut); p != nil {
 			p.mark(status, p.reason, p.message)
 			return
 		}
@@ -58,23 +60,25 @@ type podProblem struct {
 }
 
 // diagnose finds why a pod cannot become ready: it cannot be scheduled, its image
-// cannot be pulled, or a container exits; an init container first, as they run first.
-// It returns nil for a healthy or starting pod. Messages do not change with the
-// kubelet's retries (ErrImagePull and ImagePullBackOff alternate), so that a stuck pod
-// does not rewrite the Revision's status each time.
-func diagnose(pod *corev1.Pod) *podProblem {
+// cannot be pulled, or a container exits; an init container first, as they run first;
+// and once the progress deadline has passed (timedOut), what a container waits with
+// (a volume or an env var it cannot have: CreateContainerConfigError). It returns nil
+// for a healthy or starting pod. Messages do not change with the kubelet's retries
+// (ErrImagePull and ImagePullBackOff alternate), so that a stuck pod does not rewrite
+// the Revision's status each time.
+func diagnose(pod *corev1.Pod, timedOut bool) *podProblem {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			return &podProblem{(*v1.RevisionStatus).MarkResourcesUnavailable, c.Reason, c.Message}
 		}
 	}
 	for _, cs := range pod.Status.InitContainerStatuses {
-		if p := containerProblem(cs, true); p != nil {
+		if p := containerProblem(cs, true, timedOut); p != nil {
 			return p
 		}
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if p := containerProblem(cs, false); p != nil {
+		if p := containerProblem(cs, false, timedOut); p != nil {
 			return p
 		}
 	}
@@ -83,8 +87,9 @@ func diagnose(pod *corev1.Pod) *podProblem {
 
 // containerProblem is what keeps a container of a pod (an init container, with init)
 // from running, or nil. An init container that exited 0 has completed: only its
-// failures count.
-func containerProblem(cs corev1.ContainerStatus, init bool) *podProblem {
+// failures count. A container that waits for something else is a problem only once
+// the progress deadline has passed (timedOut): until then it may be starting.
+func containerProblem(cs corev1.ContainerStatus, init, timedOut bool) *podProblem {
 	if w := cs.State.Waiting; w != nil && w.Reason == v1.ReasonErrImageBuild {
 		return &podProblem{(*v1.RevisionStatus).MarkContainerUnhealthy, v1.ReasonContainerMissing,
 			fmt.Sprintf("Unable to fetch image %q: %s", cs.Image, w.Message)}
@@ -104,6 +109,9 @@ func containerProblem(cs corev1.ContainerStatus, init bool) *podProblem {
 		t = cs.LastTerminationState.Terminated
 	}
 	switch {
+	case t == nil && timedOut && cs.State.Waiting != nil:
+		w := cs.State.Waiting
+		return &podProblem{(*v1.RevisionStatus).MarkResourcesUnavailable, w.Reason, w.Message}
 	case t == nil, init && t.ExitCode == 0:
 		return nil
 	case init:
@@ -117,7 +125,7 @@ func containerProblem(cs corev1.ContainerStatus, init bool) *podProblem {
 // troubled is diagnose's reason, "" for none: the part of a pod that pod events need
 // to wake the Revision for (the Deployment's status covers pods that do well).
 func troubled(pod *corev1.Pod) string {
-	if p := diagnose(pod); p != nil {
+	if p := diagnose(pod, false); p != nil {
 		return p.reason
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	av1alpha1 "github.com/ferry-serving/ferry/api/autoscaling/v1alpha1"
 	v1 "github.com/ferry-serving/ferry/api/serving/v1"
 )
 
@@ -27,6 +28,10 @@ var (
 	unavailable  = appsv1.DeploymentCondition{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}
 	deadlineGone = appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: v1.ReasonProgressDeadlineExceeded}
 )
+
+// volumeWait is how the program node's containers wait for a volume it cannot write.
+var volumeWait = &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError",
+	Message: `volume "config": configmap "settings": configmaps "settings" not found`}
 
 func pod(cs corev1.ContainerStatus, conds ...corev1.PodCondition) corev1.Pod {
 	cs.Name = "user-container"
@@ -148,6 +153,34 @@ func TestPropagateDeployment(t *testing.T) {
 		container: cond{corev1.ConditionUnknown, ""},
 		message:   "Unable to create pods for more than 600 seconds.",
 	}, {
+		name:      "a container waits for its volume, within the progress deadline",
+		d:         deployment(1, 0, unavailable),
+		pods:      []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: volumeWait}})},
+		ready:     cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		resources: cond{corev1.ConditionUnknown, v1.ReasonDeploying},
+		container: cond{corev1.ConditionUnknown, ""},
+	}, {
+		// As Knative's revision reconciler: the waiting reason replaces the deadline's.
+		name:      "a container waits for its volume past the progress deadline",
+		d:         deployment(1, 0, unavailable, deadlineGone),
+		pods:      []corev1.Pod{pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: volumeWait}})},
+		ready:     cond{corev1.ConditionFalse, "CreateContainerConfigError"},
+		resources: cond{corev1.ConditionFalse, "CreateContainerConfigError"},
+		container: cond{corev1.ConditionUnknown, ""},
+		message:   volumeWait.Message,
+	}, {
+		name: "an init container waits for its volume past the progress deadline",
+		d:    deployment(1, 0, unavailable, deadlineGone),
+		pods: []corev1.Pod{func() corev1.Pod {
+			p := pod(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}})
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "seed", State: corev1.ContainerState{Waiting: volumeWait}}}
+			return p
+		}()},
+		ready:     cond{corev1.ConditionFalse, "CreateContainerConfigError"},
+		resources: cond{corev1.ConditionFalse, "CreateContainerConfigError"},
+		container: cond{corev1.ConditionUnknown, ""},
+		message:   volumeWait.Message,
+	}, {
 		name: "pods refused by a ResourceQuota",
 		d: deployment(1, 0, unavailable, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 			Reason: "FailedCreate", Message: `pods "hello-00001-deployment-5d8f" is forbidden: exceeded quota: no-pods`}),
@@ -240,6 +273,50 @@ func TestPropagateDeployment(t *testing.T) {
 			}
 			if *status.DesiredReplicas != *tc.d.Spec.Replicas || *status.ActualReplicas != tc.d.Status.ReadyReplicas {
 				t.Errorf("replicas = %d/%d", *status.ActualReplicas, *status.DesiredReplicas)
+			}
+		})
+	}
+}
+
+// TestInitialScaleNeverAchieved: a PodAutoscaler that gave up on a Revision's first
+// pods scales its Deployment to zero, which then reads as available; the Revision
+// stays failed, as Knative's does, where it turned Ready. One whose pods were up once
+// and scaled to zero for want of traffic stays Ready.
+func TestInitialScaleNeverAchieved(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		initialized bool
+		wantReady   corev1.ConditionStatus
+		wantReason  string
+	}{
+		{"timed out before the first pods", false, corev1.ConditionFalse, v1.ReasonProgressDeadlineExceeded},
+		{"scaled to zero after serving", true, corev1.ConditionTrue, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status := &v1.RevisionStatus{}
+			m := v1.RevisionConditions.Manage(&status.Status)
+			m.InitializeConditions()
+			pa := &av1alpha1.PodAutoscaler{Status: av1alpha1.PodAutoscalerStatus{ServiceName: "hello-00001"}}
+			av1alpha1.PodAutoscalerConditions.Manage(&pa.Status.Status).InitializeConditions()
+			pa.Status.MarkSKSReady()
+			if tc.initialized {
+				pa.Status.MarkScaleTargetInitialized()
+				pa.Status.MarkInactive(av1alpha1.ReasonNoTraffic, "The target is not receiving traffic.")
+				m.MarkTrue(v1.RevisionConditionResourcesAvailable)
+				m.MarkTrue(v1.RevisionConditionContainerHealthy)
+			} else {
+				pa.Status.MarkScaleTargetInitializing()
+				pa.Status.MarkInactive(av1alpha1.ReasonTimedOut, av1alpha1.MessageTimedOut)
+			}
+			d := deployment(0, 0, available)
+			propagateDeployment(status, d, nil)
+			status.PropagateAutoscalerStatus(pa)
+			got := status.GetCondition(v1.RevisionConditionReady)
+			if got.Status != tc.wantReady || got.Reason != tc.wantReason {
+				t.Errorf("Ready = %s/%s %q, want %s/%s", got.Status, got.Reason, got.Message, tc.wantReady, tc.wantReason)
+			}
+			if !tc.initialized && got.Message != "Initial scale was never achieved" {
+				t.Errorf("message = %q, want Knative's", got.Message)
 			}
 		})
 	}
